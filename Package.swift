@@ -1,0 +1,41 @@
+// swift-tools-version:6.0
+// blekit: Bluetooth Low Energy for Linux in Swift, over BlueZ's D-Bus API.
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+  .enableUpcomingFeature("ExistentialAny")
+]
+
+let package = Package(
+  name: "blekit",
+  platforms: [.macOS(.v14)],
+  products: [
+    .library(name: "BLEKit", targets: ["BLEKit"]),
+    .library(name: "DBus", targets: ["DBus"]),
+    .executable(name: "blekit", targets: ["blekit"]),
+  ],
+  targets: [
+    // libdbus-1 through pkg-config; the only place C is touched.
+    .systemLibrary(
+      name: "CDBus",
+      pkgConfig: "dbus-1",
+      providers: [.apt(["libdbus-1-dev"])]
+    ),
+    // A Swift D-Bus layer: connection, values, calls, signals, exported objects.
+    .target(name: "DBus", dependencies: ["CDBus"], swiftSettings: strict),
+    // Bluetooth value types with no bus behind them: UUIDs, addresses, assigned numbers.
+    .target(name: "Bluetooth", swiftSettings: strict),
+    // Typed org.bluez proxies and exported BlueZ objects.
+    .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth"], swiftSettings: strict),
+    // CentralManager, PeripheralManager, the transfer service, advertising data.
+    .target(name: "BLEKit", dependencies: ["Bluetooth"], swiftSettings: strict),
+    // A small typed command-line parser (swift-argument-parser cannot be fetched here).
+    .target(name: "ArgumentParsing", swiftSettings: strict),
+    .executableTarget(
+      name: "blekit", dependencies: ["BLEKit", "ArgumentParsing"], swiftSettings: strict),
+    .testTarget(name: "DBusTests", dependencies: ["DBus"]),
+    .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
+    .testTarget(name: "BLEKitTests", dependencies: ["BLEKit"]),
+    .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing"]),
+  ]
+)
