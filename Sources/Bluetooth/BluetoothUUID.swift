@@ -1,0 +1,181 @@
+// BluetoothUUID: a 16-, 32- or 128-bit Bluetooth UUID, parsed from text and printed the way
+// BlueZ writes it on D-Bus (lowercase, full 128-bit form).
+
+/// A Bluetooth UUID.
+///
+/// Every UUID is stored as its full 128 bits. A 16- or 32-bit UUID is an alias inside the
+/// Bluetooth Base UUID `00000000-0000-1000-8000-00805f9b34fb` (Core Specification, Vol 3,
+/// Part B, 2.5.1): `0x180F` is `0000180f-0000-1000-8000-00805f9b34fb`.
+///
+/// - `uuidString` is the canonical lowercase 128-bit form that BlueZ uses in every D-Bus
+///   property and argument (`org.bluez.GattService1.UUID`, `Device1.UUIDs`, ...).
+/// - `advertisingBytes` is the shortest form, little-endian, as it travels in advertising data.
+public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvertible {
+  /// The most significant 64 bits (the first 16 hex digits of the text form).
+  public let high: UInt64
+  /// The least significant 64 bits (the last 16 hex digits of the text form).
+  public let low: UInt64
+
+  /// The low 64 bits shared by every UUID in the Bluetooth Base UUID range.
+  static let baseLow: UInt64 = 0x8000_0080_5F9B_34FB
+  /// The high 64 bits of the Base UUID with the 32-bit alias field zeroed.
+  static let baseHighSuffix: UInt64 = 0x0000_1000
+
+  /// Creates a UUID from its two 64-bit halves, most significant first.
+  public init(high: UInt64, low: UInt64) {
+    self.high = high
+    self.low = low
+  }
+
+  /// Creates the 128-bit form of a 16-bit SIG UUID, e.g. `BluetoothUUID(uint16: 0x180F)`.
+  public init(uint16 value: UInt16) {
+    self.init(uint32: UInt32(value))
+  }
+
+  /// Creates the 128-bit form of a 32-bit SIG UUID.
+  public init(uint32 value: UInt32) {
+    self.init(high: UInt64(value) << 32 | Self.baseHighSuffix, low: Self.baseLow)
+  }
+
+  /// Creates a UUID from 16 bytes in text order (big-endian, as the string reads).
+  /// Returns `nil` unless there are exactly 16 bytes.
+  public init?(bigEndianBytes bytes: some Collection<UInt8>) {
+    guard bytes.count == 16 else { return nil }
+    var high: UInt64 = 0
+    var low: UInt64 = 0
+    for (index, byte) in bytes.enumerated() {
+      if index < 8 { high = high << 8 | UInt64(byte) } else { low = low << 8 | UInt64(byte) }
+    }
+    self.init(high: high, low: low)
+  }
+
+  /// Creates a UUID from the bytes of an advertising data field: 2, 4 or 16 bytes,
+  /// little-endian (Core Specification Supplement, Part A, 1.1). Returns `nil` for any other
+  /// length.
+  public init?(advertisingBytes bytes: some Collection<UInt8>) {
+    let bigEndian = Array(bytes.reversed())
+    switch bigEndian.count {
+    case 2, 4: self.init(uint32: bigEndian.reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+    case 16: self.init(bigEndianBytes: bigEndian)
+    default: return nil
+    }
+  }
+
+  /// Parses a UUID written as 4 hex digits (`180F`), 8 hex digits (`0000180F`), either with an
+  /// optional `0x` prefix, or the 36-character 8-4-4-4-12 form; hex digits in any case.
+  ///
+  /// - Throws: `BluetoothUUID.ParseError` naming the input and the accepted forms.
+  public init(_ text: String) throws(ParseError) {
+    var digits = Array(text.utf8)
+    let hasPrefix = digits.starts(with: Array("0x".utf8)) || digits.starts(with: Array("0X".utf8))
+    if hasPrefix { digits.removeFirst(2) }
+    var nibbles: [UInt8] = []
+    switch digits.count {
+    case 4, 8:
+      for byte in digits {
+        guard let nibble = byte.hexValue else { throw ParseError(input: text) }
+        nibbles.append(nibble)
+      }
+      self.init(uint32: nibbles.reduce(UInt32(0)) { $0 << 4 | UInt32($1) })
+    case 36 where !hasPrefix:
+      for (index, byte) in digits.enumerated() {
+        if index == 8 || index == 13 || index == 18 || index == 23 {
+          guard byte == UInt8(ascii: "-") else { throw ParseError(input: text) }
+        } else {
+          guard let nibble = byte.hexValue else { throw ParseError(input: text) }
+          nibbles.append(nibble)
+        }
+      }
+      let raw = stride(from: 0, to: 32, by: 2).map { nibbles[$0] << 4 | nibbles[$0 + 1] }
+      self.init(bigEndianBytes: raw)!
+    default:
+      throw ParseError(input: text)
+    }
+  }
+
+  /// The canonical lowercase 128-bit form, e.g. `0000180f-0000-1000-8000-00805f9b34fb`.
+  /// This is the form BlueZ uses on D-Bus.
+  public var uuidString: String {
+    let hex = Array(Self.hex(high, digits: 16) + Self.hex(low, digits: 16))
+    return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(hex[$0]) }
+      .joined(separator: "-")
+  }
+
+  /// The canonical 128-bit form (same as `uuidString`).
+  public var description: String { uuidString }
+
+  /// Whether this UUID lies in the Bluetooth Base UUID range (a 16- or 32-bit alias).
+  public var isInBaseRange: Bool {
+    low == Self.baseLow && high & 0xFFFF_FFFF == Self.baseHighSuffix
+  }
+
+  /// The 32-bit alias, when the UUID is in the Base UUID range.
+  public var uint32Value: UInt32? {
+    isInBaseRange ? UInt32(truncatingIfNeeded: high >> 32) : nil
+  }
+
+  /// The 16-bit alias, when the UUID is in the Base UUID range and its alias fits 16 bits.
+  public var uint16Value: UInt16? {
+    guard let value = uint32Value, value <= UInt32(UInt16.max) else { return nil }
+    return UInt16(value)
+  }
+
+  /// The shortest text form: `180f` for a 16-bit alias, `1234abcd` for a 32-bit alias,
+  /// otherwise the full 128-bit form. Lowercase.
+  public var shortString: String {
+    if let short = uint16Value { return Self.hex(UInt64(short), digits: 4) }
+    if let short = uint32Value { return Self.hex(UInt64(short), digits: 8) }
+    return uuidString
+  }
+
+  /// How many bytes the UUID takes in advertising data: 2, 4 or 16.
+  public var advertisingSize: Int {
+    if uint16Value != nil { return 2 }
+    if uint32Value != nil { return 4 }
+    return 16
+  }
+
+  /// The shortest form in little-endian byte order, as it travels in advertising data.
+  public var advertisingBytes: [UInt8] {
+    guard let alias = uint32Value else { return bigEndianBytes.reversed() }
+    return (0..<advertisingSize).map { UInt8(truncatingIfNeeded: alias >> (8 * $0)) }
+  }
+
+  /// The 16 bytes in text order (big-endian).
+  public var bigEndianBytes: [UInt8] {
+    (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * $0)) }
+      + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * $0)) }
+  }
+
+  public static func < (lhs: BluetoothUUID, rhs: BluetoothUUID) -> Bool {
+    (lhs.high, lhs.low) < (rhs.high, rhs.low)
+  }
+
+  private static func hex(_ value: UInt64, digits: Int) -> String {
+    let text = String(value, radix: 16)
+    return String(repeating: "0", count: max(0, digits - text.count)) + text
+  }
+
+  /// The error thrown when text is not a UUID.
+  public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The text that was rejected.
+    public let input: String
+
+    public var description: String {
+      "invalid UUID \"\(input)\": expected 4 or 8 hex digits (180F, 0x180F) or the "
+        + "128-bit form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+    }
+  }
+}
+
+extension UInt8 {
+  /// The value of an ASCII hex digit, or `nil`.
+  var hexValue: UInt8? {
+    switch self {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): self - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): self - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): self - UInt8(ascii: "A") + 10
+    default: nil
+    }
+  }
+}
