@@ -1,0 +1,75 @@
+// HexBytes: bytes to hex text and back, for scan output, explore dumps and CLI arguments.
+
+import Bluetooth
+
+/// Hex formatting and parsing of byte strings.
+public enum HexBytes {
+  /// Lowercase hex, two digits per byte, with an optional separator:
+  /// `format([0x02, 0x10])` is `0210`, `format([0x02, 0x10], separator: " ")` is `02 10`.
+  public static func format(_ bytes: some Sequence<UInt8>, separator: String = "") -> String {
+    bytes.map { byte in
+      let text = String(byte, radix: 16)
+      return byte < 0x10 ? "0" + text : text
+    }.joined(separator: separator)
+  }
+
+  /// Parses hex text such as `0210ab`, `02 10 AB`, `02:10:ab` or `0x0210ab`: an optional `0x`
+  /// prefix, then hex digit pairs, optionally separated by spaces, colons or dashes.
+  ///
+  /// - Throws: `HexBytes.ParseError` naming the input.
+  public static func parse(_ text: String) throws(ParseError) -> [UInt8] {
+    var utf8 = Substring(text).utf8[...]
+    if utf8.starts(with: "0x".utf8) || utf8.starts(with: "0X".utf8) { utf8 = utf8.dropFirst(2) }
+    var nibbles: [UInt8] = []
+    var bytes: [UInt8] = []
+    for byte in utf8 {
+      if let nibble = byte.hexNibble {
+        nibbles.append(nibble)
+        if nibbles.count == 2 {
+          bytes.append(nibbles[0] << 4 | nibbles[1])
+          nibbles = []
+        }
+      } else if [UInt8(ascii: " "), UInt8(ascii: ":"), UInt8(ascii: "-")].contains(byte),
+        nibbles.isEmpty
+      {
+        continue
+      } else {
+        throw ParseError(input: text)
+      }
+    }
+    guard nibbles.isEmpty else { throw ParseError(input: text) }
+    return bytes
+  }
+
+  /// A company ID as `0xFFFF`.
+  public static func companyID(_ id: UInt16) -> String {
+    let text = String(id, radix: 16, uppercase: true)
+    return "0x" + String(repeating: "0", count: 4 - text.count) + text
+  }
+
+  /// A UUID as `0x180F` when it has a 16-bit alias, else its canonical form.
+  static func uuidLabel(_ uuid: BluetoothUUID) -> String {
+    uuid.uint16Value.map { companyID($0) } ?? uuid.uuidString
+  }
+
+  /// The error thrown for text that is not hex bytes.
+  public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The rejected text.
+    public let input: String
+
+    public var description: String {
+      "invalid hex bytes \"\(input)\": expected pairs of hex digits, e.g. 0210ab or 02:10:ab"
+    }
+  }
+}
+
+extension UInt8 {
+  fileprivate var hexNibble: UInt8? {
+    switch self {
+    case UInt8(ascii: "0")...UInt8(ascii: "9"): self - UInt8(ascii: "0")
+    case UInt8(ascii: "a")...UInt8(ascii: "f"): self - UInt8(ascii: "a") + 10
+    case UInt8(ascii: "A")...UInt8(ascii: "F"): self - UInt8(ascii: "A") + 10
+    default: nil
+    }
+  }
+}
