@@ -93,6 +93,9 @@ public struct BluetoothAddress: RawRepresentable, Hashable, Sendable, Comparable
     /// The text that was rejected.
     public let input: String
 
+    /// Creates the error for rejected text.
+    public init(input: String) { self.input = input }
+
     public var description: String {
       "invalid Bluetooth address \"\(input)\": expected six hex bytes separated by colons, "
         + "e.g. 00:AA:01:00:00:00"

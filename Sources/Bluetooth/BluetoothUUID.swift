@@ -161,6 +161,9 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
     /// The text that was rejected.
     public let input: String
 
+    /// Creates the error for rejected text.
+    public init(input: String) { self.input = input }
+
     public var description: String {
       "invalid UUID \"\(input)\": expected 4 or 8 hex digits (180F, 0x180F) or the "
         + "128-bit form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"

@@ -99,6 +99,9 @@ public struct RSSIFilter: Hashable, Sendable {
     /// The rejected threshold.
     public let value: Int
 
+    /// Creates the error for a rejected threshold.
+    public init(value: Int) { self.value = value }
+
     public var description: String {
       "RSSI threshold \(value) dBm is out of range: expected -127...20 dBm"
     }

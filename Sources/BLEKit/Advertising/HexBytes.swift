@@ -57,6 +57,9 @@ public enum HexBytes {
     /// The rejected text.
     public let input: String
 
+    /// Creates the error for rejected text.
+    public init(input: String) { self.input = input }
+
     public var description: String {
       "invalid hex bytes \"\(input)\": expected pairs of hex digits, e.g. 0210ab or 02:10:ab"
     }
