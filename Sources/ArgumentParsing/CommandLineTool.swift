@@ -1,0 +1,48 @@
+// Runs a command tree for one command line: help, version, or the command, then the status.
+
+/// Where the tool writes: standard output and standard error, replaceable in tests.
+public struct CommandOutput: Sendable {
+  /// Writes text (already ending in a newline) to standard output.
+  public var standardOutput: @Sendable (String) -> Void
+  /// Writes text (already ending in a newline) to standard error.
+  public var standardError: @Sendable (String) -> Void
+
+  /// Creates an output from two writers.
+  public init(
+    standardOutput: @escaping @Sendable (String) -> Void,
+    standardError: @escaping @Sendable (String) -> Void
+  ) {
+    self.standardOutput = standardOutput
+    self.standardError = standardError
+  }
+}
+
+/// The top of a command-line program: resolve, run, report.
+public enum CommandLineTool {
+  /// Resolves `arguments` (without the program name) against `root` and carries it out.
+  ///
+  /// Help and version go to standard output with status 0. Any error, from parsing or from
+  /// `run()`, is printed as `<root name>: <message>` (plus a hint for usage errors) on
+  /// standard error, and its ``ErrorReport`` status is returned. Signals are the caller's
+  /// business: cancelling the calling task makes a cooperative command end, and a
+  /// `CancellationError` reports ``ExitStatus/interrupted``.
+  public static func run(
+    _ root: any ParsableCommand.Type, arguments: [String], output: CommandOutput
+  ) async -> ExitStatus {
+    do {
+      switch try CommandResolver.resolve(arguments, root: root) {
+      case .help(let text):
+        output.standardOutput(text)
+      case .version(let line):
+        output.standardOutput(line + "\n")
+      case .run(let command):
+        try await command.run()
+      }
+      return .success
+    } catch {
+      let report = ErrorReport(error)
+      output.standardError(report.lines(program: root.configuration.name))
+      return report.status
+    }
+  }
+}

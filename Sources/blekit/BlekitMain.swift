@@ -1,0 +1,50 @@
+// The program's entry point: run the command line, honour signals, exit with the status.
+
+import ArgumentParsing
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// Runs `blekit` for the process's arguments and exits with the command's ``ExitStatus``.
+///
+/// (The entry point lives here rather than in `main.swift`, which cannot hold `@main`.)
+@main
+enum BlekitMain {
+  static func main() async {
+    let arguments = Array(CommandLine.arguments.dropFirst())
+    let signals = SignalForwarding()
+    let command = Task {
+      await CommandLineTool.run(Blekit.self, arguments: arguments, output: .standardStreams)
+    }
+    let sources = signals.start { command.cancel() }
+    var status = await command.value
+    withExtendedLifetime(sources) {}
+    // A command that failed after a signal failed because of it.
+    if let signalStatus = signals.receivedStatus, status != .success {
+      status = signalStatus
+    }
+    exit(status.rawValue)  // Flushes standard output.
+  }
+}
+
+extension CommandOutput {
+  /// The process's standard output (buffered, like `print`) and standard error (written at
+  /// once, after flushing standard output so the two keep their order on a terminal).
+  static let standardStreams = CommandOutput(
+    standardOutput: { text in
+      print(text, terminator: "")
+    },
+    standardError: { text in
+      fflush(nil)
+      var bytes = Array(text.utf8)[...]
+      while !bytes.isEmpty {
+        let written = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        if written < 0 && errno == EINTR { continue }
+        guard written > 0 else { return }
+        bytes = bytes.dropFirst(written)
+      }
+    })
+}

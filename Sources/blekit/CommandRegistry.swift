@@ -1,0 +1,10 @@
+// The list of blekit's commands: adding a command is one file plus one line here.
+
+import ArgumentParsing
+
+/// Every top-level command, in the order `blekit --help` lists them.
+enum CommandRegistry {
+  static let commands: [any ParsableCommand.Type] = [
+    HelpCommand.self
+  ]
+}

@@ -1,0 +1,48 @@
+// Turns SIGINT and SIGTERM into task cancellation, so a command can clean up before exiting.
+
+import ArgumentParsing
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// Watches SIGINT and SIGTERM while a command runs.
+///
+/// The first signal cancels the command's task (the command undoes its BlueZ registrations as
+/// its task ends) and remembers the signal's exit status. A second signal exits at once with
+/// that status, for a command that does not stop.
+final class SignalForwarding: Sendable {
+  private let received = Mutex<ExitStatus?>(nil)
+
+  /// The status of the first signal received, if any: 130 for SIGINT, 143 for SIGTERM.
+  var receivedStatus: ExitStatus? { received.withLock { $0 } }
+
+  /// Starts watching; `cancel` runs once, on the first signal. Keep the returned sources alive
+  /// for as long as signals should be watched.
+  func start(cancel: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
+    let watched: [(Int32, ExitStatus)] = [(SIGINT, .interrupted), (SIGTERM, .terminated)]
+    return watched.map { number, status in
+      // Dispatch sees the signal only once its default action (terminate) is turned off.
+      signal(number, SIG_IGN)
+      let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+      source.setEventHandler { [self] in
+        let isFirst = self.received.withLock { received in
+          guard received == nil else { return false }
+          received = status
+          return true
+        }
+        if isFirst {
+          cancel()
+        } else {
+          _exit(status.rawValue)
+        }
+      }
+      source.resume()
+      return source
+    }
+  }
+}

@@ -1,0 +1,89 @@
+// Option forms, repeatable options, negative numbers, `--`, positionals.
+
+import ArgumentParsing
+import Testing
+
+@Suite struct ArgumentParserTests {
+  @Test func defaultsWhenNothingIsGiven() throws {
+    let scan = try parseScan([])
+    #expect(scan.services == [])
+    #expect(scan.minRSSI == nil)
+    #expect(scan.name == nil)
+    #expect(!scan.json && !scan.duplicates)
+    #expect(scan.timeout == .seconds(10))
+    #expect(scan.power == nil)
+  }
+
+  @Test func separateAndInlineValues() throws {
+    let separate = try parseScan(["--name", "Polar H10", "--timeout", "500ms"])
+    let inline = try parseScan(["--name=Polar H10", "--timeout=500ms"])
+    #expect(separate.name == "Polar H10" && inline.name == "Polar H10")
+    #expect(separate.timeout == .milliseconds(500) && inline.timeout == .milliseconds(500))
+  }
+
+  @Test func inlineValueMayContainEqualsAndBeEmpty() throws {
+    #expect(try parseScan(["--name=a=b"]).name == "a=b")
+    #expect(try parseScan(["--name="]).name == "")
+  }
+
+  @Test func repeatableOptionKeepsOrder() throws {
+    let scan = try parseScan(["--service", "180d", "--json", "--service=180f", "-s", "fff0"])
+    #expect(scan.services == ["180d", "180f", "fff0"])
+    #expect(scan.json)
+  }
+
+  @Test func negativeNumbersAreValues() throws {
+    #expect(try parseScan(["--min-rssi", "-50"]).minRSSI == -50)
+    #expect(try parseScan(["--min-rssi=-50"]).minRSSI == -50)
+    #expect(try parseScan(["--min-rssi", "-0x10"]).minRSSI == -16)
+  }
+
+  @Test func negativeNumberIsAPositional() throws {
+    struct Numbers: ArgumentList {
+      let values = RepeatedArgument<Double>("N", help: "Numbers.")
+    }
+    let parsed = try ArgumentParser(specs: Numbers.specs).parse(["-1.5", "2", "-.5"])
+    #expect(ParsedArguments<Numbers>(parsed).values == [-1.5, 2, -0.5])
+  }
+
+  @Test func shortNamesAndClusters() throws {
+    let scan = try parseScan(["-dj", "-t", "2m", "-s180d", "-js", "fff0"])
+    #expect(scan.duplicates && scan.json)
+    #expect(scan.timeout == .seconds(120))
+    #expect(scan.services == ["180d", "fff0"])
+  }
+
+  @Test func doubleDashEndsOptions() throws {
+    let write = try WriteFixture.parse(["--without-response", "--", "AA:BB", "--text", "-x"])
+    #expect(write.address == "AA:BB")
+    #expect(write.characteristic == "--text")
+    #expect(write.hex == "-x")
+    #expect(write.text == nil)
+    #expect(write.withoutResponse)
+  }
+
+  @Test func dashAloneIsAValue() throws {
+    #expect(try parseScan(["--name", "-"]).name == "-")
+  }
+
+  @Test func positionalsAndOptionsInterleave() throws {
+    let write = try WriteFixture.parse(["AA:BB", "--text", "hi", "2a00", "--without-response"])
+    #expect(write.address == "AA:BB")
+    #expect(write.characteristic == "2a00")
+    #expect(write.hex == nil)
+    #expect(write.text == "hi")
+  }
+
+  @Test func optionalPositional() throws {
+    let write = try WriteFixture.parse(["AA:BB", "2a00", "0102ff"])
+    #expect(write.hex == "0102ff")
+  }
+
+  @Test func enumValues() throws {
+    #expect(try parseScan(["--power", "off"]).power == .off)
+  }
+
+  @Test func repeatedFlagIsHarmless() throws {
+    #expect(try parseScan(["--json", "--json"]).json)
+  }
+}
