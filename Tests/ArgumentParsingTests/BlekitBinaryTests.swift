@@ -1,0 +1,79 @@
+// Runs the built `blekit` executable, when the build put one next to the tests.
+
+import ArgumentParsing
+import Foundation
+import Testing
+
+/// The `blekit` executable in the test runner's build directory, if there is one.
+private let blekitBinary: URL? = {
+  let runner = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+  var directory = runner.deletingLastPathComponent()
+  // The runner may sit inside a bundle directory (`*.xctest/...`); look a few levels up.
+  for _ in 0..<4 {
+    let candidate = directory.appendingPathComponent("blekit")
+    if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+    directory = directory.deletingLastPathComponent()
+  }
+  return nil
+}()
+
+/// Runs blekit with `arguments`; returns its status, standard output and standard error.
+private func blekit(_ arguments: String...) throws -> (status: Int32, out: String, err: String) {
+  let process = Process()
+  process.executableURL = try #require(blekitBinary)
+  process.arguments = arguments
+  let out = Pipe()
+  let err = Pipe()
+  process.standardOutput = out
+  process.standardError = err
+  try process.run()
+  // Help and errors are small; reading to the end before waiting cannot fill a pipe.
+  let outData = out.fileHandleForReading.readDataToEndOfFile()
+  let errData = err.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return (
+    process.terminationStatus, String(decoding: outData, as: UTF8.self),
+    String(decoding: errData, as: UTF8.self)
+  )
+}
+
+@Suite(.enabled(if: blekitBinary != nil, "the blekit executable was not built"))
+struct BlekitBinaryTests {
+  @Test func version() throws {
+    let result = try blekit("--version")
+    #expect(result.status == 0)
+    #expect(result.out.hasPrefix("blekit "))
+    #expect(result.out.hasSuffix("\n") && result.out.split(separator: "\n").count == 1)
+    #expect(result.err == "")
+  }
+
+  @Test func help() throws {
+    let result = try blekit("--help")
+    #expect(result.status == 0)
+    for heading in ["OVERVIEW: ", "USAGE: blekit ", "OPTIONS:", "SUBCOMMANDS:", "EXIT STATUS:"] {
+      #expect(result.out.contains(heading))
+    }
+    #expect(try blekit().out == result.out)
+    #expect(try blekit("help").out == result.out)
+  }
+
+  @Test func helpCommandMatchesHelpOption() throws {
+    let byCommand = try blekit("help", "help")
+    #expect(byCommand.status == 0)
+    #expect(byCommand.out == (try blekit("help", "--help")).out)
+    #expect(byCommand.out.contains("USAGE: blekit help [COMMAND ...]"))
+  }
+
+  @Test func usageErrorsExitTwo() throws {
+    let unknown = try blekit("frobnicate")
+    #expect(unknown.status == 2)
+    #expect(unknown.out == "")
+    #expect(unknown.err == "blekit: unknown command 'frobnicate'\nTry 'blekit --help'.\n")
+    let option = try blekit("--verbose")
+    #expect(option.status == 2)
+    #expect(option.err == "blekit: unknown option '--verbose'\nTry 'blekit --help'.\n")
+    let nested = try blekit("help", "frobnicate")
+    #expect(nested.status == 2)
+    #expect(nested.err == "blekit: unknown command 'frobnicate'\nTry 'blekit help --help'.\n")
+  }
+}
