@@ -1,0 +1,229 @@
+// CentralManager: the central role over BlueZ: adapter choice, state, connecting.
+import BlueZ
+import Bluetooth
+import DBus
+
+/// The central role, in CoreBluetooth's shape (`CBCentralManager`), over bluetoothd.
+///
+/// Open one with ``open(adapter:connection:)``; read ``state`` or follow ``stateUpdates()``;
+/// ``scan(_:)`` for peripherals; ``connect(to:timeout:)`` to one and get a ``Peripheral``.
+/// Everything bluetoothd exports is mirrored by a ``BlueZObjectTree`` kept current from its
+/// signals, so reads of properties never go to the bus.
+public actor CentralManager {
+  /// The cache of bluetoothd's objects this manager reads from.
+  public nonisolated let objects: BlueZObjectTree
+  /// The adapter name asked for (`hci1`), or `nil` for the default.
+  public nonisolated let requestedAdapter: String?
+
+  /// The current state of bluetoothd and the adapter.
+  public private(set) var state: CentralState = .serviceUnavailable
+  /// The adapter in use, e.g. `/org/bluez/hci0`; `nil` while there is none.
+  public private(set) var adapterPath: ObjectPath?
+
+  private var serviceRunning = false
+  private var accessDenied = false
+  private var adapters: [ObjectPath: [String: DBusValue]] = [:]
+  private var watchers: [Int: AsyncStream<CentralState>.Continuation] = [:]
+  private var nextWatcher = 0
+  private var monitor: Task<Void, Never>?
+  var isScanning = false
+
+  private init(objects: BlueZObjectTree, requestedAdapter: String?) {
+    self.objects = objects
+    self.requestedAdapter = requestedAdapter
+  }
+
+  /// Opens the central on `adapter` (e.g. `hci1`; `nil` picks `hci0`, else the first adapter).
+  ///
+  /// Succeeds whenever the system bus is reachable, even if bluetoothd is not running: then
+  /// ``state`` says so and follows it when it starts.
+  /// - Throws: ``CentralError/Code/adapterNotFound`` when bluetoothd runs and has no adapter of
+  ///   that name; ``CentralError/Code/serviceUnavailable`` when the system bus is unreachable.
+  public static func open(
+    adapter: String? = nil, connection: DBusConnection? = nil
+  ) async throws(CentralError) -> CentralManager {
+    let bus: DBusConnection
+    if let connection {
+      bus = connection
+    } else {
+      do {
+        bus = try DBusConnection.system()
+      } catch {
+        throw CentralError(
+          .serviceUnavailable, "cannot connect to the system bus: \(error)")
+      }
+    }
+    let tree: BlueZObjectTree
+    do throws(BlueZError) {
+      tree = try await BlueZObjectTree.start(connection: bus)
+    } catch {
+      throw CentralError(error, while: "reading bluetoothd's objects")
+    }
+    let manager = CentralManager(objects: tree, requestedAdapter: adapter)
+    try await manager.startMonitoring()
+    return manager
+  }
+
+  private func startMonitoring() async throws(CentralError) {
+    let (snapshot, running, events) = await objects.subscribe()
+    serviceRunning = running
+    accessDenied = await objects.accessDeniedMessage != nil
+    for (path, interfaces) in snapshot {
+      if let properties = interfaces[Adapter1.interface] { adapters[path] = properties }
+    }
+    update()
+    if serviceRunning, let requestedAdapter, adapterPath == nil {
+      let known = adapters.keys.map { String($0.rawValue.split(separator: "/").last ?? "") }
+      let list = known.isEmpty ? "none" : known.sorted().joined(separator: ", ")
+      throw CentralError(
+        .adapterNotFound, "no Bluetooth adapter named \(requestedAdapter) (adapters: \(list))")
+    }
+    monitor = Task { [weak self] in
+      for await event in events {
+        guard let self else { return }
+        await self.handle(event)
+      }
+    }
+  }
+
+  /// Stops following bluetoothd; scans and subscriptions made by this manager end.
+  public func close() async {
+    monitor?.cancel()
+    monitor = nil
+    for watcher in watchers.values { watcher.finish() }
+    watchers.removeAll()
+    await objects.stop()
+  }
+
+  private func handle(_ event: BlueZObjectEvent) {
+    switch event {
+    case .interfacesAdded(let path, let interfaces):
+      if let properties = interfaces[Adapter1.interface] { adapters[path] = properties }
+    case .interfacesRemoved(let path, let names):
+      if names.contains(Adapter1.interface) { adapters[path] = nil }
+    case .propertiesChanged(let path, let interface, _, _, let current):
+      if interface == Adapter1.interface { adapters[path] = current }
+    case .serviceStarted:
+      serviceRunning = true
+      accessDenied = false
+    case .serviceStopped:
+      serviceRunning = false
+    case .accessDenied:
+      accessDenied = true
+    }
+    update()
+  }
+
+  private func update() {
+    adapterPath = Self.chooseAdapter(requestedAdapter, among: Array(adapters.keys))
+    let newState: CentralState
+    if accessDenied {
+      newState = .unauthorized
+    } else if !serviceRunning {
+      newState = .serviceUnavailable
+    } else if let adapterPath, let properties = adapters[adapterPath] {
+      newState =
+        Adapter1.powered.decode(properties["Powered"] ?? .bool(false)) == true
+        ? .poweredOn : .poweredOff
+    } else {
+      newState = .unsupported
+    }
+    guard newState != state else { return }
+    state = newState
+    for watcher in watchers.values { watcher.yield(newState) }
+  }
+
+  /// The adapter to use: the one named, else `hci0`, else the first by path.
+  static func chooseAdapter(_ name: String?, among paths: [ObjectPath]) -> ObjectPath? {
+    let names = Dictionary(
+      paths.map { (String($0.rawValue.split(separator: "/").last ?? ""), $0) },
+      uniquingKeysWith: { first, _ in first })
+    if let name { return names[name] }
+    return names[BlueZ.defaultAdapter] ?? paths.sorted().first
+  }
+
+  /// The current state first, then every change, as CoreBluetooth's
+  /// `centralManagerDidUpdateState`. The stream ends when the manager closes.
+  public func stateUpdates() -> AsyncStream<CentralState> {
+    let id = nextWatcher
+    nextWatcher += 1
+    let (stream, continuation) = AsyncStream.makeStream(
+      of: CentralState.self, bufferingPolicy: .unbounded)
+    continuation.yield(state)
+    continuation.onTermination = { [weak self] _ in
+      Task { await self?.removeWatcher(id) }
+    }
+    watchers[id] = continuation
+    return stream
+  }
+
+  private func removeWatcher(_ id: Int) { watchers[id] = nil }
+
+  /// Throws the error that explains why the central cannot work, unless it is powered on.
+  public func requirePoweredOn() throws(CentralError) {
+    switch state {
+    case .poweredOn: return
+    case .poweredOff:
+      throw CentralError(.poweredOff, "Bluetooth adapter \(adapterName) is powered off")
+    case .unauthorized:
+      throw CentralError(.unauthorized, "the system bus does not allow talking to bluetoothd")
+    case .unsupported:
+      throw CentralError(
+        .adapterNotFound,
+        requestedAdapter.map { "no Bluetooth adapter named \($0)" } ?? "no Bluetooth adapter")
+    case .serviceUnavailable:
+      throw CentralError(
+        .serviceUnavailable, "bluetoothd is not running (org.bluez is not on the system bus)")
+    }
+  }
+
+  /// Waits until the state is ``CentralState/poweredOn`` or `timeout` passes.
+  /// - Throws: the error of ``requirePoweredOn()`` for the state at the deadline.
+  public func waitUntilPoweredOn(timeout: Duration) async throws(CentralError) {
+    if state == .poweredOn { return }
+    let updates = stateUpdates()
+    let waiter = Task {
+      for await state in updates where state == .poweredOn { return true }
+      return false
+    }
+    let timer = Task {
+      try? await Task.sleep(for: timeout)
+      waiter.cancel()
+    }
+    _ = await waiter.value
+    timer.cancel()
+    try requirePoweredOn()
+  }
+
+  /// The adapter's short name (`hci0`), or the requested one while there is none.
+  public var adapterName: String {
+    adapterPath.map { String($0.rawValue.split(separator: "/").last ?? "") }
+      ?? requestedAdapter ?? BlueZ.defaultAdapter
+  }
+
+  /// A proxy for the adapter in use.
+  func adapter() async throws(CentralError) -> Adapter1 {
+    try requirePoweredOn()
+    guard let adapterPath else {
+      throw CentralError(.adapterNotFound, "no Bluetooth adapter")
+    }
+    do {
+      guard let adapter = try await objects.proxy(Adapter1.self, at: adapterPath) else {
+        throw CentralError(.adapterNotFound, "adapter \(adapterName) disappeared")
+      }
+      return adapter
+    } catch let error as CentralError {
+      throw error
+    } catch {
+      throw CentralError(.bluez, "reading adapter \(adapterName): \(error)")
+    }
+  }
+
+  /// A known peripheral by address on this manager's adapter, if bluetoothd has it.
+  public func peripheral(address: BluetoothAddress) async -> PeripheralIdentifier? {
+    guard let adapterPath else { return nil }
+    let path = adapterPath.appending(address.objectPathComponent)
+    guard (try? await objects.proxy(Device1.self, at: path)) != nil else { return nil }
+    return PeripheralIdentifier(address: address, adapter: adapterPath, path: path)
+  }
+}

@@ -1,0 +1,198 @@
+// Scanning: SetDiscoveryFilter + StartDiscovery, with the same filters re-applied client-side.
+import BlueZ
+import Bluetooth
+import DBus
+
+/// What to scan for (CoreBluetooth's `scanForPeripherals(withServices:options:)`).
+public struct ScanOptions: Sendable, Hashable {
+  /// Report only peripherals advertising at least one of these services; empty means any.
+  public var services: [BluetoothUUID]
+  /// Report every advertisement (`true`) or each peripheral once per scan (`false`), as
+  /// CoreBluetooth's `CBCentralManagerScanOptionAllowDuplicatesKey`.
+  public var allowDuplicates: Bool
+  /// The RSSI threshold and what it does with an unknown RSSI (see `RSSIFilter`).
+  public var rssi: RSSIFilter
+  /// Also report peripherals bluetoothd already knows when the scan starts (it may not report
+  /// a still-advertising peripheral again). Default `true`.
+  public var includeKnownPeripherals: Bool
+
+  public init(
+    services: [BluetoothUUID] = [], allowDuplicates: Bool = false, rssi: RSSIFilter = .none,
+    includeKnownPeripherals: Bool = true
+  ) {
+    self.services = services
+    self.allowDuplicates = allowDuplicates
+    self.rssi = rssi
+    self.includeKnownPeripherals = includeKnownPeripherals
+  }
+
+  /// The filter for `Adapter1.SetDiscoveryFilter`: transport LE, and the same UUIDs, RSSI
+  /// threshold and duplicate setting.
+  var discoveryFilter: DiscoveryFilter {
+    DiscoveryFilter(
+      uuids: services.map(\.uuidString), rssi: rssi.minimum.map { Int16($0) }, transport: "le",
+      duplicateData: allowDuplicates)
+  }
+
+  /// Whether a device passes the filters on our side (bluetoothd merges every client's filter,
+  /// so it may report more than we asked for).
+  func admits(_ discovery: Discovery) -> Bool {
+    if !services.isEmpty, Set(services).isDisjoint(with: discovery.serviceUUIDs) {
+      return false
+    }
+    return rssi.admits(discovery.reportedRSSI)
+  }
+}
+
+/// The discoveries of one scan, in the order bluetoothd reported them.
+///
+/// The scan runs while the sequence is iterated: ending the iteration (or cancelling the task,
+/// or dropping the sequence) stops this client's discovery session. The sequence ends with an
+/// error when the adapter is powered off or removed, or bluetoothd goes away.
+public struct DiscoveryStream: AsyncSequence, Sendable {
+  public typealias Element = Discovery
+  public typealias Failure = any Error
+  let stream: AsyncThrowingStream<Discovery, any Error>
+
+  public func makeAsyncIterator() -> AsyncThrowingStream<Discovery, any Error>.Iterator {
+    stream.makeAsyncIterator()
+  }
+}
+
+/// The properties whose change means a new advertisement was heard.
+private let advertisingProperties: Set<String> = [
+  Device1.rssi.name, Device1.manufacturerData.name, Device1.serviceData.name,
+  Device1.uuids.name, Device1.name.name, Device1.txPower.name, Device1.alias.name,
+]
+
+extension CentralManager {
+  /// Scans for peripherals. The corresponding D-Bus members are
+  /// `org.bluez.Adapter1.SetDiscoveryFilter` and `StartDiscovery`; `StopDiscovery` runs when
+  /// the iteration ends.
+  ///
+  /// - Throws: the state's error when not powered on; ``CentralError/Code/scanInProgress``
+  ///   when this manager already scans; bluetoothd's error for the filter or the start.
+  public func scan(_ options: ScanOptions = ScanOptions()) async throws(CentralError)
+    -> DiscoveryStream
+  {
+    let adapter = try await adapter()
+    guard !isScanning else {
+      throw CentralError(.scanInProgress, "a scan is already running on this central")
+    }
+    isScanning = true
+    let (snapshot, _, events) = await objects.subscribe()
+    do throws(BlueZError) {
+      try await adapter.setDiscoveryFilter(options.discoveryFilter)
+      do throws(BlueZError) {
+        try await adapter.startDiscovery()
+      } catch  where error.code == .inProgress {
+        // A session of ours left over (e.g. a scan whose stop is still in flight): restart it.
+        try? await adapter.stopDiscovery()
+        try await adapter.setDiscoveryFilter(options.discoveryFilter)
+        try await adapter.startDiscovery()
+      }
+    } catch {
+      isScanning = false
+      throw CentralError(error, while: "starting discovery on \(adapterName)")
+    }
+
+    let (stream, continuation) = AsyncThrowingStream.makeStream(
+      of: Discovery.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
+    let adapterPath = adapter.path
+    let connection = objects.connection
+    let adapterName = self.adapterName
+    let pump = Task {
+      var filter = DiscoveryFilterState(options: options, adapter: adapterPath)
+      if options.includeKnownPeripherals {
+        for path in snapshot.keys.sorted() {
+          guard let properties = snapshot[path]?[Device1.interface] else { continue }
+          if let discovery = filter.consider(path, properties, connection) {
+            continuation.yield(discovery)
+          }
+        }
+      }
+      for await event in events {
+        switch event {
+        case .interfacesAdded(let path, let interfaces):
+          if let properties = interfaces[Device1.interface],
+            let discovery = filter.consider(path, properties, connection)
+          {
+            continuation.yield(discovery)
+          }
+        case .propertiesChanged(let path, let interface, let changed, _, let current):
+          if interface == Device1.interface,
+            !advertisingProperties.isDisjoint(with: changed.keys),
+            let discovery = filter.consider(path, current, connection)
+          {
+            continuation.yield(discovery)
+          } else if path == adapterPath, interface == Adapter1.interface,
+            current[Adapter1.powered.name]?.boolValue == false
+          {
+            continuation.finish(
+              throwing: CentralError(.poweredOff, "adapter \(adapterName) was powered off"))
+            return
+          }
+        case .interfacesRemoved(let path, let names):
+          if path == adapterPath, names.contains(Adapter1.interface) {
+            continuation.finish(
+              throwing: CentralError(.adapterNotFound, "adapter \(adapterName) was removed"))
+            return
+          }
+          if names.contains(Device1.interface) { filter.forget(path) }
+        case .serviceStopped:
+          continuation.finish(
+            throwing: CentralError(.serviceUnavailable, "bluetoothd stopped during the scan"))
+          return
+        case .serviceStarted, .accessDenied:
+          break
+        }
+      }
+      continuation.finish()
+    }
+    continuation.onTermination = { [weak self] _ in
+      pump.cancel()
+      Task {
+        try? await adapter.stopDiscovery()
+        await self?.scanEnded()
+      }
+    }
+    return DiscoveryStream(stream: stream)
+  }
+
+  func scanEnded() {
+    isScanning = false
+  }
+}
+
+/// The client-side half of a scan's filtering: which devices match, and which were reported.
+private struct DiscoveryFilterState {
+  let options: ScanOptions
+  let adapter: ObjectPath
+  var reported: Set<ObjectPath> = []
+
+  init(options: ScanOptions, adapter: ObjectPath) {
+    self.options = options
+    self.adapter = adapter
+  }
+
+  /// The discovery to report for this device state, or `nil` to stay quiet.
+  mutating func consider(
+    _ path: ObjectPath, _ properties: [String: DBusValue], _ connection: DBusConnection
+  ) -> Discovery? {
+    guard path.isDescendant(of: adapter) else { return nil }
+    guard !options.allowDuplicates ? !reported.contains(path) : true else { return nil }
+    guard
+      let device = try? Device1.make(path: path, properties: properties, connection: connection),
+      device[Device1.adapter] == adapter,
+      let discovery = Discovery(device: device, adapter: adapter, at: .now),
+      options.admits(discovery)
+    else { return nil }
+    reported.insert(path)
+    return discovery
+  }
+
+  /// A device object went away: if it comes back, it is reported again.
+  mutating func forget(_ path: ObjectPath) {
+    reported.remove(path)
+  }
+}

@@ -1,0 +1,97 @@
+// NotificationSocket: reads AcquireNotify's SOCK_SEQPACKET fd, one notification per read().
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#endif
+
+/// The reader of one AcquireNotify socket.
+///
+/// Each `read(2)` on the SOCK_SEQPACKET socket yields exactly one notification value; the
+/// buffer is as large as the MTU (at least 512 bytes, the longest attribute value), so no
+/// value is truncated. Reading happens on a private serial queue driven by a DispatchSource;
+/// the fd is closed (which unsubscribes in bluetoothd) when the reader is cancelled.
+///
+/// `@unchecked Sendable`: this is the one owner of the fd. Its stored properties are constants;
+/// the DispatchSource (not marked Sendable by Dispatch) is only resumed in `init` and cancelled
+/// on `queue`, and the only mutable state (`ended`) is behind a Mutex.
+final class NotificationSocket: @unchecked Sendable {
+  private let fd: Int32
+  private let bufferSize: Int
+  private let queue = DispatchQueue(label: "blekit.notification-socket")
+  private let source: any DispatchSourceRead
+  private let onValue: @Sendable ([UInt8]) -> Void
+  private let onEnd: @Sendable ((any Error)?) -> Void
+  /// Set once the reader has ended (EOF, error or cancel); read and written on `queue` only,
+  /// kept in a Mutex so the compiler can check it.
+  private let ended = Mutex(false)
+
+  /// Starts reading `fd` (whose ownership passes to the reader).
+  init(
+    fd: Int32, mtu: Int, onValue: @escaping @Sendable ([UInt8]) -> Void,
+    onEnd: @escaping @Sendable ((any Error)?) -> Void
+  ) {
+    self.fd = fd
+    self.bufferSize = max(mtu, 512)
+    self.onValue = onValue
+    self.onEnd = onEnd
+    let flags = fcntl(fd, F_GETFL)
+    _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+    source.setEventHandler { [weak self] in self?.drain(thenEndWith: nil) }
+    source.setCancelHandler { close(fd) }
+    source.resume()
+  }
+
+  /// Stops reading and closes the fd, without reporting an end.
+  func cancel() {
+    queue.async {
+      self.ended.withLock { $0 = true }
+      self.source.cancel()
+    }
+  }
+
+  /// Reads whatever is already queued on the socket, then ends with `error` (used when the
+  /// peer disconnected: values sent before the cut are still delivered first).
+  func finish(after error: any Error) {
+    queue.async { self.drain(thenEndWith: error) }
+  }
+
+  /// Reads every value available now; ends on EOF, on a socket error, or (when given) with
+  /// `error` once the socket is empty. Runs on `queue`.
+  private func drain(thenEndWith error: (any Error)?) {
+    guard !ended.withLock({ $0 }) else { return }
+    var buffer = [UInt8](repeating: 0, count: bufferSize)
+    while true {
+      let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if count > 0 {
+        onValue(Array(buffer[0..<count]))
+        continue
+      }
+      if count == 0 {
+        end(
+          error ?? CentralError(.disconnected, "the notification socket was closed by bluetoothd"))
+        return
+      }
+      let code = errno
+      if code == EINTR { continue }
+      if code == EAGAIN || code == EWOULDBLOCK {
+        if let error { end(error) }
+        return
+      }
+      end(
+        CentralError(
+          .disconnected, "reading notifications failed: \(String(cString: strerror(code)))"))
+      return
+    }
+  }
+
+  private func end(_ error: (any Error)?) {
+    ended.withLock { $0 = true }
+    source.cancel()
+    onEnd(error)
+  }
+}

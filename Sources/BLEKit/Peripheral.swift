@@ -1,0 +1,189 @@
+// Peripheral: a connected remote device: its services, characteristics, reads and writes.
+import BlueZ
+import Bluetooth
+import DBus
+
+/// A connected peripheral (CoreBluetooth's `CBPeripheral`), returned by
+/// ``CentralManager/connect(to:timeout:retry:)``.
+///
+/// bluetoothd discovers all services when it connects; the discovery methods here read the
+/// resolved tree and filter it by UUID. Notifications are in ``notifications(for:)``.
+public final class Peripheral: Sendable {
+  /// Which peripheral this is.
+  public let identifier: PeripheralIdentifier
+  /// The manager that connected it.
+  public let manager: CentralManager
+
+  init(identifier: PeripheralIdentifier, manager: CentralManager) {
+    self.identifier = identifier
+    self.manager = manager
+  }
+
+  var objects: BlueZObjectTree { manager.objects }
+
+  /// A fresh Device1 proxy, or `peripheralNotFound`.
+  func device() async throws(CentralError) -> Device1 {
+    guard let device = try? await objects.proxy(Device1.self, at: identifier.path) else {
+      throw CentralError(.peripheralNotFound, "bluetoothd no longer knows \(identifier)")
+    }
+    return device
+  }
+
+  /// Whether the peripheral is connected right now.
+  public func isConnected() async -> Bool {
+    (try? await device())?[Device1.connected] ?? false
+  }
+
+  /// The name bluetoothd knows (advertised or cached), if any.
+  public func name() async -> String? {
+    (try? await device())?[Device1.name]
+  }
+
+  private func requireResolved() async throws(CentralError) {
+    let device = try await device()
+    guard device[Device1.connected] == true else {
+      throw CentralError(.disconnected, "\(identifier) is not connected")
+    }
+    if device[Device1.servicesResolved] != true {
+      try await manager.waitForServicesResolved(identifier, deadline: .now + .seconds(30))
+    }
+  }
+
+  // MARK: Discovery
+
+  /// The peripheral's services, all or those with the given UUIDs (CoreBluetooth's
+  /// `discoverServices(_:)`), in handle order.
+  public func services(_ uuids: [BluetoothUUID]? = nil) async throws(CentralError)
+    -> [RemoteService]
+  {
+    try await requireResolved()
+    let wanted = uuids.map(Set.init)
+    return await objects.proxies(GattService1.self, under: identifier.path).compactMap { proxy in
+      guard proxy[GattService1.device] == identifier.path,
+        let uuid = proxy[GattService1.uuid].flatMap({ try? BluetoothUUID($0) }),
+        wanted?.contains(uuid) ?? true
+      else { return nil }
+      return RemoteService(
+        uuid: uuid, isPrimary: proxy[GattService1.primary] ?? true, path: proxy.path)
+    }
+  }
+
+  /// The characteristics of `service`, all or those with the given UUIDs (CoreBluetooth's
+  /// `discoverCharacteristics(_:for:)`).
+  public func characteristics(
+    _ uuids: [BluetoothUUID]? = nil, for service: RemoteService
+  ) async throws(CentralError) -> [RemoteCharacteristic] {
+    try await requireResolved()
+    let wanted = uuids.map(Set.init)
+    return await objects.proxies(GattCharacteristic1.self, under: service.path).compactMap {
+      proxy in
+      guard proxy[GattCharacteristic1.service] == service.path,
+        let uuid = proxy[GattCharacteristic1.uuid].flatMap({ try? BluetoothUUID($0) }),
+        wanted?.contains(uuid) ?? true
+      else { return nil }
+      let flags = proxy[GattCharacteristic1.flags] ?? []
+      return RemoteCharacteristic(
+        uuid: uuid, properties: CharacteristicProperties(remoteFlags: flags), flags: flags,
+        service: service.path, path: proxy.path)
+    }
+  }
+
+  /// The descriptors of `characteristic` (CoreBluetooth's `discoverDescriptors(for:)`).
+  public func descriptors(for characteristic: RemoteCharacteristic) async throws(CentralError)
+    -> [RemoteDescriptor]
+  {
+    try await requireResolved()
+    return await objects.proxies(GattDescriptor1.self, under: characteristic.path).compactMap {
+      proxy in
+      guard proxy[GattDescriptor1.characteristic] == characteristic.path,
+        let uuid = proxy[GattDescriptor1.uuid].flatMap({ try? BluetoothUUID($0) })
+      else { return nil }
+      return RemoteDescriptor(uuid: uuid, characteristic: characteristic.path, path: proxy.path)
+    }
+  }
+
+  // MARK: Values
+
+  func proxy(for characteristic: RemoteCharacteristic) async throws(CentralError)
+    -> GattCharacteristic1
+  {
+    guard let proxy = try? await objects.proxy(GattCharacteristic1.self, at: characteristic.path)
+    else {
+      throw CentralError(
+        await isConnected() ? .attributeNotFound : .disconnected,
+        "characteristic \(characteristic.uuid) of \(identifier) is gone")
+    }
+    return proxy
+  }
+
+  /// Reads a characteristic's value (CoreBluetooth's `readValue(for:)`).
+  /// The corresponding D-Bus member is `org.bluez.GattCharacteristic1.ReadValue`.
+  public func readValue(for characteristic: RemoteCharacteristic) async throws(CentralError)
+    -> [UInt8]
+  {
+    let proxy = try await proxy(for: characteristic)
+    do throws(BlueZError) {
+      return try await proxy.readValue()
+    } catch {
+      throw CentralError(error, while: "reading \(characteristic.uuid)")
+    }
+  }
+
+  /// Reads a descriptor's value.
+  /// The corresponding D-Bus member is `org.bluez.GattDescriptor1.ReadValue`.
+  public func readValue(for descriptor: RemoteDescriptor) async throws(CentralError) -> [UInt8] {
+    guard let proxy = try? await objects.proxy(GattDescriptor1.self, at: descriptor.path) else {
+      throw CentralError(.attributeNotFound, "descriptor \(descriptor.uuid) is gone")
+    }
+    do throws(BlueZError) {
+      return try await proxy.readValue()
+    } catch {
+      throw CentralError(error, while: "reading descriptor \(descriptor.uuid)")
+    }
+  }
+
+  /// Writes a characteristic's value (CoreBluetooth's `writeValue(_:for:type:)`): a write
+  /// request, or a write command for `.withoutResponse`.
+  /// The corresponding D-Bus member is `org.bluez.GattCharacteristic1.WriteValue`.
+  public func writeValue(
+    _ value: [UInt8], for characteristic: RemoteCharacteristic,
+    type: CharacteristicWriteType = .withResponse
+  ) async throws(CentralError) {
+    let limit = await maximumWriteValueLength(for: type, characteristic: characteristic)
+    guard value.count <= limit else {
+      throw CentralError(
+        .notSupported,
+        "a value of \(value.count) bytes exceeds the \(limit)-byte limit for this write")
+    }
+    let proxy = try await proxy(for: characteristic)
+    do throws(BlueZError) {
+      try await proxy.writeValue(value, type: type == .withResponse ? .request : .command)
+    } catch {
+      throw CentralError(error, while: "writing \(characteristic.uuid)")
+    }
+  }
+
+  /// The ATT MTU of the link as bluetoothd reports it on the characteristic (`MTU`), or 23
+  /// (the minimum) when unknown.
+  public func mtu(for characteristic: RemoteCharacteristic) async -> Int {
+    let proxy = try? await objects.proxy(GattCharacteristic1.self, at: characteristic.path)
+    return proxy?[GattCharacteristic1.mtu].map(Int.init) ?? 23
+  }
+
+  /// The longest value one write can carry (CoreBluetooth's `maximumWriteValueLength(for:)`):
+  /// 512 for a write request (BlueZ uses long writes as needed), min(MTU - 3, 512) for a write
+  /// command.
+  public func maximumWriteValueLength(
+    for type: CharacteristicWriteType, characteristic: RemoteCharacteristic
+  ) async -> Int {
+    switch type {
+    case .withResponse: return 512
+    case .withoutResponse: return min(max(await mtu(for: characteristic) - 3, 20), 512)
+    }
+  }
+
+  /// Disconnects (CoreBluetooth's `cancelPeripheralConnection`).
+  public func disconnect() async throws(CentralError) {
+    try await manager.disconnect(identifier)
+  }
+}
