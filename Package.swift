@@ -28,7 +28,7 @@ let package = Package(
     // Typed org.bluez proxies and exported BlueZ objects.
     .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth"], swiftSettings: strict),
     // CentralManager, PeripheralManager, the transfer service, advertising data.
-    .target(name: "BLEKit", dependencies: ["Bluetooth"], swiftSettings: strict),
+    .target(name: "BLEKit", dependencies: ["Bluetooth", "BlueZ"], swiftSettings: strict),
     // A small typed command-line parser (swift-argument-parser cannot be fetched here).
     .target(name: "ArgumentParsing", swiftSettings: strict),
     .executableTarget(
