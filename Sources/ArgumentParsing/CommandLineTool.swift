@@ -29,17 +29,25 @@ public enum CommandLineTool {
   public static func run(
     _ root: any ParsableCommand.Type, arguments: [String], output: CommandOutput
   ) async -> ExitStatus {
+    var path = [root.configuration.name]
     do {
       switch try CommandResolver.resolve(arguments, root: root) {
       case .help(let text):
         output.standardOutput(text)
       case .version(let line):
         output.standardOutput(line + "\n")
-      case .run(let command):
+      case .run(let command, let commandPath):
+        path = commandPath
         try await command.run()
       }
       return .success
     } catch {
+      var error = error
+      // A usage error found while running (a late check) still gets its hint line.
+      if var usage = error as? UsageError, usage.commandPath.isEmpty {
+        usage.commandPath = path
+        error = usage
+      }
       let report = ErrorReport(error)
       output.standardError(report.lines(program: root.configuration.name))
       return report.status

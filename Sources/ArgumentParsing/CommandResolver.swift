@@ -6,8 +6,8 @@ public enum Invocation: Sendable {
   case help(String)
   /// Print this version line on standard output and exit 0.
   case version(String)
-  /// Run this parsed, validated command.
-  case run(any ParsableCommand)
+  /// Run this parsed, validated command, reached by `path` (e.g. `["blekit", "scan"]`).
+  case run(any ParsableCommand, path: [String])
 }
 
 /// Resolves a command line (without the program name) against a tree of commands.
@@ -64,7 +64,7 @@ public enum CommandResolver {
       rest = rest.dropFirst()
     }
     do {
-      return .run(try command.parse(Array(rest)))
+      return .run(try command.parse(Array(rest)), path: path)
     } catch {
       var located = error
       located.commandPath = path

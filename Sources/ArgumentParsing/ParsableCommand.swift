@@ -8,6 +8,41 @@
 ///
 /// A command with subcommands is a group: it is never constructed or run; naming it alone
 /// prints its help.
+///
+/// Adding a command is one file plus one line in the program's command registry:
+///
+/// ```swift
+/// struct ReadCommand: ParsableCommand {
+///   static let configuration = CommandConfiguration(
+///     name: "read", abstract: "Read a characteristic's value and print it in hex.")
+///
+///   // Declared once: these drive parsing, validation of each value, and --help.
+///   struct Arguments: ArgumentList {
+///     let address = Argument<String>("ADDRESS", help: "The device's address or name.")
+///     let characteristic = Argument<String>("CHAR-UUID", help: "The characteristic.")
+///     let adapter = Option<String>("--adapter", value: "NAME", help: "Use this adapter.")
+///     let timeout = DefaultedOption<Duration>(
+///       "--timeout", value: "DURATION", default: .seconds(10), help: "Give up after.")
+///     let text = Flag("--text", help: "Print the value as UTF-8 text.")
+///   }
+///
+///   let address: String, characteristic: String, adapter: String?
+///   let timeout: Duration, text: Bool
+///
+///   init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
+///     address = arguments.address  // String: required positional
+///     characteristic = arguments.characteristic
+///     adapter = arguments.adapter  // String?: absent is nil
+///     timeout = arguments.timeout  // Duration: parsed and checked already
+///     text = arguments.text  // Bool
+///     if timeout == .zero { throw .invalid("--timeout must be more than 0") }
+///   }
+///
+///   func run() async throws {
+///     throw CLIError(.timedOut, "\(address) did not answer within \(timeout)")
+///   }
+/// }
+/// ```
 public protocol ParsableCommand: Sendable {
   /// The arguments the command accepts, declared once as stored properties.
   associatedtype Arguments: ArgumentList = NoArguments

@@ -70,7 +70,7 @@ final class CapturedOutput: Sendable {
     #expect(other.err == "tool: Opaque()\n")
     let usage = await run(["fail", "usage"])
     #expect(usage.0 == .usage)
-    #expect(usage.err == "tool: bad combination\n")
+    #expect(usage.err == "tool: bad combination\nTry 'tool fail --help'.\n")
   }
 
   @Test func successfulRun() async {

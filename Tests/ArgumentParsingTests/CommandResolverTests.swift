@@ -14,7 +14,8 @@ import Testing
   }
 
   @Test func dispatchesToTheNamedCommand() throws {
-    guard case .run(let command) = try resolve(["scan", "--service", "180d", "--min-rssi", "-60"])
+    guard
+      case .run(let command, _) = try resolve(["scan", "--service", "180d", "--min-rssi", "-60"])
     else {
       Issue.record("expected a command to run")
       return
@@ -25,10 +26,12 @@ import Testing
   }
 
   @Test func nestedCommands() throws {
-    guard case .run(let command) = try resolve(["gatt", "write", "AA", "2a00", "ff"]) else {
+    guard case .run(let command, let path) = try resolve(["gatt", "write", "AA", "2a00", "ff"])
+    else {
       Issue.record("expected a command to run")
       return
     }
+    #expect(path == ["tool", "gatt", "write"])
     #expect((command as? WriteFixture)?.hex == "ff")
   }
 
@@ -49,7 +52,7 @@ import Testing
   }
 
   @Test func helpAfterDoubleDashIsAnArgument() throws {
-    guard case .run(let command) = try resolve(["write", "AA", "--", "2a00", "--help"]) else {
+    guard case .run(let command, _) = try resolve(["write", "AA", "--", "2a00", "--help"]) else {
       Issue.record("expected a command to run")
       return
     }
