@@ -1,0 +1,89 @@
+// Proxy for org.bluez.LEAdvertisingManager1: registers advertisements and reports capacity.
+import DBus
+
+/// An adapter's advertising manager (`org.bluez.LEAdvertisingManager1` at `/org/bluez/hciN`).
+public struct LEAdvertisingManager1: Sendable {
+  /// The D-Bus interface this proxy calls.
+  public static let interface = BlueZ.Interface.advertisingManager
+
+  public let connection: DBusConnection
+  /// The adapter's object path, e.g. `/org/bluez/hci1`.
+  public let path: ObjectPath
+
+  public init(connection: DBusConnection, adapter path: ObjectPath) {
+    self.connection = connection
+    self.path = path
+  }
+
+  /// What the manager reports about the controller's advertising (all read-only).
+  public struct Properties: Sendable, Hashable {
+    /// Advertisements registered right now (`ActiveInstances`).
+    public var activeInstances: Int
+    /// Advertisements that can still be registered (`SupportedInstances`).
+    public var supportedInstances: Int
+    /// What bluetoothd can add by itself, e.g. "tx-power", "appearance", "local-name".
+    public var supportedIncludes: [String]
+    /// "1M", "2M", "Coded" (`SupportedSecondaryChannels`, optional).
+    public var supportedSecondaryChannels: [String]
+    /// "CanSetTxPower", "HardwareOffload" (`SupportedFeatures`, optional).
+    public var supportedFeatures: [String]
+    /// The longest advertising data the controller takes (`SupportedCapabilities.MaxAdvLen`),
+    /// when reported; 31 for legacy advertising.
+    public var maxAdvertisingDataLength: Int?
+  }
+
+  /// Reads all properties at once (`org.freedesktop.DBus.Properties.GetAll`).
+  public func properties() async throws(BlueZError) -> Properties {
+    let reply: [DBusValue]
+    do {
+      reply = try await connection.call(
+        destination: BlueZ.service, path: path, interface: BlueZ.Interface.properties,
+        member: "GetAll", arguments: [.string(Self.interface.rawValue)])
+    } catch {
+      throw BlueZError(error)
+    }
+    guard let all = reply.first?.stringVariantDictionary else {
+      throw BlueZError(.unexpectedValue, "GetAll of \(Self.interface) on \(path) returned no a{sv}")
+    }
+    guard let active = all["ActiveInstances"]?.uint8Value,
+      let supported = all["SupportedInstances"]?.uint8Value
+    else {
+      throw BlueZError(.unexpectedValue, "\(Self.interface) on \(path) lacks the instance counts")
+    }
+    let capabilities = all["SupportedCapabilities"]?.stringVariantDictionary
+    return Properties(
+      activeInstances: Int(active), supportedInstances: Int(supported),
+      supportedIncludes: all["SupportedIncludes"]?.stringArrayValue ?? [],
+      supportedSecondaryChannels: all["SupportedSecondaryChannels"]?.stringArrayValue ?? [],
+      supportedFeatures: all["SupportedFeatures"]?.stringArrayValue ?? [],
+      maxAdvertisingDataLength: capabilities?["MaxAdvLen"]?.uint8Value.map(Int.init))
+  }
+
+  /// Asks bluetoothd to advertise the `org.bluez.LEAdvertisement1` object at `advertisement`.
+  /// bluetoothd reads its properties before answering. The corresponding D-Bus member is
+  /// `org.bluez.LEAdvertisingManager1.RegisterAdvertisement`.
+  public func registerAdvertisement(
+    _ advertisement: ObjectPath, options: [String: DBusValue] = [:]
+  ) async throws(BlueZError) {
+    do {
+      _ = try await connection.call(
+        destination: BlueZ.service, path: path, interface: Self.interface,
+        member: "RegisterAdvertisement",
+        arguments: [.objectPath(advertisement), .dictionaryOfVariants(options)])
+    } catch {
+      throw BlueZError(error)
+    }
+  }
+
+  /// Stops an advertisement registered from this connection. The corresponding D-Bus member is
+  /// `org.bluez.LEAdvertisingManager1.UnregisterAdvertisement`.
+  public func unregisterAdvertisement(_ advertisement: ObjectPath) async throws(BlueZError) {
+    do {
+      _ = try await connection.call(
+        destination: BlueZ.service, path: path, interface: Self.interface,
+        member: "UnregisterAdvertisement", arguments: [.objectPath(advertisement)])
+    } catch {
+      throw BlueZError(error)
+    }
+  }
+}
