@@ -23,11 +23,16 @@ public enum CommandLineTool {
   ///
   /// Help and version go to standard output with status 0. Any error, from parsing or from
   /// `run()`, is printed as `<root name>: <message>` (plus a hint for usage errors) on
-  /// standard error, and its ``ErrorReport`` status is returned. Signals are the caller's
-  /// business: cancelling the calling task makes a cooperative command end, and a
-  /// `CancellationError` reports ``ExitStatus/interrupted``.
+  /// standard error, and its ``ErrorReport`` status is returned.
+  ///
+  /// Signals are the caller's business: it cancels the calling task, which makes a
+  /// cooperative command end, and `signalStatus` says which signal came (``ExitStatus/
+  /// interrupted`` or ``ExitStatus/terminated``), if any. A command that fails after a signal
+  /// exits with the signal's status; one that returns normally (a monitor printing its
+  /// summary on Ctrl-C) exits 0.
   public static func run(
-    _ root: any ParsableCommand.Type, arguments: [String], output: CommandOutput
+    _ root: any ParsableCommand.Type, arguments: [String], output: CommandOutput,
+    signalStatus: @escaping @Sendable () -> ExitStatus? = { nil }
   ) async -> ExitStatus {
     var path = [root.configuration.name]
     do {
@@ -48,7 +53,13 @@ public enum CommandLineTool {
         usage.commandPath = path
         error = usage
       }
-      let report = ErrorReport(error)
+      var report = ErrorReport(error)
+      if let signal = signalStatus() {
+        report.status = signal
+        if error is CancellationError {
+          report.message = signal == .terminated ? "terminated" : "interrupted"
+        }
+      }
       output.standardError(report.lines(program: root.configuration.name))
       return report.status
     }

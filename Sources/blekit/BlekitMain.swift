@@ -17,15 +17,13 @@ enum BlekitMain {
     let arguments = Array(CommandLine.arguments.dropFirst())
     let signals = SignalForwarding()
     let command = Task {
-      await CommandLineTool.run(Blekit.self, arguments: arguments, output: .standardStreams)
+      await CommandLineTool.run(
+        Blekit.self, arguments: arguments, output: .standardStreams,
+        signalStatus: { signals.receivedStatus })
     }
     let sources = signals.start { command.cancel() }
-    var status = await command.value
+    let status = await command.value
     withExtendedLifetime(sources) {}
-    // A command that failed after a signal failed because of it.
-    if let signalStatus = signals.receivedStatus, status != .success {
-      status = signalStatus
-    }
     exit(status.rawValue)  // Flushes standard output.
   }
 }

@@ -73,6 +73,30 @@ final class CapturedOutput: Sendable {
     #expect(usage.err == "tool: bad combination\nTry 'tool fail --help'.\n")
   }
 
+  @Test func failuresAfterASignalTakeTheSignalsStatus() async {
+    for (signal, message) in [(ExitStatus.interrupted, "interrupted"), (.terminated, "terminated")]
+    {
+      let captured = CapturedOutput()
+      let cancelled = await CommandLineTool.run(
+        RootFixture.self, arguments: ["fail", "cancel"], output: captured.output,
+        signalStatus: { signal })
+      #expect(cancelled == signal)
+      #expect(captured.err == "tool: \(message)\n")
+    }
+    // Another error keeps its message but takes the signal's status.
+    let captured = CapturedOutput()
+    let failed = await CommandLineTool.run(
+      RootFixture.self, arguments: ["fail", "cli"], output: captured.output,
+      signalStatus: { .terminated })
+    #expect(failed == .terminated)
+    #expect(captured.err == "tool: adapter hci7 not found\n")
+    // A command that ends normally after a signal succeeds.
+    let finished = await CommandLineTool.run(
+      RootFixture.self, arguments: ["fail", "none"], output: CapturedOutput().output,
+      signalStatus: { .interrupted })
+    #expect(finished == .success)
+  }
+
   @Test func successfulRun() async {
     let (status, _, err) = await run(["fail", "none"])
     #expect(status == .success)
