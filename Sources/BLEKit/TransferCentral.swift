@@ -1,0 +1,287 @@
+// TransferCentral: the receiver side of the transfer service (seed 000's central): find,
+// connect, subscribe (sequenced framing when offered, else plain chunks + EOM), reply, clean up.
+import BlueZ
+import Bluetooth
+import Synchronization
+
+/// Receives the transfer service's message from a peripheral, as the sample's central does.
+///
+/// Between two blekit ends the message travels on blekit's sequenced characteristic, whose
+/// frames are numbered and CRC-checked, so reordering across EATT bearers cannot corrupt it.
+/// With a plain peer (only Apple's sample characteristic) the chunks carry no sequence
+/// numbers: on BlueZ with EATT (`[GATT] Channels` > 1, the default of 5.66) notifications can
+/// arrive out of order and the text can be wrong without any sign. ``receive(from:options:)``
+/// reports that through ``Options/warning``.
+public struct TransferCentral: Sendable {
+  /// Which characteristic carried the message.
+  public typealias Framing = TransferPeripheral.Framing
+
+  /// A message received in full.
+  public struct Received: Sendable {
+    /// The message text, decoded once at the end.
+    public var message: String
+    /// Its size in bytes.
+    public var byteCount: Int
+    /// Which framing carried it.
+    public var framing: Framing
+    /// How the notifications arrived.
+    public var method: NotificationMethod
+    /// From the subscription to the last byte.
+    public var duration: Duration
+    /// The peripheral it came from.
+    public var peripheral: PeripheralIdentifier
+    /// Frames that arrived out of order and were put back in place (sequenced framing only).
+    public var framesOutOfOrder: Int
+  }
+
+  /// How a receive behaves.
+  public struct Options: Sendable {
+    /// The reply to write without response once the message is in, as in the sample.
+    public var reply: String?
+    /// How long the connection may take (retries included).
+    public var connectTimeout: Duration
+    /// How long the transfer may stay silent before it counts as cut.
+    public var idleTimeout: Duration
+    /// Called with the message bytes received so far, after each notification.
+    public var progress: (@Sendable (Int) -> Void)?
+    /// Called with a warning the user should see (e.g. a plain peer's unguaranteed order).
+    public var warning: (@Sendable (String) -> Void)?
+
+    public init(
+      reply: String? = nil, connectTimeout: Duration = .seconds(30),
+      idleTimeout: Duration = .seconds(15), progress: (@Sendable (Int) -> Void)? = nil,
+      warning: (@Sendable (String) -> Void)? = nil
+    ) {
+      self.reply = reply
+      self.connectTimeout = connectTimeout
+      self.idleTimeout = idleTimeout
+      self.progress = progress
+      self.warning = warning
+    }
+  }
+
+  /// The warning given for a peer that only offers the plain characteristic.
+  public static let plainOrderWarning =
+    "warning: the peer offers only the plain transfer characteristic (no sequence numbers); "
+    + "with BlueZ's EATT (several ATT bearers, the default in 5.66) its notifications can "
+    + "arrive out of order, and this cannot be detected: the message may be wrong"
+
+  public let manager: CentralManager
+
+  public init(manager: CentralManager) {
+    self.manager = manager
+  }
+
+  /// Scans for a peripheral advertising the transfer service and returns the first that
+  /// passes `rssi`. The scan stops before this returns.
+  /// - Throws: ``CentralError/Code/timeout`` when none is found within `timeout`.
+  public func findPeer(rssi: RSSIFilter = .none, timeout: Duration) async throws -> Discovery {
+    let scan = try await manager.scan(
+      ScanOptions(services: [BlekitUUID.transferService], rssi: rssi))
+    return try await withThrowingTaskGroup(of: Discovery?.self) { group in
+      group.addTask {
+        for try await discovery in scan { return discovery }
+        return nil
+      }
+      group.addTask {
+        try await Task.sleep(for: timeout)
+        return nil
+      }
+      defer { group.cancelAll() }
+      guard let first = try await group.next(), let discovery = first else {
+        throw CentralError(
+          .timeout,
+          "no peripheral advertising the transfer service was found within \(timeout)")
+      }
+      return discovery
+    }
+  }
+
+  /// Connects to `peer`, subscribes, receives one message, writes the reply (if any), then
+  /// unsubscribes and disconnects, whatever happened.
+  ///
+  /// - Throws: ``TransferInterrupted`` when the transfer stops before its end (with the bytes
+  ///   received so far); ``CentralError`` for connection and GATT failures; `TransferError`
+  ///   for a message that fails its checks.
+  public func receive(from peer: PeripheralIdentifier, options: Options = Options())
+    async throws -> Received
+  {
+    let peripheral = try await manager.connect(to: peer, timeout: options.connectTimeout)
+    do {
+      let received = try await receive(on: peripheral, options: options)
+      try? await peripheral.disconnect()
+      return received
+    } catch {
+      try? await peripheral.disconnect()
+      throw error
+    }
+  }
+
+  /// Receives one message on an already connected peripheral (no disconnect at the end).
+  public func receive(on peripheral: Peripheral, options: Options = Options()) async throws
+    -> Received
+  {
+    guard let service = try await peripheral.services([BlekitUUID.transferService]).first else {
+      throw CentralError(
+        .attributeNotFound, "\(peripheral.identifier) does not offer the transfer service")
+    }
+    let characteristics = try await peripheral.characteristics(
+      [BlekitUUID.transferCharacteristic, BlekitUUID.sequencedTransferCharacteristic],
+      for: service)
+    let plain = characteristics.first { $0.uuid == BlekitUUID.transferCharacteristic }
+    let sequenced = characteristics.first {
+      $0.uuid == BlekitUUID.sequencedTransferCharacteristic
+        && !$0.properties.isDisjoint(with: [.notify, .indicate])
+    }
+    let framing: Framing
+    let source: RemoteCharacteristic
+    if let sequenced {
+      framing = .sequenced
+      source = sequenced
+    } else if let plain {
+      framing = .plain
+      source = plain
+      options.warning?(Self.plainOrderWarning)
+    } else {
+      throw CentralError(
+        .attributeNotFound,
+        "\(peripheral.identifier)'s transfer service has no transfer characteristic")
+    }
+
+    let notifications = try await peripheral.notifications(for: source)
+    let start = ContinuousClock.now
+    let outcome: (text: String, bytes: Int, outOfOrder: Int)
+    do {
+      outcome = try await collect(
+        notifications, framing: framing, options: options, peer: peripheral.identifier)
+    } catch {
+      await notifications.stop()
+      throw error
+    }
+    let duration = ContinuousClock.now - start
+    await notifications.stop()
+
+    if let reply = options.reply, let plain {
+      let bytes = Array(reply.utf8)
+      let limit = await peripheral.maximumWriteValueLength(
+        for: .withoutResponse, characteristic: plain)
+      guard bytes.count <= limit else {
+        throw CentralError(
+          .notSupported,
+          "the reply is \(bytes.count) bytes; one write without response holds at most \(limit)")
+      }
+      try await peripheral.writeValue(bytes, for: plain, type: .withoutResponse)
+    } else if options.reply != nil {
+      throw CentralError(
+        .attributeNotFound, "the peer has no characteristic to write the reply to")
+    }
+    return Received(
+      message: outcome.text, byteCount: outcome.bytes, framing: framing,
+      method: notifications.method, duration: duration, peripheral: peripheral.identifier,
+      framesOutOfOrder: outcome.outOfOrder)
+  }
+
+  /// Reads notifications until the message is complete; a stop before that, or a silence
+  /// longer than the idle timeout, is ``TransferInterrupted``.
+  private func collect(
+    _ notifications: NotificationStream, framing: Framing, options: Options,
+    peer: PeripheralIdentifier
+  ) async throws -> (text: String, bytes: Int, outOfOrder: Int) {
+    let shared = CollectShared()
+    let idle = options.idleTimeout
+    let progress = options.progress
+    return try await withThrowingTaskGroup(of: (text: String, bytes: Int, outOfOrder: Int)?.self) {
+      group in
+      group.addTask {
+        do {
+          for try await value in notifications {
+            shared.lastActivity.withLock { $0 = .now }
+            let result = try shared.state.withLock { state throws(TransferError) in
+              try state.take(value, framing: framing)
+            }
+            if let result { return result }
+            if let progress { progress(shared.state.withLock { $0.bytesReceived(framing) }) }
+          }
+          throw shared.state.withLock { $0.interrupted(framing, cause: nil) }
+        } catch let error as CentralError {
+          throw shared.state.withLock { $0.interrupted(framing, cause: error) }
+        }
+      }
+      group.addTask {
+        while true {
+          try await Task.sleep(for: .milliseconds(500))
+          if ContinuousClock.now - shared.lastActivity.withLock({ $0 }) > idle { return nil }
+        }
+      }
+      defer { group.cancelAll() }
+      while let next = try await group.next() {
+        if let result = next { return result }
+        throw shared.state.withLock {
+          $0.interrupted(
+            framing,
+            cause: CentralError(.timeout, "no notification from \(peer) for \(idle)"))
+        }
+      }
+      throw CancellationError()
+    }
+  }
+}
+
+/// The transfer stopped before the end of the message (disconnect, unsubscribe, silence).
+/// Partial text is never returned as the message; this says how much arrived.
+public struct TransferInterrupted: Error, Sendable, CustomStringConvertible {
+  /// Message bytes received before the cut.
+  public var bytesReceived: Int
+  /// Data chunks (or frames) received before the cut.
+  public var chunksReceived: Int
+  /// What ended it, when known (e.g. ``CentralError/Code/disconnected``).
+  public var cause: CentralError?
+
+  public var description: String {
+    "transfer cut before the end of the message after \(bytesReceived) bytes in "
+      + "\(chunksReceived) chunks" + (cause.map { " (\($0.message))" } ?? "")
+  }
+}
+
+/// The decoder and the time of the last notification, shared by the reader and the watchdog.
+private final class CollectShared: Sendable {
+  let state = Mutex(CollectState())
+  let lastActivity = Mutex(ContinuousClock.now)
+}
+
+/// The receiver's decoder for either framing.
+private struct CollectState: Sendable {
+  var plain = TransferReassembler()
+  var sequenced = SequencedTransferDecoder()
+
+  mutating func take(_ value: [UInt8], framing: TransferCentral.Framing) throws(TransferError)
+    -> (text: String, bytes: Int, outOfOrder: Int)?
+  {
+    switch framing {
+    case .plain:
+      let count = plain.bytesReceived
+      guard let text = try plain.receive(value) else { return nil }
+      return (text, count, 0)
+    case .sequenced:
+      guard let message = try sequenced.receive(value) else { return nil }
+      return (try message.text(), message.bytes.count, sequenced.framesOutOfOrder)
+    }
+  }
+
+  func bytesReceived(_ framing: TransferCentral.Framing) -> Int {
+    framing == .plain ? plain.bytesReceived : sequenced.bytesReceived
+  }
+
+  func interrupted(_ framing: TransferCentral.Framing, cause: CentralError?) -> TransferInterrupted
+  {
+    switch framing {
+    case .plain:
+      TransferInterrupted(
+        bytesReceived: plain.bytesReceived, chunksReceived: plain.chunksReceived, cause: cause)
+    case .sequenced:
+      TransferInterrupted(
+        bytesReceived: sequenced.bytesReceived, chunksReceived: sequenced.framesReceived,
+        cause: cause)
+    }
+  }
+}
