@@ -24,11 +24,11 @@ public enum HelpFormatter {
           .map { $0.hasPrefix(" ") ? String($0) : wrap(words(String($0)), after: "", hanging: 0) }
           .joined(separator: "\n"))
     }
-    let usagePrefix = "USAGE: " + path.joined(separator: " ") + " "
+    let command = "USAGE: " + path.joined(separator: " ")
+    let usage = usageWords(configuration, specs: specs, isGroup: isGroup)
     sections.append(
-      wrap(
-        usageWords(configuration, specs: specs, isGroup: isGroup), after: usagePrefix,
-        hanging: min(usagePrefix.count, 40)))
+      usage.isEmpty
+        ? command : wrap(usage, after: command + " ", hanging: min(command.count + 1, 40)))
 
     let positionals = specs.filter { !$0.isNamed }
     if !positionals.isEmpty {

@@ -92,3 +92,38 @@ import Testing
     }
   }
 }
+
+@Suite struct HelpDiscussionTests {
+  struct Documented: ParsableCommand {
+    static let configuration = CommandConfiguration(
+      name: "doc", abstract: "Documented.",
+      discussion: """
+        First paragraph, long enough that it has to wrap past the eighty-column limit of help \
+        text.
+
+        Example:
+          blekit doc --flag    (indented lines stay as written)
+        """)
+    init(parsing _: ParsedArguments<NoArguments>) {}
+    func run() async throws {}
+  }
+
+  @Test func paragraphsWrapAndIndentedLinesStay() {
+    let help = HelpFormatter.help(for: Documented.self, path: ["tool", "doc"])
+    #expect(
+      help.hasPrefix(
+        """
+        OVERVIEW: Documented.
+
+        First paragraph, long enough that it has to wrap past the eighty-column limit of
+        help text.
+
+        Example:
+          blekit doc --flag    (indented lines stay as written)
+
+        USAGE: tool doc
+
+        OPTIONS:
+        """))
+  }
+}
