@@ -72,7 +72,8 @@ public struct SequencedTransferDecoder: Sendable {
     if assemblies[number] == nil, assemblies.count >= Self.maximumMessagesInFlight {
       throw .tooManyMessagesInFlight(limit: Self.maximumMessagesInFlight)
     }
-    var assembly = assemblies[number] ?? Assembly()
+    // Take the assembly out of the dictionary so that adding a frame does not copy it.
+    var assembly = assemblies.removeValue(forKey: number) ?? Assembly()
     do throws(TransferError) {
       try assembly.add(frame, decoder: &self)
     } catch {
