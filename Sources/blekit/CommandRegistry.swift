@@ -5,6 +5,7 @@ import ArgumentParsing
 /// Every top-level command, in the order `blekit --help` lists them.
 enum CommandRegistry {
   static let commands: [any ParsableCommand.Type] = [
-    HelpCommand.self
+    HelpCommand.self,
+    AdvertiseCommand.self,
   ]
 }

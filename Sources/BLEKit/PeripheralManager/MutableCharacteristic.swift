@@ -1,0 +1,66 @@
+// A characteristic a PeripheralManager publishes (CoreBluetooth's CBMutableCharacteristic).
+import Bluetooth
+
+/// A characteristic to publish with ``PeripheralManager/add(_:)``.
+///
+/// Its identity (the object) is what ``PeripheralManager/updateValue(_:for:)`` and
+/// ``PeripheralManager/send(_:for:)`` take. As in CoreBluetooth, a characteristic with a fixed
+/// `value` is read-only and served by the library (offsets included); otherwise reads go to
+/// `onRead`, which returns the whole current value (the library applies the request's offset
+/// and answers `InvalidOffset` past the end).
+public final class MutableCharacteristic: Sendable, CustomStringConvertible {
+  public let uuid: BluetoothUUID
+  public let properties: CharacteristicProperties
+  public let permissions: AttributePermissions
+  /// A fixed value, or nil for a value produced per read by ``onRead``.
+  public let value: [UInt8]?
+  public let descriptors: [MutableDescriptor]
+  /// Produces the value for a read request; throw to refuse it.
+  public let onRead: (@Sendable (ATTReadRequest) async throws(ATTError) -> [UInt8])?
+  /// Vets a write before it is accepted (and delivered as
+  /// ``PeripheralManagerEvent/write(_:)``); throw to refuse it. Nil accepts every write.
+  public let onWrite: (@Sendable (ATTWriteRequest) async throws(ATTError) -> Void)?
+  /// Notify through the socket bluetoothd hands out with `AcquireNotify` (true, the default:
+  /// real back-pressure) or through `PropertiesChanged(Value)` with pacing (false).
+  public let usesNotifySocket: Bool
+
+  public init(
+    type uuid: BluetoothUUID, properties: CharacteristicProperties, value: [UInt8]? = nil,
+    permissions: AttributePermissions, descriptors: [MutableDescriptor] = [],
+    usesNotifySocket: Bool = true,
+    onRead: (@Sendable (ATTReadRequest) async throws(ATTError) -> [UInt8])? = nil,
+    onWrite: (@Sendable (ATTWriteRequest) async throws(ATTError) -> Void)? = nil
+  ) {
+    self.uuid = uuid
+    self.properties = properties
+    self.value = value
+    self.permissions = permissions
+    self.descriptors = descriptors
+    self.usesNotifySocket = usesNotifySocket
+    self.onRead = onRead
+    self.onWrite = onWrite
+  }
+
+  public var description: String { "characteristic \(uuid)" }
+
+  /// True when centrals can subscribe.
+  public var canNotify: Bool { properties.contains(.notify) || properties.contains(.indicate) }
+}
+
+/// A descriptor of a ``MutableCharacteristic`` (CoreBluetooth's `CBMutableDescriptor`), with a
+/// fixed value, e.g. a Characteristic User Description (0x2901). BlueZ adds the Client
+/// Characteristic Configuration descriptor by itself.
+public struct MutableDescriptor: Sendable, Hashable {
+  public let uuid: BluetoothUUID
+  public let value: [UInt8]
+
+  public init(type uuid: BluetoothUUID, value: [UInt8]) {
+    self.uuid = uuid
+    self.value = value
+  }
+
+  /// A Characteristic User Description (0x2901) holding `text`.
+  public static func userDescription(_ text: String) -> MutableDescriptor {
+    MutableDescriptor(type: BluetoothUUID(uint16: 0x2901), value: Array(text.utf8))
+  }
+}

@@ -1,0 +1,244 @@
+// One characteristic's way to its subscribers: the AcquireNotify socket, or paced
+// PropertiesChanged(Value) signals, with CoreBluetooth's "queue full / ready again" contract.
+import BlueZ
+import DBus
+import Synchronization
+
+/// The runtime side of one published ``MutableCharacteristic``.
+final class NotificationChannel: Sendable {
+  /// Values queued for the `PropertiesChanged` path before ``attempt(_:signalReady:)`` reports
+  /// a full queue.
+  static let pacedCapacity = 8
+  /// The gap between two `PropertiesChanged(Value)` signals. Emitting them back to back got a
+  /// peripheral's bus connection dropped in the lab; 2 ms kept it.
+  static let pacingInterval: Duration = .milliseconds(2)
+
+  let characteristic: MutableCharacteristic
+  let eventsContinuation: AsyncStream<PeripheralManagerEvent>.Continuation
+
+  private struct State {
+    var registration: GattApplicationRegistration?
+    var path: ObjectPath?
+    var socket: NotifySocket?
+    var propertySubscribed = false
+    /// The latest MTU bluetoothd mentioned in any request to this characteristic.
+    var knownMTU: Int?
+    var paced: [[UInt8]] = []
+    var pacerRunning = false
+    /// `updateValue` said "full": owe the caller a `.readyToUpdate`.
+    var owesReady = false
+    /// Bumped whenever room appears or the subscription ends, so a waiter can tell.
+    var generation: UInt64 = 0
+    var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    var nextWaiter: UInt64 = 0
+  }
+  private let state = Mutex(State())
+
+  init(
+    characteristic: MutableCharacteristic,
+    events: AsyncStream<PeripheralManagerEvent>.Continuation
+  ) {
+    self.characteristic = characteristic
+    self.eventsContinuation = events
+  }
+
+  func attach(registration: GattApplicationRegistration, path: ObjectPath) {
+    state.withLock {
+      $0.registration = registration
+      $0.path = path
+    }
+  }
+
+  // MARK: - Subscriptions (called from the exported object's handlers)
+
+  func noteMTU(_ mtu: Int?) {
+    guard let mtu, mtu >= 23 else { return }
+    state.withLock { $0.knownMTU = mtu }
+  }
+
+  /// bluetoothd called `AcquireNotify`: the first central subscribed.
+  func acquired(_ acquired: GattAcquiredSocket) {
+    let socket = NotifySocket(
+      acquired,
+      onWritable: { [weak self] in self?.roomAvailable() },
+      onClosed: { [weak self] in self?.socketClosed() })
+    let previous = state.withLock { state in
+      defer {
+        state.socket = socket
+        state.knownMTU = acquired.mtu
+      }
+      return state.socket
+    }
+    previous?.close()
+    socket.start()
+    eventsContinuation.yield(.subscribed(socket.central, characteristic))
+  }
+
+  private func socketClosed() {
+    let (closedOne, registration, path) = state.withLock {
+      state -> (NotifySocket?, GattApplicationRegistration?, ObjectPath?) in
+      guard let socket = state.socket, socket.isClosed else { return (nil, nil, nil) }
+      state.socket = nil
+      return (socket, state.registration, state.path)
+    }
+    guard let closedOne else { return }
+    if let registration, let path {
+      registration.acquiredSocketClosed(characteristic: path, notify: true)
+    }
+    wakeWaiters(emitReady: false)
+    eventsContinuation.yield(.unsubscribed(closedOne.central, characteristic))
+  }
+
+  func startNotify() {
+    state.withLock { $0.propertySubscribed = true }
+    eventsContinuation.yield(.subscribed(nil, characteristic))
+  }
+
+  func stopNotify() {
+    let was = state.withLock { state in
+      defer {
+        state.propertySubscribed = false
+        state.paced.removeAll()
+      }
+      return state.propertySubscribed
+    }
+    guard was else { return }
+    wakeWaiters(emitReady: false)
+    eventsContinuation.yield(.unsubscribed(nil, characteristic))
+  }
+
+  /// Ends the subscription from our side (the manager closes).
+  func close() {
+    let socket = state.withLock { state in
+      defer {
+        state.socket = nil
+        state.propertySubscribed = false
+        state.paced.removeAll()
+        state.registration = nil
+      }
+      return state.socket
+    }
+    socket?.close()
+    wakeWaiters(emitReady: false)
+  }
+
+  // MARK: - Sending
+
+  var isSubscribed: Bool {
+    state.withLock { ($0.socket.map { !$0.isClosed } ?? false) || $0.propertySubscribed }
+  }
+
+  /// min(MTU - 3, 512) for the current subscription (MTU 23 when bluetoothd never said).
+  var maximumUpdateValueLength: Int {
+    state.withLock { state in
+      if let socket = state.socket { return socket.maximumValueLength }
+      return min((state.knownMTU ?? 23) - 3, 512)
+    }
+  }
+
+  enum Attempt: Equatable {
+    case sent
+    /// Full; room is signalled by a generation past this one.
+    case full(generation: UInt64)
+    case notSubscribed
+  }
+
+  /// Tries to hand `value` to bluetoothd now. With `signalReady`, a full queue later produces
+  /// one ``PeripheralManagerEvent/readyToUpdate``.
+  func attempt(_ value: [UInt8], signalReady: Bool) throws(PeripheralManagerError) -> Attempt {
+    let (socket, viaProperties, generation, maxLength) = state.withLock { state in
+      (
+        state.socket, state.propertySubscribed, state.generation,
+        state.socket?.maximumValueLength ?? min((state.knownMTU ?? 23) - 3, 512)
+      )
+    }
+    guard value.count <= maxLength else {
+      throw .valueTooLong(length: value.count, maximum: maxLength)
+    }
+    // bluetoothd takes a zero-length datagram for end of file; an empty value goes as a signal.
+    if let socket, !socket.isClosed, !value.isEmpty {
+      switch socket.send(value) {
+      case .sent:
+        return .sent
+      case .closed:
+        return .notSubscribed
+      case .full:
+        let roomAlready = state.withLock { state in
+          if signalReady { state.owesReady = true }
+          return state.generation != generation
+        }
+        if roomAlready { roomAvailable() }
+        return .full(generation: generation)
+      }
+    }
+    if socket != nil && !value.isEmpty { return .notSubscribed }
+    if socket == nil && !viaProperties { return .notSubscribed }
+    // The PropertiesChanged path (or an empty value on either path).
+    let startPacer = state.withLock { state -> Bool? in
+      if state.paced.count >= Self.pacedCapacity {
+        if signalReady { state.owesReady = true }
+        return nil
+      }
+      state.paced.append(value)
+      defer { state.pacerRunning = true }
+      return !state.pacerRunning
+    }
+    guard let startPacer else { return .full(generation: generation) }
+    if startPacer { Task { await self.pace() } }
+    return .sent
+  }
+
+  /// Waits until room appears or the subscription ends after `generation`.
+  func waitForRoom(after generation: UInt64) async {
+    await withTaskCancellationHandler {
+      await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        let resumeNow = state.withLock { state -> Bool in
+          if state.generation != generation || Task.isCancelled { return true }
+          state.waiters[state.nextWaiter] = continuation
+          state.nextWaiter += 1
+          return false
+        }
+        if resumeNow { continuation.resume() }
+      }
+    } onCancel: {
+      let waiters = state.withLock { state in
+        defer { state.waiters.removeAll() }
+        return state.waiters
+      }
+      for waiter in waiters.values { waiter.resume() }
+    }
+  }
+
+  private func roomAvailable() { wakeWaiters(emitReady: true) }
+
+  private func wakeWaiters(emitReady: Bool) {
+    let (owed, waiters) = state.withLock { state in
+      state.generation += 1
+      let owed = state.owesReady
+      state.owesReady = false
+      defer { state.waiters.removeAll() }
+      return (owed, state.waiters)
+    }
+    for waiter in waiters.values { waiter.resume() }
+    if owed && emitReady { eventsContinuation.yield(.readyToUpdate) }
+  }
+
+  /// Drains the PropertiesChanged queue, one signal per pacing interval.
+  private func pace() async {
+    while true {
+      let next = state.withLock {
+        state -> ([UInt8], GattApplicationRegistration, ObjectPath)? in
+        guard !state.paced.isEmpty, let registration = state.registration, let path = state.path
+        else {
+          state.pacerRunning = false
+          return nil
+        }
+        return (state.paced.removeFirst(), registration, path)
+      }
+      guard let (value, registration, path) = next else { return }
+      try? registration.notify(value, characteristic: path)
+      roomAvailable()
+      try? await Task.sleep(for: Self.pacingInterval)
+    }
+  }
+}

@@ -1,0 +1,297 @@
+// PeripheralManager: the peripheral role over BlueZ (CoreBluetooth's CBPeripheralManager):
+// publish services, answer reads and writes, notify subscribers with back-pressure.
+import BlueZ
+import Bluetooth
+import DBus
+import Synchronization
+
+/// Publishes GATT services on one adapter and advertises them.
+///
+/// ```swift
+/// let manager = try await PeripheralManager.open(adapter: "hci1")
+/// let characteristic = MutableCharacteristic(
+///   type: uuid, properties: [.notify, .writeWithoutResponse], permissions: [.writeable])
+/// try await manager.add(MutableService(type: serviceUUID, characteristics: [characteristic]))
+/// try await manager.startAdvertising(PeripheralAdvertisement(serviceUUIDs: [serviceUUID]))
+/// for await event in manager.events { ... }
+/// ```
+///
+/// Every service is its own GATT application (`GattManager1.RegisterApplication`, with an
+/// ObjectManager at its root); exported objects answer only bluetoothd. ``close()``
+/// unregisters everything; call it on every exit path (see ``TerminationSignals``).
+public final class PeripheralManager: Sendable {
+  /// The adapter's name, e.g. `hci1`.
+  public let adapterName: String
+  /// The adapter's object path, e.g. `/org/bluez/hci1`.
+  public let adapterPath: ObjectPath
+  /// Subscriptions, writes, readiness; buffered without limit (nothing is lost).
+  public let events: AsyncStream<PeripheralManagerEvent>
+
+  let connection: DBusConnection
+  let callerCheck: BluetoothdCallerCheck
+  let eventContinuation: AsyncStream<PeripheralManagerEvent>.Continuation
+  let ownsConnection: Bool
+
+  struct Published: Sendable {
+    let service: MutableService
+    let registration: GattApplicationRegistration
+    let channels: [NotificationChannel]
+  }
+  struct State: Sendable {
+    var services: [ObjectIdentifier: Published] = [:]
+    var channels: [ObjectIdentifier: NotificationChannel] = [:]
+    var advertisement: LEAdvertisementRegistration?
+    var nextApplication = 0
+    var nextAdvertisement = 0
+    var closed = false
+  }
+  let state = Mutex(State())
+
+  private init(
+    adapterName: String, adapterPath: ObjectPath, connection: DBusConnection,
+    ownsConnection: Bool, callerCheck: BluetoothdCallerCheck
+  ) {
+    self.adapterName = adapterName
+    self.adapterPath = adapterPath
+    self.connection = connection
+    self.ownsConnection = ownsConnection
+    self.callerCheck = callerCheck
+    (events, eventContinuation) = AsyncStream.makeStream(
+      of: PeripheralManagerEvent.self, bufferingPolicy: .unbounded)
+  }
+
+  /// Opens the peripheral role on `adapter` (e.g. `hci1`; nil picks `hci0`, else the first).
+  ///
+  /// - Throws: ``PeripheralManagerError/bluez(_:)`` with `serviceUnavailable` when bluetoothd
+  ///   is not running, `adapterNotFound` for an unknown adapter, `notReady` when it is powered
+  ///   off or lacks the GATT or advertising manager.
+  public static func open(
+    adapter: String? = nil, connection: DBusConnection? = nil
+  ) async throws(PeripheralManagerError) -> PeripheralManager {
+    let bus: DBusConnection
+    do throws(DBusError) {
+      if let connection { bus = connection } else { bus = try DBusConnection.system() }
+    } catch {
+      throw .bluez(
+        BlueZError(.bus, "cannot connect to the system bus: \(error.description)"))
+    }
+    do {
+      let (name, path) = try await findAdapter(adapter, on: bus)
+      let check = try await BluetoothdCallerCheck.start(on: bus)
+      return PeripheralManager(
+        adapterName: name, adapterPath: path, connection: bus, ownsConnection: connection == nil,
+        callerCheck: check)
+    } catch {
+      if connection == nil { bus.close() }
+      throw .bluez(error)
+    }
+  }
+
+  /// Looks the adapter up in bluetoothd's object tree and checks it can serve.
+  static func findAdapter(_ name: String?, on bus: DBusConnection) async throws(BlueZError)
+    -> (String, ObjectPath)
+  {
+    let reply: [DBusValue]
+    do {
+      reply = try await bus.call(
+        destination: BlueZ.service, path: BlueZ.root, interface: BlueZ.Interface.objectManager,
+        member: "GetManagedObjects")
+    } catch {
+      throw BlueZError(error)
+    }
+    var adapters: [ObjectPath: [String: [String: DBusValue]]] = [:]
+    for entry in reply.first?.dictionaryValue ?? [] {
+      guard let path = entry.key.objectPathValue else { continue }
+      var interfaces: [String: [String: DBusValue]] = [:]
+      for interface in entry.value.dictionaryValue ?? [] {
+        guard let interfaceName = interface.key.stringValue else { continue }
+        interfaces[interfaceName] = interface.value.stringVariantDictionary ?? [:]
+      }
+      if interfaces[BlueZ.Interface.adapter.rawValue] != nil { adapters[path] = interfaces }
+    }
+    guard let path = CentralManager.chooseAdapter(name, among: Array(adapters.keys)),
+      let interfaces = adapters[path]
+    else {
+      let known = adapters.keys.map { String($0.rawValue.split(separator: "/").last ?? "") }
+        .sorted()
+      let list = known.isEmpty ? "none" : known.joined(separator: ", ")
+      throw BlueZError(
+        .adapterNotFound,
+        name.map { "no Bluetooth adapter named \($0) (adapters: \(list))" }
+          ?? "no Bluetooth adapter")
+    }
+    let adapterName = String(path.rawValue.split(separator: "/").last ?? "")
+    let powered = interfaces[BlueZ.Interface.adapter.rawValue]?["Powered"]?.boolValue ?? false
+    guard powered else {
+      throw BlueZError(.notReady, "Bluetooth adapter \(adapterName) is powered off")
+    }
+    guard interfaces[BlueZ.Interface.gattManager.rawValue] != nil else {
+      throw BlueZError(.notSupported, "adapter \(adapterName) has no GATT server (GattManager1)")
+    }
+    return (adapterName, path)
+  }
+
+  // MARK: - Services
+
+  /// Publishes `service` (`GattManager1.RegisterApplication`). The service's characteristics
+  /// are then what ``updateValue(_:for:)`` and ``send(_:for:)`` accept.
+  public func add(_ service: MutableService) async throws(PeripheralManagerError) {
+    let number = try state.withLock { state throws(PeripheralManagerError) -> Int in
+      if state.closed { throw .closed }
+      defer { state.nextApplication += 1 }
+      return state.nextApplication
+    }
+    let root = ObjectPath.applicationRoot.appending("app\(number)")
+    let channels = service.characteristics.map {
+      NotificationChannel(characteristic: $0, events: eventContinuation)
+    }
+    let local = LocalService(
+      uuid: service.uuid.uuidString, isPrimary: service.isPrimary,
+      characteristics: channels.map(Self.localCharacteristic(for:)))
+    let manager = GattManager1(connection: connection, adapter: adapterPath)
+    let registration: GattApplicationRegistration
+    do {
+      registration = try await manager.register(
+        GattApplication(services: [local]), at: root, callerCheck: callerCheck)
+    } catch {
+      throw .bluez(error)
+    }
+    for (index, channel) in channels.enumerated() {
+      channel.attach(
+        registration: registration, path: registration.path(service: 0, characteristic: index))
+    }
+    let stillOpen = state.withLock { state in
+      guard !state.closed else { return false }
+      state.services[ObjectIdentifier(service)] = Published(
+        service: service, registration: registration, channels: channels)
+      for channel in channels {
+        state.channels[ObjectIdentifier(channel.characteristic)] = channel
+      }
+      return true
+    }
+    if !stillOpen {
+      await registration.unregister()
+      throw .closed
+    }
+  }
+
+  /// Withdraws a published service (`GattManager1.UnregisterApplication`).
+  public func remove(_ service: MutableService) async {
+    let published = state.withLock { state in
+      let published = state.services.removeValue(forKey: ObjectIdentifier(service))
+      for channel in published?.channels ?? [] {
+        state.channels[ObjectIdentifier(channel.characteristic)] = nil
+      }
+      return published
+    }
+    guard let published else { return }
+    for channel in published.channels { channel.close() }
+    await published.registration.unregister()
+  }
+
+  /// Withdraws every published service.
+  public func removeAllServices() async {
+    let services = state.withLock { Array($0.services.values.map(\.service)) }
+    for service in services { await remove(service) }
+  }
+
+  // MARK: - Notifications
+
+  /// Sends `value` to the subscribers of `characteristic` (CoreBluetooth's
+  /// `updateValue(_:for:onSubscribedCentrals:)`).
+  ///
+  /// Returns false when the transmit queue is full: nothing was sent, and
+  /// ``PeripheralManagerEvent/readyToUpdate`` follows once there is room; send the same value
+  /// again then. Returns true when the value was handed to bluetoothd, or when nobody is
+  /// subscribed (nothing to send).
+  /// - Throws: ``PeripheralManagerError/valueTooLong(length:maximum:)`` above
+  ///   ``maximumUpdateValueLength(for:)`` (BlueZ would cut it silently);
+  ///   ``PeripheralManagerError/unknownCharacteristic(_:)``.
+  public func updateValue(_ value: [UInt8], for characteristic: MutableCharacteristic)
+    throws(PeripheralManagerError) -> Bool
+  {
+    let channel = try channel(for: characteristic)
+    switch try channel.attempt(value, signalReady: true) {
+    case .sent, .notSubscribed: return true
+    case .full: return false
+    }
+  }
+
+  /// Sends `value` to the subscribers of `characteristic`, waiting while the queue is full.
+  ///
+  /// - Throws: ``PeripheralManagerError/notSubscribed(_:)`` when nobody is (or stays)
+  ///   subscribed; ``PeripheralManagerError/valueTooLong(length:maximum:)``;
+  ///   ``PeripheralManagerError/closed`` when the task is cancelled or the manager closes.
+  public func send(_ value: [UInt8], for characteristic: MutableCharacteristic)
+    async
+    throws(PeripheralManagerError)
+  {
+    let channel = try channel(for: characteristic)
+    while true {
+      if Task.isCancelled || isClosed { throw .closed }
+      switch try channel.attempt(value, signalReady: false) {
+      case .sent: return
+      case .notSubscribed: throw .notSubscribed(characteristic.uuid)
+      case .full(let generation): await channel.waitForRoom(after: generation)
+      }
+    }
+  }
+
+  /// The largest value one notification of `characteristic` carries now: min(MTU - 3, 512)
+  /// (CoreBluetooth's `CBCentral.maximumUpdateValueLength`). 20 until bluetoothd reports an MTU.
+  public func maximumUpdateValueLength(for characteristic: MutableCharacteristic) -> Int {
+    (try? channel(for: characteristic))?.maximumUpdateValueLength ?? 20
+  }
+
+  /// True while at least one central is subscribed to `characteristic`.
+  public func isSubscribed(_ characteristic: MutableCharacteristic) -> Bool {
+    (try? channel(for: characteristic))?.isSubscribed ?? false
+  }
+
+  private func channel(for characteristic: MutableCharacteristic) throws(PeripheralManagerError)
+    -> NotificationChannel
+  {
+    let channel = state.withLock { $0.channels[ObjectIdentifier(characteristic)] }
+    guard let channel else { throw .unknownCharacteristic(characteristic.uuid) }
+    return channel
+  }
+
+  // MARK: - Closing
+
+  var isClosed: Bool { state.withLock { $0.closed } }
+
+  /// Stops advertising, withdraws every service, removes every exported object and ends
+  /// ``events``. Idempotent.
+  ///
+  /// Finishes even when the calling task is cancelled (Ctrl-C cancels a command's task, and a
+  /// cancelled task would cancel the unregistering D-Bus calls).
+  public func close() async {
+    await Task { await self.closeNow() }.value
+  }
+
+  private func closeNow() async {
+    let (services, advertisement, wasClosed) = state.withLock { state in
+      defer {
+        state.closed = true
+        state.services.removeAll()
+        state.channels.removeAll()
+        state.advertisement = nil
+      }
+      return (Array(state.services.values), state.advertisement, state.closed)
+    }
+    if wasClosed { return }
+    await advertisement?.unregister()
+    for published in services {
+      for channel in published.channels { channel.close() }
+      await published.registration.unregister()
+    }
+    callerCheck.stop()
+    eventContinuation.finish()
+    if ownsConnection { connection.close() }
+  }
+}
+
+extension ObjectPath {
+  /// Where blekit exports its GATT applications and advertisements.
+  static let applicationRoot: ObjectPath = "/org/blekit"
+}

@@ -1,0 +1,108 @@
+// Advertising for a PeripheralManager: size checked before registering, one advertisement at
+// a time (CoreBluetooth's startAdvertising / stopAdvertising).
+import BlueZ
+import Bluetooth
+import DBus
+
+extension PeripheralManager {
+  /// Starts advertising `payload` (`LEAdvertisingManager1.RegisterAdvertisement`), replacing
+  /// the current advertisement.
+  ///
+  /// The legacy size (31 bytes) is computed first: when the advertising data does not fit, the
+  /// error lists which fields take how many bytes instead of bluetoothd's bare
+  /// `org.bluez.Error.Failed`.
+  /// - Throws: ``PeripheralManagerError/advertisementTooLarge(_:)``; ``PeripheralManagerError/bluez(_:)``
+  ///   (e.g. `notSupported` when the adapter cannot include the TX power).
+  public func startAdvertising(_ payload: AdvertisingPayload, txPower: Int16? = nil)
+    async
+    throws(PeripheralManagerError)
+  {
+    let size: AdvertisingPayloadSize
+    do {
+      size = try payload.validateLegacySize()
+    } catch {
+      throw .advertisementTooLarge(error.description)
+    }
+    let manager = LEAdvertisingManager1(connection: connection, adapter: adapterPath)
+    if payload.includesTxPower {
+      let supported: [String]
+      do {
+        supported = try await manager.properties().supportedIncludes
+      } catch {
+        throw .bluez(error)
+      }
+      guard supported.contains("tx-power") else {
+        throw .bluez(
+          BlueZError(
+            .notSupported,
+            "adapter \(adapterName) cannot include the TX power (supported includes: "
+              + "\(supported.isEmpty ? "none" : supported.joined(separator: ", ")))"))
+      }
+    }
+    await stopAdvertising()
+    let number = try state.withLock { state throws(PeripheralManagerError) -> Int in
+      if state.closed { throw .closed }
+      defer { state.nextAdvertisement += 1 }
+      return state.nextAdvertisement
+    }
+    let path = ObjectPath.applicationRoot.appending("advertisement\(number)")
+    let events = eventContinuation
+    let registration: LEAdvertisementRegistration
+    do {
+      registration = try await manager.register(
+        Self.advertisement(payload, txPower: txPower), at: path, callerCheck: callerCheck,
+        onRelease: { events.yield(.advertisingStopped) })
+    } catch {
+      if error.code == .failed || error.name == "org.bluez.Error.InvalidLength" {
+        // bluetoothd's bare answer; say what the payload holds.
+        throw .bluez(
+          BlueZError(
+            error.code,
+            "\(error.message) (advertisement of \(size.advertisingDataLength) "
+              + "bytes: \(size.breakdown))", name: error.name))
+      }
+      throw .bluez(error)
+    }
+    let stillOpen = state.withLock { state in
+      guard !state.closed else { return false }
+      state.advertisement = registration
+      return true
+    }
+    if !stillOpen {
+      await registration.unregister()
+      throw .closed
+    }
+  }
+
+  /// Stops the current advertisement, if any.
+  public func stopAdvertising() async {
+    let registration = state.withLock { state in
+      defer { state.advertisement = nil }
+      return state.advertisement
+    }
+    await registration?.unregister()
+  }
+
+  /// True while an advertisement is registered (and bluetoothd has not released it).
+  public var isAdvertising: Bool {
+    state.withLock { $0.advertisement?.isRegistered ?? false }
+  }
+
+  /// BlueZ's advertisement object for a payload.
+  static func advertisement(_ payload: AdvertisingPayload, txPower: Int16?) -> LEAdvertisement {
+    LEAdvertisement(
+      type: payload.kind == .peripheral ? .peripheral : .broadcast,
+      serviceUUIDs: payload.serviceUUIDs.isEmpty ? nil : payload.serviceUUIDs.map(\.uuidString),
+      manufacturerData: payload.manufacturerData.isEmpty ? nil : payload.manufacturerData,
+      serviceData: payload.serviceData.isEmpty
+        ? nil
+        : Dictionary(
+          uniqueKeysWithValues: payload.serviceData.map { ($0.key.uuidString, $0.value) }),
+      solicitUUIDs: payload.solicitUUIDs.isEmpty ? nil : payload.solicitUUIDs.map(\.uuidString),
+      localName: payload.localName,
+      includes: payload.includesTxPower ? ["tx-power"] : nil,
+      discoverable: payload.kind == .broadcast ? nil : payload.discoverable,
+      txPower: txPower,
+      appearance: payload.appearance)
+  }
+}

@@ -1,0 +1,173 @@
+// TransferPeripheral: the sender side of the transfer service on a PeripheralManager: serves
+// Apple's sample characteristic (plain chunks, then EOM) and blekit's sequenced one.
+import Bluetooth
+import Synchronization
+
+/// Serves the transfer service (seed 000): a message sent to every central that subscribes,
+/// and replies written back.
+///
+/// The service (`BlekitUUID.transferService`) holds two characteristics:
+/// - Apple's sample characteristic (notify + write without response): the message in chunks of
+///   min(MTU - 3, 512) bytes, then `EOM`, as the sample's central expects. Its order is only
+///   as good as the link's (see `TransferChunker`).
+/// - blekit's sequenced characteristic (notify): the same message in sequenced, CRC-checked
+///   frames (`SequencedTransferEncoder`), which a blekit central prefers.
+///
+/// A write to the sample characteristic is a reply; as in the sample it replaces the message
+/// sent to the next subscriber.
+public final class TransferPeripheral: Sendable {
+  /// Which characteristic a transfer went through.
+  public enum Framing: String, Sendable, Hashable {
+    /// Apple's sample protocol: chunks, then `EOM`.
+    case plain
+    /// blekit's sequenced frames.
+    case sequenced
+  }
+
+  /// What happens while serving.
+  public enum Event: Sendable {
+    /// A central subscribed; the message starts going out.
+    case subscribed(Framing, Central?, messageLength: Int)
+    /// Message bytes handed to bluetoothd so far on this subscription.
+    case progress(Framing, sent: Int, total: Int)
+    /// The whole message and its end marker were handed to bluetoothd.
+    case sent(Framing, bytes: Int, duration: Duration)
+    /// The central left before the end (unsubscribed or disconnected).
+    case cut(Framing, sent: Int, total: Int)
+    /// The central unsubscribed (after a complete send, or not).
+    case unsubscribed(Framing, Central?)
+    /// A central wrote a reply.
+    case reply([UInt8], Central?)
+    /// bluetoothd stopped the advertisement by itself.
+    case advertisingStopped
+  }
+
+  public let manager: PeripheralManager
+  /// Apple's sample characteristic.
+  public let plainCharacteristic: MutableCharacteristic
+  /// blekit's sequenced characteristic.
+  public let sequencedCharacteristic: MutableCharacteristic
+  public let service: MutableService
+
+  private let message: Mutex<[UInt8]>
+
+  /// Creates the service for `message` (UTF-8 text or any bytes). Nothing is published yet.
+  public init(manager: PeripheralManager, message: [UInt8]) {
+    self.manager = manager
+    self.message = Mutex(message)
+    plainCharacteristic = MutableCharacteristic(
+      type: BlekitUUID.transferCharacteristic, properties: [.notify, .writeWithoutResponse],
+      permissions: [.readable, .writeable])
+    sequencedCharacteristic = MutableCharacteristic(
+      type: BlekitUUID.sequencedTransferCharacteristic, properties: [.notify],
+      permissions: [.readable])
+    service = MutableService(
+      type: BlekitUUID.transferService,
+      characteristics: [plainCharacteristic, sequencedCharacteristic])
+  }
+
+  /// The message the next subscriber gets.
+  public var currentMessage: [UInt8] { message.withLock { $0 } }
+
+  /// Publishes the service and advertises its UUID (and `localName`, in the scan response).
+  public func publish(localName: String? = nil) async throws(PeripheralManagerError) {
+    try await manager.add(service)
+    try await manager.startAdvertising(
+      AdvertisingPayload(serviceUUIDs: [BlekitUUID.transferService], localName: localName))
+  }
+
+  /// Serves subscribers until the manager's events end (``PeripheralManager/close()``) or the
+  /// consuming task is cancelled. Each subscription gets the current message.
+  public func serve() -> AsyncStream<Event> {
+    let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
+    let task = Task { [self] in
+      var senders: [Framing: Task<Void, Never>] = [:]
+      for await event in manager.events {
+        switch event {
+        case .subscribed(let central, let characteristic):
+          guard let framing = framing(of: characteristic) else { continue }
+          senders[framing]?.cancel()
+          let bytes = currentMessage
+          continuation.yield(.subscribed(framing, central, messageLength: bytes.count))
+          senders[framing] = Task {
+            await self.send(bytes, framing: framing, to: continuation)
+          }
+        case .unsubscribed(let central, let characteristic):
+          guard let framing = framing(of: characteristic) else { continue }
+          continuation.yield(.unsubscribed(framing, central))
+        case .write(let request):
+          guard request.characteristic == plainCharacteristic.uuid else { continue }
+          message.withLock { $0 = request.value }
+          continuation.yield(.reply(request.value, request.central))
+        case .readyToUpdate:
+          continue
+        case .advertisingStopped:
+          continuation.yield(.advertisingStopped)
+        }
+      }
+      for sender in senders.values { sender.cancel() }
+      continuation.finish()
+    }
+    continuation.onTermination = { _ in task.cancel() }
+    return stream
+  }
+
+  private func framing(of characteristic: MutableCharacteristic) -> Framing? {
+    if characteristic === plainCharacteristic { return .plain }
+    if characteristic === sequencedCharacteristic { return .sequenced }
+    return nil
+  }
+
+  /// Sends one message on one subscription, waiting for room between values.
+  private func send(
+    _ bytes: [UInt8], framing: Framing, to events: AsyncStream<Event>.Continuation
+  ) async {
+    let characteristic = framing == .plain ? plainCharacteristic : sequencedCharacteristic
+    let attMTU = manager.maximumUpdateValueLength(for: characteristic) + 3
+    let clock = ContinuousClock()
+    let start = clock.now
+    var values: [[UInt8]]
+    var sentBytes: [Int]  // message bytes covered once values[i] is sent
+    do {
+      (values, sentBytes) = try Self.values(for: bytes, framing: framing, attMTU: attMTU)
+    } catch {
+      events.yield(.cut(framing, sent: 0, total: bytes.count))
+      return
+    }
+    for (index, value) in values.enumerated() {
+      do {
+        try await manager.send(value, for: characteristic)
+      } catch {
+        events.yield(.cut(framing, sent: index == 0 ? 0 : sentBytes[index - 1], total: bytes.count))
+        return
+      }
+      events.yield(.progress(framing, sent: sentBytes[index], total: bytes.count))
+    }
+    events.yield(.sent(framing, bytes: bytes.count, duration: clock.now - start))
+  }
+
+  /// Every notification value of a message, with the message bytes covered after each.
+  static func values(for bytes: [UInt8], framing: Framing, attMTU: Int) throws(TransferError)
+    -> ([[UInt8]], [Int])
+  {
+    var values: [[UInt8]] = []
+    var covered: [Int] = []
+    switch framing {
+    case .plain:
+      var chunker = try TransferChunker(bytes: bytes, attMTU: attMTU)
+      while let chunk = chunker.nextChunk {
+        chunker.markSent()
+        values.append(chunk)
+        covered.append(chunker.bytesSent)
+      }
+    case .sequenced:
+      var encoder = try SequencedTransferEncoder(bytes: bytes, attMTU: attMTU)
+      while let frame = encoder.nextFrame {
+        encoder.markSent()
+        values.append(frame.bytes)
+        covered.append(encoder.bytesSent)
+      }
+    }
+    return (values, covered)
+  }
+}

@@ -1,0 +1,292 @@
+// `blekit advertise`: serve the transfer service, send the message to each central that
+// subscribes, print the replies they write.
+
+import ArgumentParsing
+import BLEKit
+import BlueZ
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The peripheral side of Apple's transfer sample (seed 000) on Linux.
+struct AdvertiseCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    name: "advertise",
+    abstract: "Serve the transfer service and send a message to each central that subscribes.",
+    discussion: """
+      Publishes the transfer service (Apple's sample characteristic, plus blekit's sequenced \
+      one) and advertises its UUID. Every central that subscribes gets the message: in \
+      chunks of min(MTU - 3, 512) bytes then EOM, or in sequenced frames for a blekit \
+      central. A reply written by a central is printed on standard output (one line each) and \
+      becomes the message for the next subscriber, as in the sample. Ctrl-C or SIGTERM \
+      unregisters everything before exiting.
+      """
+  )
+
+  struct Arguments: ArgumentList {
+    let message = Option<String>("--message", short: "m", value: "TEXT", help: "The message.")
+    let file = Option<String>("--file", value: "PATH", help: "Send this file's bytes instead.")
+    let name = Option<String>(
+      "--name", value: "NAME", help: "Local name to advertise (in the scan response).")
+    let adapter = Option<String>(
+      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci1 (default hci0).")
+    let once = Flag("--once", help: "Exit after the first complete send (and its reply).")
+    let timeout = Option<Duration>(
+      "--timeout", value: "SECONDS", help: "Stop after this long (exit 6 if nothing was sent).")
+  }
+
+  enum Source: Sendable {
+    case text(String)
+    case file(String)
+  }
+
+  let source: Source
+  let name: String?
+  let adapter: String?
+  let once: Bool
+  let timeout: Duration?
+
+  /// How long `--once` waits for the central to unsubscribe after the last value went out.
+  static let onceGrace: Duration = .seconds(10)
+
+  init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
+    switch (arguments.message, arguments.file) {
+    case (let text?, nil): source = .text(text)
+    case (nil, let path?): source = .file(path)
+    case (.some, .some): throw .invalid("give either --message or --file, not both")
+    case (nil, nil): throw .invalid("give the message with --message TEXT or --file PATH")
+    }
+    if let timeout = arguments.timeout, timeout <= .zero {
+      throw .invalid("--timeout must be more than 0 seconds")
+    }
+    name = arguments.name
+    adapter = arguments.adapter
+    once = arguments.once
+    timeout = arguments.timeout
+  }
+
+  func run() async throws {
+    let bytes: [UInt8]
+    switch source {
+    case .text(let text): bytes = Array(text.utf8)
+    case .file(let path): bytes = try readFile(path)
+    }
+    let manager: PeripheralManager
+    do {
+      manager = try await PeripheralManager.open(adapter: adapter)
+    } catch {
+      throw Self.cliError(error)
+    }
+    let transfer = TransferPeripheral(manager: manager, message: bytes)
+    let report = StatusReport()
+    let outcome: Outcome
+    do {
+      try await transfer.publish(localName: name)
+      report.line(
+        "advertising the transfer service on \(manager.adapterName); waiting for a central")
+      outcome = await serve(transfer, report: report)
+    } catch {
+      await manager.close()
+      throw Self.cliError(error)
+    }
+    await manager.close()
+    if Task.isCancelled { throw CancellationError() }
+    if outcome.advertisingStopped && outcome.completedSends == 0 {
+      throw CLIError(.remoteError, "bluetoothd stopped the advertisement")
+    }
+    if outcome.timedOut && outcome.completedSends == 0 {
+      throw CLIError(.timedOut, "no central received the message in time")
+    }
+  }
+
+  struct Outcome {
+    var completedSends = 0
+    var timedOut = false
+    var advertisingStopped = false
+  }
+
+  /// Handles transfer events until `--once` is satisfied, the timeout passes, or Ctrl-C.
+  private func serve(_ transfer: TransferPeripheral, report: StatusReport) async -> Outcome {
+    let manager = transfer.manager
+    var outcome = Outcome()
+    var timers: [Task<Void, Never>] = []
+    let timedOut = SharedFlag()
+    if let timeout {
+      timers.append(
+        Task {
+          try? await Task.sleep(for: timeout)
+          guard !Task.isCancelled else { return }
+          timedOut.set()
+          await manager.close()
+        })
+    }
+    var progress = ProgressLine(enabled: report.isTerminal)
+    loop: for await event in transfer.serve() {
+      switch event {
+      case .subscribed(let framing, let central, let length):
+        report.line(
+          "\(central?.description ?? "a central") subscribed (\(framing.rawValue)); "
+            + "sending \(length) bytes")
+        progress.start(total: length)
+      case .progress(_, let sent, let total):
+        progress.update(sent: sent, total: total)
+      case .sent(let framing, let count, let duration):
+        progress.finish()
+        outcome.completedSends += 1
+        report.line("sent \(count) bytes (\(framing.rawValue)) in \(format(duration))")
+        if once {
+          timers.append(
+            Task {
+              try? await Task.sleep(for: Self.onceGrace)
+              guard !Task.isCancelled else { return }
+              await manager.close()
+            })
+        }
+      case .cut(let framing, let sent, let total):
+        progress.finish()
+        report.line("the central left after \(sent) of \(total) bytes (\(framing.rawValue))")
+      case .unsubscribed(let framing, let central):
+        report.line("\(central?.description ?? "the central") unsubscribed (\(framing.rawValue))")
+        if once && outcome.completedSends > 0 { break loop }
+      case .reply(let value, _):
+        progress.finish()
+        print(String(decoding: value, as: UTF8.self))
+        fflush(nil)
+      case .advertisingStopped:
+        outcome.advertisingStopped = true
+        report.line("bluetoothd stopped the advertisement")
+        break loop
+      }
+    }
+    progress.finish()
+    for timer in timers { timer.cancel() }
+    outcome.timedOut = timedOut.isSet
+    return outcome
+  }
+
+  /// Maps the peripheral's errors to exit statuses.
+  static func cliError(_ error: any Error) -> any Error {
+    guard let error = error as? PeripheralManagerError else { return error }
+    switch error {
+    case .advertisementTooLarge(let report):
+      return CLIError(.advertisementTooLarge, report)
+    case .closed:
+      return CancellationError()
+    case .bluez(let bluez):
+      let status: ExitStatus =
+        switch bluez.code {
+        case .serviceUnavailable, .bus: .bluetoothUnavailable
+        case .adapterNotFound: .adapterNotFound
+        case .accessDenied, .notAuthorized, .notPermitted: .permissionDenied
+        case .timeout: .timedOut
+        case .notReady: .failure
+        default: .remoteError
+        }
+      // blekit's own codes read better as the bare message.
+      let text = bluez.code.rawValue.hasPrefix("blekit.") ? bluez.message : bluez.description
+      return CLIError(status, text)
+    default:
+      return CLIError(.failure, error.description)
+    }
+  }
+}
+
+/// Status lines on standard error, only when it is a terminal (piped runs stay quiet).
+private struct StatusReport {
+  let isTerminal = isatty(STDERR_FILENO) == 1
+
+  func line(_ text: String) {
+    guard isTerminal else { return }
+    writeError("\(text)\n")
+  }
+}
+
+/// A progress line on standard error for transfers that take more than a second.
+private struct ProgressLine {
+  let enabled: Bool
+  private let clock = ContinuousClock()
+  private var start: ContinuousClock.Instant?
+  private var lastDraw: ContinuousClock.Instant?
+  private var drawn = false
+
+  init(enabled: Bool) { self.enabled = enabled }
+
+  mutating func start(total: Int) {
+    start = clock.now
+    lastDraw = nil
+  }
+
+  mutating func update(sent: Int, total: Int) {
+    guard enabled, let start else { return }
+    let now = clock.now
+    let elapsed = now - start
+    guard elapsed >= .seconds(1) else { return }
+    if let lastDraw, now - lastDraw < .milliseconds(100), sent < total { return }
+    lastDraw = now
+    let seconds =
+      Double(elapsed.components.seconds)
+      + Double(elapsed.components.attoseconds) / 1e18
+    let rate = Double(sent) / max(seconds, 0.001) / 1000
+    let percent = total == 0 ? 100 : sent * 100 / total
+    writeError("\r\u{1B}[Ksent \(sent)/\(total) bytes (\(percent)%), \(oneDecimal(rate)) kB/s")
+    drawn = true
+  }
+
+  mutating func finish() {
+    if drawn { writeError("\r\u{1B}[K") }
+    drawn = false
+    start = nil
+  }
+}
+
+/// A one-way flag shared with a timer task.
+private final class SharedFlag: Sendable {
+  private let value = Mutex(false)
+  func set() { value.withLock { $0 = true } }
+  var isSet: Bool { value.withLock { $0 } }
+}
+
+private func writeError(_ text: String) {
+  fflush(nil)
+  var bytes = Array(text.utf8)[...]
+  while !bytes.isEmpty {
+    let written = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    if written < 0 && errno == EINTR { continue }
+    guard written > 0 else { return }
+    bytes = bytes.dropFirst(written)
+  }
+}
+
+private func oneDecimal(_ value: Double) -> String {
+  let tenths = Int((value * 10).rounded())
+  return "\(tenths / 10).\(tenths % 10)"
+}
+
+private func format(_ duration: Duration) -> String {
+  let milliseconds =
+    duration.components.seconds * 1000
+    + duration.components.attoseconds / 1_000_000_000_000_000
+  return milliseconds < 1000 ? "\(milliseconds) ms" : "\(oneDecimal(Double(milliseconds) / 1000)) s"
+}
+
+/// Reads a whole file.
+private func readFile(_ path: String) throws -> [UInt8] {
+  let fd = open(path, O_RDONLY | O_CLOEXEC)
+  guard fd >= 0 else {
+    throw CLIError(.failure, "cannot open \(path): \(String(cString: strerror(errno)))")
+  }
+  defer { close(fd) }
+  var result: [UInt8] = []
+  var buffer = [UInt8](repeating: 0, count: 65536)
+  while true {
+    let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+    if count < 0 && errno == EINTR { continue }
+    guard count >= 0 else {
+      throw CLIError(.failure, "cannot read \(path): \(String(cString: strerror(errno)))")
+    }
+    if count == 0 { return result }
+    result += buffer[..<count]
+  }
+}
