@@ -37,6 +37,14 @@ public struct ParsedArguments<Declarations: ArgumentList>: Sendable {
 
   private func id(_ declaration: some ArgumentDeclaration) -> String { declaration.spec.id }
 
+  /// Whether the argument appeared on the command line (for an option with a default, tells
+  /// the default apart from the same value typed): `arguments.wasGiven(\.timeout)`.
+  public func wasGiven<Declaration: ArgumentDeclaration>(
+    _ keyPath: KeyPath<Declarations, Declaration>
+  ) -> Bool {
+    parsed.count(of: id(declarations[keyPath: keyPath])) > 0
+  }
+
   /// A flag: whether it was given.
   public subscript(dynamicMember keyPath: KeyPath<Declarations, Flag>) -> Bool {
     parsed.count(of: id(declarations[keyPath: keyPath])) > 0

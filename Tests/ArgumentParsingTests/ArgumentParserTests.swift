@@ -83,6 +83,22 @@ import Testing
     #expect(try parseScan(["--power", "off"]).power == .off)
   }
 
+  @Test func wasGivenTellsDefaultsFromTypedValues() throws {
+    let words = ["--timeout", "10s", "AA"]
+    struct Declared: ArgumentList {
+      let timeout = DefaultedOption<Duration>(
+        "--timeout", value: "D", default: .seconds(10), help: "")
+      let name = Option<String>("--name", value: "N", help: "")
+      let rest = RepeatedArgument<String>("REST", help: "")
+    }
+    let typed = ParsedArguments<Declared>(try ArgumentParser(specs: Declared.specs).parse(words))
+    let empty = ParsedArguments<Declared>(try ArgumentParser(specs: Declared.specs).parse([]))
+    #expect(typed.timeout == empty.timeout)
+    #expect(typed.wasGiven(\.timeout) && !empty.wasGiven(\.timeout))
+    #expect(!typed.wasGiven(\.name))
+    #expect(typed.wasGiven(\.rest) && !empty.wasGiven(\.rest))
+  }
+
   @Test func repeatedFlagIsHarmless() throws {
     #expect(try parseScan(["--json", "--json"]).json)
   }
