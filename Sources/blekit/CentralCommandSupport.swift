@@ -1,0 +1,171 @@
+// Shared by the central-side commands (scan, receive): exit statuses for CentralError, JSON
+// text, wall-clock time, and writing to standard error.
+
+import ArgumentParsing
+import BLEKit
+import BlueZ
+import Bluetooth
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Maps an error from the central side to the exit status table.
+func centralCLIError(_ error: any Error) -> any Error {
+  switch error {
+  case let error as CentralError:
+    let status: ExitStatus
+    switch error.code {
+    case .serviceUnavailable: status = .bluetoothUnavailable
+    case .unauthorized: status = .permissionDenied
+    case .adapterNotFound: status = .adapterNotFound
+    case .timeout: status = .timedOut
+    case .disconnected: status = .disconnected
+    case .cancelled: return CancellationError()
+    case .poweredOff, .scanInProgress, .peripheralNotFound, .system: status = .failure
+    default:
+      switch error.bluez?.code {
+      case .notAuthorized?, .notPermitted?, .accessDenied?: status = .permissionDenied
+      default: status = .remoteError
+      }
+    }
+    return CLIError(status, error.message)
+  case let error as TransferInterrupted:
+    return CLIError(.disconnected, error.description)
+  case let error as TransferError:
+    return CLIError(.failure, error.description)
+  default:
+    return error
+  }
+}
+
+/// Parses `--service` values.
+func parseServiceUUIDs(_ values: [String]) throws(UsageError) -> [BluetoothUUID] {
+  var result: [BluetoothUUID] = []
+  for value in values {
+    do {
+      result.append(try BluetoothUUID(value))
+    } catch {
+      throw .invalid(
+        "--service: '\(value)' is not a UUID (use 4 or 8 hex digits, or the 128-bit "
+          + "8-4-4-4-12 form)")
+    }
+  }
+  return result
+}
+
+/// Validates `--min-rssi`.
+func parseRSSIFilter(_ value: Int?) throws(UsageError) -> RSSIFilter {
+  do {
+    return try RSSIFilter(minimum: value)
+  } catch {
+    throw .invalid("--min-rssi: \(error.description)")
+  }
+}
+
+/// Whether standard error is a terminal.
+var standardErrorIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+
+/// Writes text to standard error, unbuffered, after flushing standard output.
+func writeStandardError(_ text: String) {
+  fflush(nil)
+  var bytes = Array(text.utf8)[...]
+  while !bytes.isEmpty {
+    let written = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    if written < 0 && errno == EINTR { continue }
+    guard written > 0 else { return }
+    bytes = bytes.dropFirst(written)
+  }
+}
+
+/// Prints one line on standard output and flushes it, so a pipe sees each line at once.
+func printLine(_ text: String) {
+  print(text)
+  fflush(nil)
+}
+
+/// Writes bytes to standard output, unbuffered.
+func writeStandardOutput(_ bytes: [UInt8]) {
+  fflush(nil)
+  var rest = bytes[...]
+  while !rest.isEmpty {
+    let written = rest.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+    if written < 0 && errno == EINTR { continue }
+    guard written > 0 else { return }
+    rest = rest.dropFirst(written)
+  }
+}
+
+/// Seconds since the Unix epoch, with milliseconds, for JSON timestamps.
+func unixTime() -> Double {
+  var spec = timespec()
+  clock_gettime(CLOCK_REALTIME, &spec)
+  return Double(spec.tv_sec) + Double(spec.tv_nsec / 1_000_000) / 1000
+}
+
+/// A duration in seconds as a Double.
+func seconds(_ duration: Duration) -> Double {
+  Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+/// A tiny JSON writer for one object per line (no Foundation).
+enum JSON {
+  /// A JSON value.
+  indirect enum Value {
+    case string(String)
+    case number(Double)
+    case int(Int)
+    case bool(Bool)
+    case null
+    case array([Value])
+    case object([(String, Value)])
+  }
+
+  static func text(_ value: Value) -> String {
+    switch value {
+    case .string(let text): return quoted(text)
+    case .number(let number):
+      let scaled = (number * 1000).rounded() / 1000
+      return scaled == scaled.rounded() ? String(Int(scaled)) : String(scaled)
+    case .int(let number): return String(number)
+    case .bool(let flag): return flag ? "true" : "false"
+    case .null: return "null"
+    case .array(let items): return "[" + items.map(text).joined(separator: ",") + "]"
+    case .object(let fields):
+      return "{" + fields.map { quoted($0.0) + ":" + text($0.1) }.joined(separator: ",") + "}"
+    }
+  }
+
+  static func quoted(_ text: String) -> String {
+    var out = "\""
+    for scalar in text.unicodeScalars {
+      switch scalar {
+      case "\"": out += "\\\""
+      case "\\": out += "\\\\"
+      case "\n": out += "\\n"
+      case "\r": out += "\\r"
+      case "\t": out += "\\t"
+      default:
+        if scalar.value < 0x20 {
+          let hex = String(scalar.value, radix: 16)
+          out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+        } else {
+          out.unicodeScalars.append(scalar)
+        }
+      }
+    }
+    return out + "\""
+  }
+}
+
+/// Lowercase hex of bytes, no separators.
+func hexString(_ bytes: [UInt8]) -> String {
+  let digits = Array("0123456789abcdef")
+  var out = ""
+  out.reserveCapacity(bytes.count * 2)
+  for byte in bytes {
+    out.append(digits[Int(byte >> 4)])
+    out.append(digits[Int(byte & 0x0F)])
+  }
+  return out
+}

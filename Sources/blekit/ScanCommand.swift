@@ -1,0 +1,153 @@
+// `blekit scan`: discover advertising peripherals, one line (or JSON object) per discovery.
+
+import ArgumentParsing
+import BLEKit
+import Bluetooth
+
+/// Scans for LE peripherals, as the seed apps' `scanForPeripherals(withServices:options:)`.
+struct ScanCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    name: "scan",
+    abstract: "Discover advertising peripherals: one line per discovery.",
+    discussion: """
+      Sets bluetoothd's discovery filter (service UUIDs, RSSI, LE transport, duplicates) and \
+      applies the same filters again here, because bluetoothd merges the filters of all its \
+      clients. Peripherals bluetoothd already knows when the scan starts are listed too. An \
+      RSSI of 127 is HCI's "not available" and shows as "?"; with --min-rssi, an unknown \
+      RSSI passes the threshold (and the line says so). Scans until --timeout or Ctrl-C.
+      """
+  )
+
+  struct Arguments: ArgumentList {
+    let service = RepeatedOption<String>(
+      "--service", short: "s", value: "UUID",
+      help: "Only peripherals advertising this service.")
+    let minRSSI = Option<Int>(
+      "--min-rssi", value: "DBM", help: "Only peripherals heard at or above this RSSI (-127...20).")
+    let timeout = Option<Duration>(
+      "--timeout", short: "t", value: "SECONDS", help: "Stop after this long.")
+    let adapter = Option<String>(
+      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci1 (default hci0).")
+    let duplicates = Flag(
+      "--duplicates", help: "Report every advertisement, not each peripheral once.")
+    let json = Flag("--json", help: "Print JSON Lines instead of text.")
+  }
+
+  let services: [BluetoothUUID]
+  let rssi: RSSIFilter
+  let timeout: Duration?
+  let adapter: String?
+  let duplicates: Bool
+  let json: Bool
+
+  init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
+    services = try parseServiceUUIDs(arguments.service)
+    rssi = try parseRSSIFilter(arguments.minRSSI)
+    if let timeout = arguments.timeout, timeout <= .zero {
+      throw .invalid("--timeout must be more than 0 seconds")
+    }
+    timeout = arguments.timeout
+    adapter = arguments.adapter
+    duplicates = arguments.duplicates
+    json = arguments.json
+  }
+
+  func run() async throws {
+    let manager: CentralManager
+    do {
+      manager = try await CentralManager.open(adapter: adapter)
+      try await manager.requirePoweredOn()
+    } catch {
+      throw centralCLIError(error)
+    }
+    let options = ScanOptions(services: services, allowDuplicates: duplicates, rssi: rssi)
+    let timeout = self.timeout
+    let json = self.json
+    do {
+      let scan = try await manager.scan(options)
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask {
+          for try await discovery in scan {
+            printLine(
+              json ? Self.jsonLine(discovery, options: options) : Self.textLine(discovery, options))
+          }
+        }
+        if let timeout {
+          group.addTask { try await Task.sleep(for: timeout) }
+        }
+        defer { group.cancelAll() }
+        try await group.next()
+      }
+    } catch {
+      await manager.close()
+      throw centralCLIError(error)
+    }
+    await manager.close()
+  }
+
+  /// `00:AA:01:01:00:01  rssi ?  "name"  services ...  manufacturer ffff:0210...`
+  static func textLine(_ discovery: Discovery, _ options: ScanOptions) -> String {
+    var parts = [discovery.address.rawValue]
+    if let rssi = discovery.rssi {
+      parts.append("rssi \(rssi)")
+    } else {
+      parts.append(options.rssi.minimum == nil ? "rssi ?" : "rssi ? (unknown, kept)")
+    }
+    if let name = discovery.name { parts.append(JSON.quoted(name)) }
+    if let txPower = discovery.txPower { parts.append("tx \(txPower)") }
+    if !discovery.serviceUUIDs.isEmpty {
+      parts.append("services " + discovery.serviceUUIDs.map(\.shortString).joined(separator: ","))
+    }
+    for (company, bytes) in discovery.manufacturerData.sorted(by: { $0.key < $1.key }) {
+      parts.append("manufacturer \(hex4(company)):\(hexString(bytes))")
+    }
+    for (uuid, bytes) in discovery.serviceData.sorted(by: { $0.key < $1.key }) {
+      parts.append("service-data \(uuid.shortString):\(hexString(bytes))")
+    }
+    return parts.joined(separator: "  ")
+  }
+
+  /// One JSON object per discovery.
+  static func jsonLine(_ discovery: Discovery, options: ScanOptions) -> String {
+    let decision: String =
+      switch options.rssi.evaluate(discovery.reportedRSSI) {
+      case .noThreshold: "noThreshold"
+      case .passed: "passed"
+      case .passedUnknown: "passedUnknown"
+      case .belowThreshold: "belowThreshold"
+      case .excludedUnknown: "excludedUnknown"
+      }
+    let fields: [(String, JSON.Value)] = [
+      ("timestamp", .number(unixTime())),
+      ("address", .string(discovery.address.rawValue)),
+      ("addressType", discovery.addressType.map { .string($0.rawValue) } ?? .null),
+      ("name", discovery.name.map { .string($0) } ?? .null),
+      ("rssi", discovery.rssi.map { .int($0) } ?? .null),
+      ("reportedRSSI", discovery.reportedRSSI.map { .int($0) } ?? .null),
+      ("rssiFilter", .string(decision)),
+      ("txPower", discovery.txPower.map { .int($0) } ?? .null),
+      ("serviceUUIDs", .array(discovery.serviceUUIDs.map { .string($0.uuidString) })),
+      (
+        "manufacturerData",
+        .array(
+          discovery.manufacturerData.sorted(by: { $0.key < $1.key }).map {
+            .object([("companyID", .int(Int($0.key))), ("data", .string(hexString($0.value)))])
+          })
+      ),
+      (
+        "serviceData",
+        .array(
+          discovery.serviceData.sorted(by: { $0.key < $1.key }).map {
+            .object([("uuid", .string($0.key.uuidString)), ("data", .string(hexString($0.value)))])
+          })
+      ),
+      ("connected", .bool(discovery.isConnected)),
+    ]
+    return JSON.text(.object(fields))
+  }
+}
+
+private func hex4(_ value: UInt16) -> String {
+  let text = String(value, radix: 16)
+  return String(repeating: "0", count: 4 - text.count) + text
+}
