@@ -7,5 +7,7 @@ enum CommandRegistry {
   static let commands: [any ParsableCommand.Type] = [
     HelpCommand.self,
     AdvertiseCommand.self,
+    ReceiveCommand.self,
+    ScanCommand.self,
   ]
 }
