@@ -143,6 +143,12 @@ public struct AdvertisingPayloadSize: Hashable, Sendable, CustomStringConvertibl
     public let name: String
     /// The bytes of the whole AD structure.
     public let length: Int
+
+    /// Creates a field.
+    public init(name: String, length: Int) {
+      self.name = name
+      self.length = length
+    }
   }
 
   /// The structures of the advertising data.
@@ -177,6 +183,9 @@ public struct AdvertisingPayloadSize: Hashable, Sendable, CustomStringConvertibl
 public struct AdvertisementTooLarge: Error, Hashable, Sendable, CustomStringConvertible {
   /// The sizes that did not fit.
   public let size: AdvertisingPayloadSize
+
+  /// Creates the error for sizes that did not fit.
+  public init(size: AdvertisingPayloadSize) { self.size = size }
 
   /// One line, e.g. "advertisement is 43 bytes, legacy limit is 31: flags 3, 128-bit service
   /// UUID 18, manufacturer data 0xFFFF 22".
