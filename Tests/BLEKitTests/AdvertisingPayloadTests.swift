@@ -13,9 +13,10 @@ import Testing
     let size = payload.legacySize()
     #expect(!size.fits)
     #expect(size.advertisingDataLength == 43)
-    #expect(size.description
-      == "advertisement is 43 bytes, legacy limit is 31: flags 3, 128-bit service UUID 18, "
-      + "manufacturer data 0xFFFF 22")
+    #expect(
+      size.description
+        == "advertisement is 43 bytes, legacy limit is 31: flags 3, 128-bit service UUID 18, "
+        + "manufacturer data 0xFFFF 22")
     #expect(throws: AdvertisementTooLarge(size: size)) { try payload.validateLegacySize() }
   }
 
@@ -59,10 +60,11 @@ import Testing
         BluetoothUUID(uint32: 0x1234_5678), BluetoothUUID(uint16: 0x180F),
       ])
     let size = payload.legacySize()
-    #expect(size.advertisingData == [
-      .init(name: "16-bit service UUIDs", length: 6),
-      .init(name: "32-bit service UUID", length: 6),
-    ])
+    #expect(
+      size.advertisingData == [
+        .init(name: "16-bit service UUIDs", length: 6),
+        .init(name: "32-bit service UUID", length: 6),
+      ])
   }
 
   @Test func everyFieldKind() throws {
@@ -73,17 +75,20 @@ import Testing
       appearance: 0x0340,
       includesTxPower: true)
     let size = payload.legacySize()
-    #expect(size.breakdown
-      == "flags 3, 16-bit solicited service UUID 4, service data 0x180F 5, appearance 4, tx power 3")
+    #expect(
+      size.breakdown
+        == "flags 3, 16-bit solicited service UUID 4, service data 0x180F 5, appearance 4, tx power 3"
+    )
     #expect(size.advertisingDataLength == 19)
   }
 
   @Test func serviceDataWith128BitUUID() {
     let payload = AdvertisingPayload(
       kind: .broadcast, serviceData: [BlekitUUID.transferService: [1, 2, 3]])
-    #expect(payload.legacySize().advertisingData == [
-      .init(name: "service data e20a39f4-73f5-4bc4-a12f-17d1ad07a961", length: 21)
-    ])
+    #expect(
+      payload.legacySize().advertisingData == [
+        .init(name: "service data e20a39f4-73f5-4bc4-a12f-17d1ad07a961", length: 21)
+      ])
   }
 
   @Test func flagsRule() {
@@ -109,7 +114,8 @@ import Testing
   @Test func manufacturerEntriesAreListedInCompanyOrder() {
     let payload = AdvertisingPayload(
       kind: .broadcast, manufacturerData: [0xFFFF: [1], 0x004C: [2, 3]])
-    #expect(payload.legacySize().breakdown
-      == "manufacturer data 0x004C 6, manufacturer data 0xFFFF 5")
+    #expect(
+      payload.legacySize().breakdown
+        == "manufacturer data 0x004C 6, manufacturer data 0xFFFF 5")
   }
 }

@@ -29,17 +29,18 @@ import Testing
     #expect(try FolkBearsTempUserID(data).id == Self.id)
   }
 
-  @Test(arguments: [
-    ([], FolkBearsDecodingError.tooShort(count: 0)),
-    ([0x02], .tooShort(count: 1)),
-    ([0x02, 0x10, 0x01], .tooShort(count: 3)),
-    ([0x02, 0x10] + Array(1...15), .tooShort(count: 17)),
-    ([0x02, 0x10] + Array(1...17), .trailingBytes(count: 1)),  // 19 bytes
-    ([0x03, 0x10] + Array(1...16), .wrongType(0x03)),
-    ([0x05], .wrongType(0x05)),
-    ([0x02, 0x11] + Array(1...16), .wrongLength(0x11)),
-    ([0x02, 0x00], .wrongLength(0x00)),
-  ] as [([UInt8], FolkBearsDecodingError)])
+  @Test(
+    arguments: [
+      ([], FolkBearsDecodingError.tooShort(count: 0)),
+      ([0x02], .tooShort(count: 1)),
+      ([0x02, 0x10, 0x01], .tooShort(count: 3)),
+      ([0x02, 0x10] + Array(1...15), .tooShort(count: 17)),
+      ([0x02, 0x10] + Array(1...17), .trailingBytes(count: 1)),  // 19 bytes
+      ([0x03, 0x10] + Array(1...16), .wrongType(0x03)),
+      ([0x05], .wrongType(0x05)),
+      ([0x02, 0x11] + Array(1...16), .wrongLength(0x11)),
+      ([0x02, 0x00], .wrongLength(0x00)),
+    ] as [([UInt8], FolkBearsDecodingError)])
   func rejectsMalformedPayloads(bytes: [UInt8], expected: FolkBearsDecodingError) {
     #expect(throws: expected) { try FolkBearsTempUserID(data: bytes) }
   }
@@ -69,10 +70,12 @@ import Testing
   }
 
   @Test func errorsAreOneLine() {
-    #expect(FolkBearsDecodingError.tooShort(count: 3).description
-      == "payload is 3 bytes, a TempUserId needs 18")
-    #expect(FolkBearsDecodingError.wrongCompany(0x004C).description
-      == "company 0x004C is not FolkBears' 0xFFFF")
+    #expect(
+      FolkBearsDecodingError.tooShort(count: 3).description
+        == "payload is 3 bytes, a TempUserId needs 18")
+    #expect(
+      FolkBearsDecodingError.wrongCompany(0x004C).description
+        == "company 0x004C is not FolkBears' 0xFFFF")
     #expect(FolkBearsDecodingError.trailingBytes(count: 1).description.contains("1 unexpected"))
   }
 
@@ -81,7 +84,10 @@ import Testing
     var decoded = 0
     for round in 0..<20_000 {
       var bytes = random.bytes(Int.random(in: 0...40, using: &random))
-      if round % 4 == 0, bytes.count >= 2 { bytes[0] = 0x02; bytes[1] = 0x10 }
+      if round % 4 == 0, bytes.count >= 2 {
+        bytes[0] = 0x02
+        bytes[1] = 0x10
+      }
       if let value = try? FolkBearsTempUserID(data: bytes) {
         decoded += 1
         #expect(value.manufacturerData.data == bytes)
@@ -105,8 +111,10 @@ import Testing
 
   @Test(arguments: [[], [0x4C]] as [[UInt8]])
   func manufacturerDataTooShort(bytes: [UInt8]) {
-    #expect(throws: AdvertisingDecodingError.tooShort(
-      field: "manufacturer data", count: bytes.count, needed: 2)) {
+    #expect(
+      throws: AdvertisingDecodingError.tooShort(
+        field: "manufacturer data", count: bytes.count, needed: 2)
+    ) {
       try ManufacturerData(adPayload: bytes)
     }
   }
@@ -141,8 +149,7 @@ import Testing
     #expect(throws: AdvertisingDecodingError.unexpectedType(0xFF)) {
       try ServiceData(adType: 0xFF, payload: [1, 2])
     }
-    #expect(throws: AdvertisingDecodingError.tooShort(field: "service data", count: 1, needed: 2))
-    {
+    #expect(throws: AdvertisingDecodingError.tooShort(field: "service data", count: 1, needed: 2)) {
       try ServiceData(adType: 0x16, payload: [1])
     }
     #expect(throws: AdvertisingDecodingError.tooShort(field: "service data", count: 15, needed: 16))
@@ -162,8 +169,9 @@ import Testing
     let result = ADStructure.parse(raw + [0, 0, 0, 0])  // zero padding
     #expect(result.error == nil)
     #expect(result.structures.map(\.type) == [0x01, 0x07, 0xFF])
-    #expect(BluetoothUUID(advertisingBytes: result.structures[1].data)
-      == BlekitUUID.transferService)
+    #expect(
+      BluetoothUUID(advertisingBytes: result.structures[1].data)
+        == BlekitUUID.transferService)
     #expect(try ManufacturerData(adPayload: result.structures[2].data).companyID == 0xFFFF)
   }
 
@@ -177,8 +185,9 @@ import Testing
   @Test func emptyAndTinyInputs() {
     #expect(ADStructure.parse([]).structures.isEmpty)
     #expect(ADStructure.parse([0x00]).error == nil)
-    #expect(ADStructure.parse([0x01]).error
-      == .truncatedStructure(offset: 0, declaredLength: 1, available: 0))
+    #expect(
+      ADStructure.parse([0x01]).error
+        == .truncatedStructure(offset: 0, declaredLength: 1, available: 0))
     #expect(ADStructure.parse([0x01, 0x09]).structures == [ADStructure(type: 0x09, data: [])])
   }
 

@@ -34,8 +34,9 @@ import Testing
     #expect(
       all[1] == [0x81, 0x07, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x05, 0x00, 0x00, 0x00]
         + (0..<4).map { UInt8(truncatingIfNeeded: crc >> (8 * $0)) })
-    #expect(try SequencedFrame(parsing: all[1])
-      == .end(message: 7, frameCount: 1, length: 5, crc: crc))
+    #expect(
+      try SequencedFrame(parsing: all[1])
+        == .end(message: 7, frameCount: 1, length: 5, crc: crc))
   }
 
   @Test(arguments: [23, 517])
@@ -100,8 +101,9 @@ import Testing
     #expect(try deliver(all, into: &decoder).isEmpty)
     #expect(!decoder.isIdle)
     #expect(decoder.bytesReceived == 1000 - 16)
-    #expect(decoder.incompleteError
-      == .incomplete(bytesReceived: 1000 - 16, chunksReceived: (1000 + 15) / 16 - 1))
+    #expect(
+      decoder.incompleteError
+        == .incomplete(bytesReceived: 1000 - 16, chunksReceived: (1000 + 15) / 16 - 1))
   }
 
   @Test func missingEndFrameLeavesTheMessageIncomplete() throws {
@@ -198,11 +200,12 @@ import Testing
     }
   }
 
-  @Test(arguments: [
-    ([], "shorter"), ([0x01, 0x00, 0x00], "shorter"), ([0x01, 0x00, 0x00, 0x00], "no payload"),
-    ([0x81, 0x00, 0x00, 0x00, 0x00], "not 16"), ([0x11, 0x00, 0x00, 0x00, 0x61], "reserved"),
-    ([0x81, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], "disagrees"),
-  ] as [([UInt8], String)])
+  @Test(
+    arguments: [
+      ([], "shorter"), ([0x01, 0x00, 0x00], "shorter"), ([0x01, 0x00, 0x00, 0x00], "no payload"),
+      ([0x81, 0x00, 0x00, 0x00, 0x00], "not 16"), ([0x11, 0x00, 0x00, 0x00, 0x61], "reserved"),
+      ([0x81, 0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], "disagrees"),
+    ] as [([UInt8], String)])
   func malformedFramesAreRejected(bytes: [UInt8], reason: String) {
     #expect {
       try SequencedFrame(parsing: bytes)

@@ -18,8 +18,10 @@ import Testing
     return data
   }
 
-  @Test(arguments: [(23, 20), (24, 21), (185, 182), (247, 244), (515, 512), (517, 512),
-    (1000, 512)])
+  @Test(arguments: [
+    (23, 20), (24, 21), (185, 182), (247, 244), (515, 512), (517, 512),
+    (1000, 512),
+  ])
   func chunkLengthIsMTUMinus3CappedAt512(mtu: Int, expected: Int) throws {
     #expect(try TransferLimits.maximumValueLength(forATTMTU: mtu) == expected)
     #expect(try TransferChunker(message: "", attMTU: mtu).chunkLength == expected)
@@ -27,7 +29,9 @@ import Testing
 
   @Test(arguments: [0, 3, 22, -1])
   func rejectsMTUBelow23(mtu: Int) {
-    #expect(throws: TransferError.mtuTooSmall(mtu)) { try TransferChunker(message: "x", attMTU: mtu) }
+    #expect(throws: TransferError.mtuTooSmall(mtu)) {
+      try TransferChunker(message: "x", attMTU: mtu)
+    }
   }
 
   @Test func emptyMessageIsJustEOM() throws {

@@ -19,8 +19,10 @@ import Testing
     #expect(try roundTrip(message, mtu: 23) == message)
   }
 
-  @Test(arguments: ["EOM", "xEOM", "EOMEOM", "EOM at the start", "at the end EOM",
-    String(repeating: "x", count: 20) + "EOM", String(repeating: "x", count: 509) + "EOM"])
+  @Test(arguments: [
+    "EOM", "xEOM", "EOMEOM", "EOM at the start", "at the end EOM",
+    String(repeating: "x", count: 20) + "EOM", String(repeating: "x", count: 509) + "EOM",
+  ])
   func roundTripsMessagesContainingEOM(message: String) throws {
     #expect(try roundTrip(message, mtu: 23) == message)
     #expect(try roundTrip(message, mtu: 517) == message)
@@ -66,7 +68,8 @@ import Testing
     #expect(reassembler.chunksReceived == 2)
     let error = reassembler.incompleteError
     #expect(error == .incomplete(bytesReceived: 40, chunksReceived: 2))
-    #expect(error.description == "transfer cut before end of message: 40 bytes received in 2 chunks")
+    #expect(
+      error.description == "transfer cut before end of message: 40 bytes received in 2 chunks")
   }
 
   @Test func enforcesTheSizeLimit() throws {

@@ -21,10 +21,12 @@ import Testing
   }
 
   @Test func descriptors() {
-    #expect(AssignedNumbers.descriptorName(BluetoothUUID(uint16: 0x2902))
-      == "Client Characteristic Configuration")
-    #expect(AssignedNumbers.descriptorName(BluetoothUUID(uint16: 0x2901))
-      == "Characteristic User Description")
+    #expect(
+      AssignedNumbers.descriptorName(BluetoothUUID(uint16: 0x2902))
+        == "Client Characteristic Configuration")
+    #expect(
+      AssignedNumbers.descriptorName(BluetoothUUID(uint16: 0x2901))
+        == "Characteristic User Description")
   }
 
   @Test func companies() {
@@ -38,26 +40,32 @@ import Testing
 
   @Test func blekitNames() {
     #expect(AssignedNumbers.serviceName(BlekitUUID.transferService) == "blekit Transfer Service")
-    #expect(AssignedNumbers.characteristicName(BlekitUUID.transferCharacteristic)
-      == "blekit Transfer Characteristic")
-    #expect(AssignedNumbers.name(for: BlekitUUID.sequencedTransferCharacteristic)
-      == "blekit Sequenced Transfer Characteristic")
+    #expect(
+      AssignedNumbers.characteristicName(BlekitUUID.transferCharacteristic)
+        == "blekit Transfer Characteristic")
+    #expect(
+      AssignedNumbers.name(for: BlekitUUID.sequencedTransferCharacteristic)
+        == "blekit Sequenced Transfer Characteristic")
   }
 
   @Test func nameForAnyKind() throws {
-    #expect(AssignedNumbers.name(for: try BluetoothUUID("2902"))
-      == "Client Characteristic Configuration")
-    #expect(AssignedNumbers.name(for: try BluetoothUUID("0000180f-0000-1000-8000-00805f9b34fb"))
-      == "Battery")
+    #expect(
+      AssignedNumbers.name(for: try BluetoothUUID("2902"))
+        == "Client Characteristic Configuration")
+    #expect(
+      AssignedNumbers.name(for: try BluetoothUUID("0000180f-0000-1000-8000-00805f9b34fb"))
+        == "Battery")
     // A 128-bit UUID that merely contains 180f is not the Battery service.
-    #expect(AssignedNumbers.name(for: try BluetoothUUID("0000180f-0000-1000-8000-00805f9b34fc"))
-      == nil)
+    #expect(
+      AssignedNumbers.name(for: try BluetoothUUID("0000180f-0000-1000-8000-00805f9b34fc"))
+        == nil)
   }
 
   @Test func tablesHaveNoEmptyNames() {
-    for table in [AssignedNumbers.services, AssignedNumbers.characteristics,
-      AssignedNumbers.descriptors, AssignedNumbers.companies]
-    {
+    for table in [
+      AssignedNumbers.services, AssignedNumbers.characteristics,
+      AssignedNumbers.descriptors, AssignedNumbers.companies,
+    ] {
       #expect(table.values.allSatisfy { !$0.isEmpty })
     }
   }

@@ -22,15 +22,17 @@ import Testing
   }
 
   @Test func errorNamesTheInput() {
-    #expect(BluetoothAddress.ParseError(input: "nope").description
-      .hasPrefix("invalid Bluetooth address \"nope\""))
+    #expect(
+      BluetoothAddress.ParseError(input: "nope").description
+        .hasPrefix("invalid Bluetooth address \"nope\""))
   }
 
   @Test func objectPathComponent() throws {
     let address = try BluetoothAddress("00:aa:01:00:00:00")
     #expect(address.objectPathComponent == "dev_00_AA_01_00_00_00")
-    #expect(address.devicePath(adapterPath: "/org/bluez/hci0")
-      == "/org/bluez/hci0/dev_00_AA_01_00_00_00")
+    #expect(
+      address.devicePath(adapterPath: "/org/bluez/hci0")
+        == "/org/bluez/hci0/dev_00_AA_01_00_00_00")
     #expect(BluetoothAddress(objectPathComponent: "dev_00_AA_01_00_00_00") == address)
     #expect(BluetoothAddress(objectPathComponent: "dev_00_aa_01_00_00_00") == address)
     #expect(BluetoothAddress(objectPathComponent: "00_AA_01_00_00_00") == nil)

@@ -4,8 +4,10 @@ import Testing
 @Suite struct BluetoothUUIDTests {
   static let battery = "0000180f-0000-1000-8000-00805f9b34fb"
 
-  @Test(arguments: ["180F", "180f", "0x180F", "0X180f", "0000180F", "0x0000180f", battery,
-    "0000180F-0000-1000-8000-00805F9B34FB"])
+  @Test(arguments: [
+    "180F", "180f", "0x180F", "0X180f", "0000180F", "0x0000180f", battery,
+    "0000180F-0000-1000-8000-00805F9B34FB",
+  ])
   func parsesBatteryInEveryForm(text: String) throws {
     let uuid = try BluetoothUUID(text)
     #expect(uuid.uuidString == Self.battery)
@@ -99,15 +101,20 @@ import Testing
   }
 
   @Test func blekitConstantsMatchTheirText() throws {
-    #expect(try BluetoothUUID("08590F7E-DB05-467E-8757-72F6FAEB13D4")
-      == BlekitUUID.transferCharacteristic)
-    #expect(BlekitUUID.sequencedTransferCharacteristic.uuidString
-      == "8eaae4b1-b2e1-4d09-b847-f21676e24277")
+    #expect(
+      try BluetoothUUID("08590F7E-DB05-467E-8757-72F6FAEB13D4")
+        == BlekitUUID.transferCharacteristic)
+    #expect(
+      BlekitUUID.sequencedTransferCharacteristic.uuidString
+        == "8eaae4b1-b2e1-4d09-b847-f21676e24277")
   }
 
   @Test func hashableAndComparable() throws {
-    let set: Set = [try BluetoothUUID("180F"), try BluetoothUUID("0x180f"), BluetoothUUID(
-      uint16: 0x180F)]
+    let set: Set = [
+      try BluetoothUUID("180F"), try BluetoothUUID("0x180f"),
+      BluetoothUUID(
+        uint16: 0x180F),
+    ]
     #expect(set.count == 1)
     #expect(BluetoothUUID(uint16: 0x1800) < BluetoothUUID(uint16: 0x1801))
     #expect(BluetoothUUID(uint16: 0x0000).uuidString == "00000000-0000-1000-8000-00805f9b34fb")

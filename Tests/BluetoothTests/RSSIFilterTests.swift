@@ -34,8 +34,9 @@ import Testing
   func reservedValuesCountAsUnknown(rssi: Int) throws {
     #expect(!RSSIFilter.isKnown(rssi))
     #expect(try RSSIFilter(minimum: -50).evaluate(rssi) == .passedUnknown)
-    #expect(try RSSIFilter(minimum: -50, unknownPolicy: .exclude).evaluate(rssi)
-      == .excludedUnknown)
+    #expect(
+      try RSSIFilter(minimum: -50, unknownPolicy: .exclude).evaluate(rssi)
+        == .excludedUnknown)
   }
 
   @Test func noThresholdAdmitsEverything() throws {
