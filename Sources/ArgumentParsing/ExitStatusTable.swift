@@ -15,6 +15,8 @@
 /// |      7 | `disconnected`          | The peer disconnected or a transfer was cut short.       |
 /// |      8 | `remoteError`           | BlueZ or D-Bus answered with an error.                   |
 /// |      9 | `advertisementTooLarge` | The advertising data does not fit.                       |
+/// |     10 | `notFound`              | No such service, characteristic or descriptor.           |
+/// |     11 | `notSupported`          | The characteristic does not allow the operation.         |
 /// |    130 | `interrupted`           | Stopped by SIGINT (Ctrl-C).                              |
 /// |    143 | `terminated`            | Stopped by SIGTERM.                                      |
 ///
@@ -49,6 +51,11 @@ public struct ExitStatus: RawRepresentable, Hashable, Sendable, CustomStringConv
   public static let remoteError = ExitStatus(rawValue: 8)
   /// 9: the advertising data does not fit in an advertisement.
   public static let advertisementTooLarge = ExitStatus(rawValue: 9)
+  /// 10: the device has no such service, characteristic or descriptor.
+  public static let notFound = ExitStatus(rawValue: 10)
+  /// 11: the characteristic does not allow the operation (not readable, not writable, does not
+  /// notify or indicate).
+  public static let notSupported = ExitStatus(rawValue: 11)
   /// 130 (128 + SIGINT): stopped by Ctrl-C.
   public static let interrupted = ExitStatus(rawValue: 130)
   /// 143 (128 + SIGTERM): stopped by SIGTERM.
@@ -66,6 +73,8 @@ public struct ExitStatus: RawRepresentable, Hashable, Sendable, CustomStringConv
     (.disconnected, "The peer disconnected or a transfer was cut short."),
     (.remoteError, "BlueZ or D-Bus answered with an error."),
     (.advertisementTooLarge, "The advertising data does not fit."),
+    (.notFound, "No such service, characteristic or descriptor on the device."),
+    (.notSupported, "The characteristic does not allow the operation (read, write, notify)."),
     (.interrupted, "Interrupted (SIGINT, Ctrl-C)."),
     (.terminated, "Terminated (SIGTERM)."),
   ]
