@@ -84,6 +84,15 @@ public struct BluetoothAddress: RawRepresentable, Hashable, Sendable, Comparable
     }
   }
 
+  // Compare and hash the bytes, not the text (RawRepresentable would default to the text).
+  public static func == (lhs: BluetoothAddress, rhs: BluetoothAddress) -> Bool {
+    lhs.bytes == rhs.bytes
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(bytes)
+  }
+
   public static func < (lhs: BluetoothAddress, rhs: BluetoothAddress) -> Bool {
     lhs.bytes.lexicographicallyPrecedes(rhs.bytes)
   }

@@ -10,7 +10,9 @@
 /// - `uuidString` is the canonical lowercase 128-bit form that BlueZ uses in every D-Bus
 ///   property and argument (`org.bluez.GattService1.UUID`, `Device1.UUIDs`, ...).
 /// - `advertisingBytes` is the shortest form, little-endian, as it travels in advertising data.
-public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvertible {
+public struct BluetoothUUID: RawRepresentable, Hashable, Sendable, Comparable,
+  CustomStringConvertible
+{
   /// The most significant 64 bits (the first 16 hex digits of the text form).
   public let high: UInt64
   /// The least significant 64 bits (the last 16 hex digits of the text form).
@@ -104,6 +106,15 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
   /// The canonical 128-bit form (same as `uuidString`).
   public var description: String { uuidString }
 
+  /// The canonical 128-bit form (same as `uuidString`).
+  public var rawValue: String { uuidString }
+
+  /// Parses any accepted text form; `nil` when it is not a UUID.
+  public init?(rawValue: String) {
+    guard let uuid = try? BluetoothUUID(rawValue) else { return nil }
+    self = uuid
+  }
+
   /// Whether this UUID lies in the Bluetooth Base UUID range (a 16- or 32-bit alias).
   public var isInBaseRange: Bool {
     low == Self.baseLow && high & 0xFFFF_FFFF == Self.baseHighSuffix
@@ -145,6 +156,16 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
   public var bigEndianBytes: [UInt8] {
     (0..<8).map { UInt8(truncatingIfNeeded: high >> (56 - 8 * $0)) }
       + (0..<8).map { UInt8(truncatingIfNeeded: low >> (56 - 8 * $0)) }
+  }
+
+  // Compare and hash the bits, not the text (RawRepresentable would default to the text).
+  public static func == (lhs: BluetoothUUID, rhs: BluetoothUUID) -> Bool {
+    lhs.high == rhs.high && lhs.low == rhs.low
+  }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(high)
+    hasher.combine(low)
   }
 
   public static func < (lhs: BluetoothUUID, rhs: BluetoothUUID) -> Bool {

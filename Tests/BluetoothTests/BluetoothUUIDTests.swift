@@ -119,4 +119,29 @@ import Testing
     #expect(BluetoothUUID(uint16: 0x1800) < BluetoothUUID(uint16: 0x1801))
     #expect(BluetoothUUID(uint16: 0x0000).uuidString == "00000000-0000-1000-8000-00805f9b34fb")
   }
+
+  @Test func rawValueIsTheCanonicalForm() {
+    #expect(BluetoothUUID(rawValue: "180F")?.rawValue == Self.battery)
+    #expect(BluetoothUUID(rawValue: "nope") == nil)
+  }
+
+  @Test func randomTextNeverCrashesAndRoundTrips() throws {
+    var parsed = 0
+    var state: UInt64 = 77
+    let alphabet = Array("0123456789abcdefABCDEFxX- g")
+    for _ in 0..<20_000 {
+      state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+      let length = [4, 6, 8, 36, Int(state >> 58)][Int(state >> 33) % 5]
+      let text = String(
+        (0..<length).map { index in
+          alphabet[Int((state >> UInt64(index % 50)) % UInt64(alphabet.count))]
+        })
+      if let uuid = try? BluetoothUUID(text) {
+        parsed += 1
+        #expect(try BluetoothUUID(uuid.uuidString) == uuid)
+        #expect(try BluetoothUUID(uuid.shortString) == uuid)
+      }
+    }
+    #expect(parsed > 0)
+  }
 }

@@ -5,6 +5,10 @@
 ///
 /// Driven like `TransferChunker`: send `nextFrame`, call `markSent()` once the transport
 /// accepted it, keep the frame when the transport is full. Also a `Sequence` of frame bytes.
+///
+/// Give each message sent on the same subscription a new `messageNumber` (0, 1, 2, ... modulo
+/// 256): a receiver ignores frames of the last 16 message numbers it delivered, as late
+/// duplicates.
 public struct SequencedTransferEncoder: Sequence, IteratorProtocol, Sendable {
   /// The whole message.
   public let message: [UInt8]
