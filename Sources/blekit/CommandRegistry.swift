@@ -6,8 +6,13 @@ import ArgumentParsing
 enum CommandRegistry {
   static let commands: [any ParsableCommand.Type] = [
     HelpCommand.self,
+    AdaptersCommand.self,
     AdvertiseCommand.self,
+    ExploreCommand.self,
+    NotifyCommand.self,
+    ReadCommand.self,
     ReceiveCommand.self,
     ScanCommand.self,
+    WriteCommand.self,
   ]
 }

@@ -1,0 +1,125 @@
+// AdapterInfo: the local Bluetooth adapters bluetoothd manages, and switching one on or off.
+import BlueZ
+import Bluetooth
+import DBus
+
+/// A local adapter as bluetoothd reports it (`org.bluez.Adapter1`), read from the object tree.
+public struct AdapterInfo: Sendable, Hashable {
+  /// The short name, e.g. `hci0`.
+  public var name: String
+  /// bluetoothd's object, e.g. `/org/bluez/hci0`.
+  public var path: ObjectPath
+  /// The controller's address.
+  public var address: BluetoothAddress?
+  /// `public` or `random`.
+  public var addressType: AddressType?
+  /// The friendly name (`Alias`, else `Name`).
+  public var alias: String?
+  /// Whether the controller is switched on.
+  public var isPowered: Bool
+  /// BlueZ's finer power state (`on`, `off`, `off-enabling`, ...), BlueZ 5.64 and later.
+  public var powerState: String?
+  /// Whether any client's discovery runs on it.
+  public var isDiscovering: Bool
+  /// Whether it is discoverable (BR/EDR inquiry scan).
+  public var isDiscoverable: Bool?
+  /// Whether it accepts pairing.
+  public var isPairable: Bool?
+  /// The LE roles it supports: `central`, `peripheral`, `central-peripheral`.
+  public var roles: [String]
+
+  /// Reads an adapter from its proxy.
+  public init(_ adapter: Adapter1) {
+    name = adapter.adapterName
+    path = adapter.path
+    address = adapter[Adapter1.address].flatMap(BluetoothAddress.init(rawValue:))
+    addressType = adapter[Adapter1.addressType].flatMap(AddressType.init(rawValue:))
+    alias = adapter[Adapter1.alias] ?? adapter[Adapter1.name]
+    isPowered = adapter[Adapter1.powered] ?? false
+    powerState = adapter[Adapter1.powerState]
+    isDiscovering = adapter[Adapter1.discovering] ?? false
+    isDiscoverable = adapter[Adapter1.discoverable]
+    isPairable = adapter[Adapter1.pairable]
+    roles = adapter[Adapter1.roles] ?? []
+  }
+}
+
+extension CentralManager {
+  /// Every adapter bluetoothd manages, sorted by name (hci0, hci1, ..., hci10).
+  ///
+  /// - Throws: the state's error when bluetoothd is not running or refuses us.
+  public func adapters() async throws(CentralError) -> [AdapterInfo] {
+    try requireService()
+    let list = await objects.proxies(Adapter1.self).map(AdapterInfo.init)
+    return list.sorted { lhs, rhs in
+      (lhs.name.count, lhs.name) < (rhs.name.count, rhs.name)
+    }
+  }
+
+  /// Switches the manager's adapter on or off and waits (up to `timeout`) until bluetoothd
+  /// reports the new `Powered` value. Setting the value it already has returns at once.
+  /// The corresponding D-Bus member is `org.freedesktop.DBus.Properties.Set` of
+  /// `org.bluez.Adapter1.Powered`.
+  public func setPowered(_ on: Bool, timeout: Duration = .seconds(10)) async throws(CentralError)
+  {
+    try requireService()
+    guard let path = adapterPath,
+      let adapter = try? await objects.proxy(Adapter1.self, at: path)
+    else {
+      throw CentralError(
+        .adapterNotFound,
+        requestedAdapter.map { "no Bluetooth adapter named \($0)" } ?? "no Bluetooth adapter")
+    }
+    if adapter[Adapter1.powered] == on { return }
+    let (_, _, events) = await objects.subscribe()
+    do throws(BlueZError) {
+      try await adapter.setPowered(on)
+    } catch {
+      throw CentralError(error, while: "powering \(on ? "on" : "off") \(adapter.adapterName)")
+    }
+    let name = adapter.adapterName
+    let waiter = Task { () -> Bool in
+      for await event in events {
+        switch event {
+        case .propertiesChanged(let changed, let interface, _, _, let current)
+        where changed == path && interface == Adapter1.interface:
+          if current[Adapter1.powered.name]?.boolValue == on { return true }
+        case .interfacesRemoved(let removed, _) where removed == path:
+          return false
+        case .serviceStopped:
+          return false
+        default:
+          continue
+        }
+      }
+      return false
+    }
+    let timer = Task {
+      try? await Task.sleep(for: timeout)
+      waiter.cancel()
+    }
+    let done = await waiter.value
+    timer.cancel()
+    if !done {
+      // The reply to Set came; the signal may have been missed only if the adapter went.
+      if let now = try? await objects.proxy(Adapter1.self, at: path), now[Adapter1.powered] == on {
+        return
+      }
+      throw CentralError(
+        .timeout, "\(name) did not report Powered = \(on) within \(timeout)")
+    }
+  }
+
+  /// Throws unless bluetoothd is on the bus and lets us in.
+  func requireService() throws(CentralError) {
+    switch state {
+    case .serviceUnavailable:
+      throw CentralError(
+        .serviceUnavailable, "bluetoothd is not running (org.bluez is not on the system bus)")
+    case .unauthorized:
+      throw CentralError(.unauthorized, "the system bus does not allow talking to bluetoothd")
+    default:
+      return
+    }
+  }
+}

@@ -1,0 +1,118 @@
+// Finding one peripheral by address or name (scanning as needed), and forgetting a cached one.
+import BlueZ
+import Bluetooth
+import DBus
+
+/// Which peripheral a command means: an address, or the name it advertises.
+public enum PeripheralTarget: Sendable, Hashable, CustomStringConvertible {
+  /// A device address, e.g. `00:AA:01:01:00:01`.
+  case address(BluetoothAddress)
+  /// An advertised (or cached) name, matched exactly.
+  case name(String)
+
+  public var description: String {
+    switch self {
+    case .address(let address): address.rawValue
+    case .name(let name): "\"\(name)\""
+    }
+  }
+
+  /// Whether a discovery is this target.
+  public func matches(_ discovery: Discovery) -> Bool {
+    switch self {
+    case .address(let address): discovery.address == address
+    case .name(let name): discovery.name == name
+    }
+  }
+}
+
+extension CentralManager {
+  /// Finds a peripheral on this manager's adapter.
+  ///
+  /// An address bluetoothd already knows is returned at once. Otherwise this scans (no filter,
+  /// LE) until a device with that address or exactly that name is reported; devices
+  /// bluetoothd already knows count as reported when the scan starts.
+  /// - Throws: ``CentralError/Code/timeout`` when nothing matched within `timeout`; the
+  ///   state's error when not powered on.
+  public func find(_ target: PeripheralTarget, timeout: Duration) async throws(CentralError)
+    -> PeripheralIdentifier
+  {
+    try requirePoweredOn()
+    if case .address(let address) = target, let known = await peripheral(address: address) {
+      return known
+    }
+    let scan = try await scan(ScanOptions())
+    do {
+      return try await withThrowingTaskGroup(of: PeripheralIdentifier?.self) { group in
+        group.addTask {
+          for try await discovery in scan where target.matches(discovery) {
+            return discovery.peripheral
+          }
+          return nil
+        }
+        group.addTask {
+          try await Task.sleep(for: timeout)
+          return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let found = first else {
+          throw CentralError(
+            .timeout, "no device \(target) was seen on \(adapterName) within \(timeout)")
+        }
+        return found
+      }
+    } catch let error as CentralError {
+      throw error
+    } catch is CancellationError {
+      throw CentralError(.cancelled, "finding \(target) was cancelled")
+    } catch {
+      throw CentralError(.system, "finding \(target): \(error)")
+    }
+  }
+
+  /// Removes a peripheral from bluetoothd's cache (its services, characteristics and any
+  /// bonding), disconnecting it first, and waits until the object is gone. The next scan
+  /// finds it afresh and the next connection discovers its services again.
+  /// The corresponding D-Bus member is `org.bluez.Adapter1.RemoveDevice`.
+  public func forget(_ peripheral: PeripheralIdentifier, timeout: Duration = .seconds(10))
+    async throws(CentralError)
+  {
+    let adapter = try await adapter()
+    let (snapshot, _, events) = await objects.subscribe()
+    guard snapshot[peripheral.path]?[Device1.interface] != nil else { return }
+    try? await disconnect(peripheral, timeout: timeout)
+    let path = peripheral.path
+    let waiter = Task { () -> Bool in
+      for await event in events {
+        switch event {
+        case .interfacesRemoved(let removed, let names)
+        where removed == path && names.contains(Device1.interface):
+          return true
+        case .serviceStopped:
+          return true
+        default:
+          continue
+        }
+      }
+      return false
+    }
+    do throws(BlueZError) {
+      try await adapter.removeDevice(path)
+    } catch where error.code == .doesNotExist {
+      waiter.cancel()
+      return
+    } catch {
+      waiter.cancel()
+      throw CentralError(error, while: "removing \(peripheral) from \(adapterName)")
+    }
+    let timer = Task {
+      try? await Task.sleep(for: timeout)
+      waiter.cancel()
+    }
+    let removed = await waiter.value
+    timer.cancel()
+    if !removed, await objects.objects[path]?[Device1.interface] != nil {
+      throw CentralError(.timeout, "bluetoothd did not remove \(peripheral) within \(timeout)")
+    }
+  }
+}

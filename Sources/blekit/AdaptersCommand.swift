@@ -1,0 +1,135 @@
+// `blekit adapters`: list the local adapters; switch one on or off.
+
+import ArgumentParsing
+import BLEKit
+import Bluetooth
+
+/// Lists bluetoothd's adapters with their address and state, or powers one on or off.
+struct AdaptersCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    name: "adapters",
+    abstract: "List Bluetooth adapters: address, powered, discovering, roles.",
+    discussion: """
+      One line per adapter bluetoothd manages, as an aligned table on standard output. With \
+      --power on|off, switches the adapter given by --adapter (default hci0) and waits until \
+      bluetoothd reports the change, then lists that adapter. --json prints one JSON array.
+      """
+  )
+
+  /// The values of `--power`.
+  enum Power: String, CaseIterable, ExpressibleByArgument {
+    case on
+    case off
+  }
+
+  struct Arguments: ArgumentList {
+    let adapter = Option<String>(
+      "--adapter", short: "a", value: "NAME", help: "Only this adapter, e.g. hci1.")
+    let power = Option<Power>(
+      "--power", value: "on|off", help: "Switch the adapter (default hci0) on or off.")
+    let timeout = DefaultedOption<Duration>(
+      "--timeout", short: "t", value: "SECONDS", default: .seconds(10),
+      help: "How long to wait for a power change.")
+    let json = Flag("--json", help: "Print a JSON array instead of the table.")
+  }
+
+  let adapter: String?
+  let power: Power?
+  let timeout: Duration
+  let json: Bool
+
+  init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
+    adapter = arguments.adapter
+    power = arguments.power
+    timeout = arguments.timeout
+    try checkTimeout(timeout)
+    json = arguments.json
+  }
+
+  func run() async throws {
+    let manager: CentralManager
+    do {
+      manager = try await CentralManager.open(adapter: adapter)
+    } catch {
+      throw centralCLIError(error)
+    }
+    do {
+      if let power {
+        try await manager.setPowered(power == .on, timeout: timeout)
+      }
+      var list = try await manager.adapters()
+      if adapter != nil || power != nil {
+        let name = await manager.adapterName
+        list = list.filter { $0.name == name }
+      }
+      await manager.close()
+      printLine(json ? JSON.text(.array(list.map(Self.json))) : Self.table(list))
+    } catch {
+      await manager.close()
+      throw centralCLIError(error)
+    }
+  }
+
+  /// The aligned table, header first; "no adapters" when the list is empty.
+  static func table(_ adapters: [AdapterInfo]) -> String {
+    guard !adapters.isEmpty else { return "no adapters" }
+    let header = ["NAME", "ADDRESS", "TYPE", "POWERED", "DISCOVERING", "ROLES", "ALIAS"]
+    let rows = adapters.map { adapter in
+      [
+        adapter.name,
+        adapter.address?.rawValue ?? "?",
+        adapter.addressType?.rawValue ?? "-",
+        poweredCell(adapter),
+        adapter.isDiscovering ? "yes" : "no",
+        adapter.roles.isEmpty ? "-" : adapter.roles.joined(separator: ","),
+        adapter.alias ?? "",
+      ]
+    }
+    return alignedTable([header] + rows)
+  }
+
+  /// `yes` or `no`, with BlueZ's power state when it says more (`no (off-blocked)`).
+  static func poweredCell(_ adapter: AdapterInfo) -> String {
+    let plain = adapter.isPowered ? "yes" : "no"
+    guard let state = adapter.powerState, state != "on", state != "off" else { return plain }
+    return "\(plain) (\(state))"
+  }
+
+  /// One adapter as a JSON object.
+  static func json(_ adapter: AdapterInfo) -> JSON.Value {
+    .object([
+      ("name", .string(adapter.name)),
+      ("path", .string(adapter.path.rawValue)),
+      ("address", adapter.address.map { .string($0.rawValue) } ?? .null),
+      ("addressType", adapter.addressType.map { .string($0.rawValue) } ?? .null),
+      ("alias", adapter.alias.map { .string($0) } ?? .null),
+      ("powered", .bool(adapter.isPowered)),
+      ("powerState", adapter.powerState.map { .string($0) } ?? .null),
+      ("discovering", .bool(adapter.isDiscovering)),
+      ("discoverable", adapter.isDiscoverable.map { .bool($0) } ?? .null),
+      ("pairable", adapter.isPairable.map { .bool($0) } ?? .null),
+      ("roles", .array(adapter.roles.map { .string($0) })),
+    ])
+  }
+}
+
+/// Lays out rows in columns two spaces apart; the last column is not padded.
+func alignedTable(_ rows: [[String]]) -> String {
+  let columns = rows.map(\.count).max() ?? 0
+  var widths = [Int](repeating: 0, count: columns)
+  for row in rows {
+    for (index, cell) in row.enumerated() { widths[index] = max(widths[index], cell.count) }
+  }
+  return rows.map { row in
+    var line = ""
+    for (index, cell) in row.enumerated() {
+      if index == row.count - 1 {
+        line += cell
+      } else {
+        line += cell + String(repeating: " ", count: widths[index] - cell.count + 2)
+      }
+    }
+    while line.last == " " { line.removeLast() }
+    return line
+  }.joined(separator: "\n")
+}

@@ -1,0 +1,110 @@
+// `blekit write`: write one characteristic's value, for scripts.
+
+import ArgumentParsing
+import BLEKit
+import Bluetooth
+
+/// Connects, writes a characteristic (with or without response), disconnects.
+struct WriteCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    name: "write",
+    abstract: "Write a value (hex, or --text) to a characteristic.",
+    discussion: """
+      Finds and connects as `blekit read` does, then writes the value: HEX (pairs of hex \
+      digits, optionally separated by spaces, colons or dashes; `0x` prefix allowed) or the \
+      UTF-8 bytes of --text. A write request (acknowledged by the device) by default; a write \
+      command with --without-response. Prints nothing on success. A characteristic without \
+      the matching write property exits 11; a value longer than 512 bytes is refused before \
+      connecting.
+      """
+  )
+
+  struct Arguments: ArgumentList {
+    let device = Argument<String>("ADDRESS|NAME", help: "The device's address or name.")
+    let characteristic = Argument<String>("CHAR-UUID", help: "The characteristic.")
+    let hex = OptionalArgument<String>("HEX", help: "The value in hex, e.g. 0102ff.")
+    let text = Option<String>("--text", value: "TEXT", help: "Write this text's UTF-8 bytes.")
+    let withoutResponse = Flag(
+      "--without-response", help: "Send a write command (no acknowledgement).")
+    let service = Option<String>(
+      "--service", short: "s", value: "UUID",
+      help: "Look for the characteristic in this service only.")
+    let adapter = Option<String>(
+      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci0 (default hci0).")
+    let timeout = DefaultedOption<Duration>(
+      "--timeout", short: "t", value: "SECONDS", default: .seconds(20),
+      help: "Give up finding and connecting after this long.")
+  }
+
+  /// The longest attribute value (Core Specification, Vol 3, Part F, 3.2.9).
+  static let maximumValueLength = 512
+
+  let target: PeripheralTarget
+  let characteristic: BluetoothUUID
+  let service: BluetoothUUID?
+  let value: [UInt8]
+  let type: CharacteristicWriteType
+  let adapter: String?
+  let timeout: Duration
+
+  init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
+    target = try parsePeripheralTarget(arguments.device)
+    characteristic = try parseAttributeUUID(arguments.characteristic, label: "CHAR-UUID")
+    service = try arguments.service.map { (text) throws(UsageError) in
+      try parseAttributeUUID(text, label: "--service")
+    }
+    switch (arguments.hex, arguments.text) {
+    case (let hex?, nil):
+      do {
+        value = try HexBytes.parse(hex)
+      } catch {
+        throw .invalid("HEX: \(error.description)")
+      }
+    case (nil, let text?):
+      value = Array(text.utf8)
+    case (.some, .some):
+      throw .invalid("give the value either as HEX or with --text, not both")
+    case (nil, nil):
+      throw .invalid("give the value as HEX (e.g. 0102ff) or with --text TEXT")
+    }
+    guard value.count <= Self.maximumValueLength else {
+      throw .invalid(
+        "the value is \(value.count) bytes; an attribute value holds at most "
+          + "\(Self.maximumValueLength)")
+    }
+    type = arguments.withoutResponse ? .withoutResponse : .withResponse
+    adapter = arguments.adapter
+    timeout = arguments.timeout
+    try checkTimeout(timeout)
+  }
+
+  func run() async throws {
+    let session = try await GattSession.open(
+      target, adapter: adapter, timeout: timeout, progress: ProgressReport().callAsFunction)
+    do {
+      let found = try await session.characteristic(characteristic, service: service)
+      let needed: CharacteristicProperties = type == .withResponse ? .write : .writeWithoutResponse
+      guard found.properties.contains(needed) else {
+        let hint =
+          type == .withResponse && found.properties.contains(.writeWithoutResponse)
+          ? "; try --without-response"
+          : type == .withoutResponse && found.properties.contains(.write)
+            ? "; leave out --without-response" : ""
+        throw CLIError(
+          .notSupported,
+          "characteristic \(uuidLabel(characteristic)) does not allow "
+            + (type == .withResponse ? "write requests" : "writes without response")
+            + " (flags: \(flagList(found)))\(hint)")
+      }
+      do {
+        try await session.peripheral.writeValue(value, for: found, type: type)
+      } catch {
+        throw gattCLIError(error)
+      }
+      await session.close()
+    } catch {
+      await session.close()
+      throw error
+    }
+  }
+}
