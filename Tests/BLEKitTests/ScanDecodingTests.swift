@@ -230,6 +230,17 @@ import Testing
     #expect(throws: HexBytes.ParseError(input: text)) { try HexBytes.parse(text) }
   }
 
+  @Test func printableText() {
+    #expect(HexBytes.printableText(Array("blekit 1.0".utf8)) == "blekit 1.0")
+    #expect(HexBytes.printableText(Array("日本語\tok".utf8)) == "日本語\tok")
+    #expect(HexBytes.printableText([]) == nil)
+    #expect(HexBytes.printableText([0x64]) == "d")
+    #expect(HexBytes.printableText([0x61, 0x00]) == nil)  // NUL padding
+    #expect(HexBytes.printableText([0x0A]) == nil)
+    #expect(HexBytes.printableText([0xFF, 0x61]) == nil)  // not UTF-8
+    #expect(HexBytes.printableText([0xE2, 0x80, 0x8B]) == nil)  // zero-width space (format)
+  }
+
   @Test func roundTripsRandomBytes() throws {
     var random = SeededGenerator(seed: 5)
     for _ in 0..<200 {

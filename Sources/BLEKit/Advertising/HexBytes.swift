@@ -41,6 +41,21 @@ public enum HexBytes {
     return bytes
   }
 
+  /// The bytes as text when they are valid UTF-8 made only of printable characters (no
+  /// control characters other than tab, no NUL padding), else `nil`. For showing a value
+  /// "as text where printable" next to its hex.
+  public static func printableText(_ bytes: [UInt8]) -> String? {
+    guard !bytes.isEmpty, let text = String(validating: bytes, as: UTF8.self) else { return nil }
+    let printable = text.unicodeScalars.allSatisfy { scalar in
+      scalar == "\t"
+        || !(scalar.properties.generalCategory == .control
+          || scalar.properties.generalCategory == .format
+          || scalar.properties.generalCategory == .unassigned
+          || scalar.properties.generalCategory == .surrogate)
+    }
+    return printable ? text : nil
+  }
+
   /// A company ID as `0xFFFF`.
   public static func companyID(_ id: UInt16) -> String {
     let text = String(id, radix: 16, uppercase: true)
