@@ -1,0 +1,141 @@
+# shellcheck shell=bash
+# Guest side: helpers shared by the lab's init (guest-init) and by
+# lab-bluetoothd. Runs inside the lab VM only.
+#
+# State kept in /run/lab/state (sourced), written by guest-init:
+#   LAB_BLUETOOTHD_CONF   main.conf for bluetoothd -f, or empty for stock
+#   LAB_BLUETOOTHD_LOG    bluetoothd's log (appended on every start)
+#   LAB_EXPECTED_ADAPTERS how many controllers must be powered to be ready
+
+LAB_RUN=/run/lab
+BLUETOOTHD_PID_FILE=$LAB_RUN/bluetoothd.pid
+
+# lab_log MESSAGE: a line on the guest console, stamped with the uptime.
+lab_log() {
+  local up
+  read -r up _ </proc/uptime
+  printf '[%7s] lab: %s\n' "$up" "$*" >/dev/console
+}
+
+# lab_uptime_s: whole seconds since the guest kernel started.
+lab_uptime_s() {
+  local up
+  read -r up _ </proc/uptime
+  printf '%s\n' "${up%.*}"
+}
+
+# lab_bluetoothd_path: the bluetoothd binary.
+lab_bluetoothd_path() {
+  local p
+  for p in /usr/libexec/bluetooth/bluetoothd /usr/lib/bluetooth/bluetoothd /usr/sbin/bluetoothd; do
+    [[ -x $p ]] && { printf '%s\n' "$p"; return 0; }
+  done
+  return 1
+}
+
+lab_load_state() {
+  # shellcheck source=/dev/null
+  source "$LAB_RUN/state"
+}
+
+# lab_bluetoothd_pid: the running bluetoothd's pid, or fail.
+lab_bluetoothd_pid() {
+  local pid
+  [[ -s $BLUETOOTHD_PID_FILE ]] || return 1
+  pid=$(<"$BLUETOOTHD_PID_FILE")
+  kill -0 "$pid" 2>/dev/null || return 1
+  printf '%s\n' "$pid"
+}
+
+# lab_bluetoothd_start: start bluetoothd -n -d (with -f CONF if set),
+# appending to its log. Does not wait for readiness.
+lab_bluetoothd_start() {
+  lab_load_state
+  if lab_bluetoothd_pid >/dev/null; then
+    echo "lab-bluetoothd: already running" >&2
+    return 0
+  fi
+  local -a args=(-n -d)
+  [[ -n $LAB_BLUETOOTHD_CONF ]] && args+=(-f "$LAB_BLUETOOTHD_CONF")
+  printf '=== lab: starting bluetoothd %s (uptime %s s)\n' "${args[*]}" \
+    "$(lab_uptime_s)" >>"$LAB_BLUETOOTHD_LOG"
+  setsid "$(lab_bluetoothd_path)" "${args[@]}" </dev/null >>"$LAB_BLUETOOTHD_LOG" 2>&1 &
+  printf '%s\n' "$!" >"$BLUETOOTHD_PID_FILE"
+}
+
+# lab_bluetoothd_stop: SIGTERM, then SIGKILL after 5 s; waits until gone.
+lab_bluetoothd_stop() {
+  local pid n=50
+  pid=$(lab_bluetoothd_pid) || { rm -f "$BLUETOOTHD_PID_FILE"; return 0; }
+  kill -TERM "$pid" 2>/dev/null || true
+  while ((n-- > 0)) && kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL "$pid" 2>/dev/null || true
+    n=20
+    while ((n-- > 0)) && kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  fi
+  # bluetoothd's bus name must be gone before a new one starts.
+  n=50
+  while ((n-- > 0)) && lab_bluez_on_bus; do sleep 0.1; done
+  rm -f "$BLUETOOTHD_PID_FILE"
+  lab_load_state
+  printf '=== lab: bluetoothd stopped (uptime %s s)\n' "$(lab_uptime_s)" >>"$LAB_BLUETOOTHD_LOG"
+}
+
+# lab_bluez_on_bus: true if org.bluez has an owner on the system bus.
+lab_bluez_on_bus() {
+  dbus-send --system --print-reply=literal --reply-timeout=2000 \
+    --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus.NameHasOwner string:org.bluez 2>/dev/null | grep -q true
+}
+
+# lab_adapter_property ADAPTER NAME: print an org.bluez.Adapter1 property
+# in dbus-send's literal form (e.g. "variant boolean true").
+lab_adapter_property() {
+  dbus-send --system --print-reply=literal --reply-timeout=2000 --dest=org.bluez \
+    "/org/bluez/$1" org.freedesktop.DBus.Properties.Get \
+    string:org.bluez.Adapter1 "string:$2" 2>/dev/null | xargs
+}
+
+# lab_adapters: kernel controllers (hci0 hci1 ...), sorted.
+lab_adapters() {
+  local d names=()
+  for d in /sys/class/bluetooth/hci*; do
+    [[ -e $d ]] || continue
+    d=${d##*/}
+    [[ $d == *:* ]] || names+=("$d")
+  done
+  ((${#names[@]})) || return 0
+  printf '%s\n' "${names[@]}" | sort -V | xargs
+}
+
+# lab_all_powered: true if LAB_EXPECTED_ADAPTERS controllers exist and
+# bluetoothd reports each one Powered.
+lab_all_powered() {
+  local -a adapters
+  read -r -a adapters <<<"$(lab_adapters)"
+  ((${#adapters[@]} == LAB_EXPECTED_ADAPTERS)) || return 1
+  lab_bluez_on_bus || return 1
+  local a
+  for a in "${adapters[@]}"; do
+    [[ $(lab_adapter_property "$a" Powered) == "variant boolean true" ]] || return 1
+  done
+}
+
+# lab_wait_ready SECONDS: poll (every 0.1 s) until every controller is
+# powered in bluetoothd, for at most SECONDS. Fails with a reason on stderr.
+lab_wait_ready() {
+  local limit=$1 start now
+  lab_load_state
+  start=${EPOCHREALTIME/./}
+  while :; do
+    lab_all_powered && return 0
+    now=${EPOCHREALTIME/./}
+    if (((now - start) / 1000000 >= limit)); then
+      echo "controllers [$(lab_adapters)] (want $LAB_EXPECTED_ADAPTERS)" \
+        "not all powered in bluetoothd after ${limit} s" >&2
+      return 1
+    fi
+    sleep 0.1
+  done
+}
