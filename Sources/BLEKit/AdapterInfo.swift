@@ -106,7 +106,7 @@ extension CentralManager {
         return
       }
       throw CentralError(
-        .timeout, "\(name) did not report Powered = \(on) within \(timeout)")
+        .timeout, "\(name) did not report Powered = \(on) within \(roughSeconds(timeout))")
     }
   }
 

@@ -41,25 +41,57 @@ extension CentralManager {
     if case .address(let address) = target, let known = await peripheral(address: address) {
       return known
     }
-    let scan = try await scan(ScanOptions())
+    let deadline = ContinuousClock.now + timeout
+    while true {
+      let remaining = deadline - .now
+      guard remaining > .zero else {
+        throw CentralError(
+          .timeout,
+          "no device \(target) was seen on \(adapterName) within \(roughSeconds(timeout))")
+      }
+      if let found = try await scanOnce(for: target, during: min(remaining, Self.findRound)) {
+        return found
+      }
+    }
+  }
+
+  /// How long one scan of ``find(_:timeout:)`` runs before discovery is restarted. Some
+  /// controllers (the lab's emulator among them) report an advertiser only when scanning or
+  /// advertising is switched on, so a fresh start finds what a long scan may miss.
+  static let findRound: Duration = .seconds(4)
+
+  /// One discovery session looking for `target`; `nil` when it was not seen within `duration`.
+  private func scanOnce(for target: PeripheralTarget, during duration: Duration)
+    async throws(CentralError) -> PeripheralIdentifier?
+  {
+    // Every report counts (a known device's name may change with a new advertisement).
+    let options = ScanOptions(allowDuplicates: true)
+    var scan: DiscoveryStream?
+    var attempts = 0
+    while scan == nil {
+      do throws(CentralError) {
+        scan = try await self.scan(options)
+      } catch where error.code == .scanInProgress && attempts < 20 {
+        // The previous round's stop is still on its way.
+        attempts += 1
+        try? await Task.sleep(for: .milliseconds(50))
+      }
+    }
+    let discoveries = scan!
     do {
       return try await withThrowingTaskGroup(of: PeripheralIdentifier?.self) { group in
         group.addTask {
-          for try await discovery in scan where target.matches(discovery) {
+          for try await discovery in discoveries where target.matches(discovery) {
             return discovery.peripheral
           }
           return nil
         }
         group.addTask {
-          try await Task.sleep(for: timeout)
+          try await Task.sleep(for: duration)
           return nil
         }
         defer { group.cancelAll() }
-        guard let first = try await group.next(), let found = first else {
-          throw CentralError(
-            .timeout, "no device \(target) was seen on \(adapterName) within \(timeout)")
-        }
-        return found
+        return try await group.next() ?? nil
       }
     } catch let error as CentralError {
       throw error
@@ -112,7 +144,16 @@ extension CentralManager {
     let removed = await waiter.value
     timer.cancel()
     if !removed, await objects.objects[path]?[Device1.interface] != nil {
-      throw CentralError(.timeout, "bluetoothd did not remove \(peripheral) within \(timeout)")
+      throw CentralError(
+        .timeout, "bluetoothd did not remove \(peripheral) within \(roughSeconds(timeout))")
     }
   }
+}
+
+/// A duration for messages, to a tenth of a second: `19.6 s`.
+func roughSeconds(_ duration: Duration) -> String {
+  let tenths = Int(
+    (Double(duration.components.seconds) * 10
+      + Double(duration.components.attoseconds) / 1e17).rounded())
+  return tenths % 10 == 0 ? "\(tenths / 10) s" : "\(tenths / 10).\(tenths % 10) s"
 }

@@ -1,0 +1,269 @@
+#!/usr/bin/env bash
+# Lab test of `blekit adapters`, `explore`, `read`, `write` and `notify` on hci0 against
+# `blekit advertise` on hci1 (served by the same bluetoothd). Runs inside the lab:
+#
+#   scripts/lab run -- Tests/Lab/gatt-verbs.sh [BLEKIT]
+#
+# BLEKIT defaults to $BLEKIT or .build/debug/blekit. Each check prints "ok" or "FAIL"; the last
+# line is "N passed, M failed"; the exit status is 1 if any failed. Outputs are kept in
+# $LAB_RESULTS/gatt-verbs (README samples come from there).
+set -u
+cd "$(dirname "$0")/../.."
+BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
+OUT=${LAB_RESULTS:-/tmp}/gatt-verbs
+mkdir -p "$OUT"
+passed=0
+failed=0
+HCI0=00:AA:01:00:00:00
+HCI1=00:AA:01:01:00:01
+DEV=/org/bluez/hci0/dev_00_AA_01_01_00_01
+TRANSFER_SERVICE=e20a39f4-73f5-4bc4-a12f-17d1ad07a961
+TRANSFER_CHAR=08590f7e-db05-467e-8757-72f6faeb13d4
+PY=/usr/bin/python3
+
+ok() { echo "ok   $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+# check NAME CONDITION-STATUS DETAIL: ok or FAIL by the status of the last test.
+check() {
+  local status=$? name=$1
+  shift
+  if ((status == 0)); then ok "$name"; else fail "$name: $*"; fi
+}
+# run NAME ARGS...: runs blekit, output in $OUT/NAME.out and .err, status in RC.
+run() {
+  local name=$1
+  shift
+  "$BLEKIT" "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+  RC=$?
+}
+show() { head -c "${2:-300}" "$OUT/$1.out" "$OUT/$1.err" 2>/dev/null | tr '\n' ' '; }
+# expect_status NAME STATUS ARGS...: runs and checks only the exit status (and a one-line error).
+expect_status() {
+  local name=$1 want=$2
+  shift 2
+  run "$name" "$@"
+  local lines
+  lines=$(wc -l <"$OUT/$name.err")
+  [[ $RC == "$want" ]] && ((lines >= 1 && lines <= 2)) && [[ ! -s "$OUT/$name.out" ]]
+  check "$name: exit $want: $(head -n1 "$OUT/$name.err")" "exit $RC: $(show "$name")"
+}
+start_advertise() {
+  "$BLEKIT" advertise -a hci1 --message hello --name blekit-peer >>"$OUT/advertise.out" \
+    2>>"$OUT/advertise.err" &
+  ADV_PID=$!
+  sleep 1.5
+}
+stop_advertise() {
+  kill -TERM "$ADV_PID" 2>/dev/null
+  wait "$ADV_PID" 2>/dev/null
+}
+device_known() { busctl --system introspect org.bluez "$DEV" >/dev/null 2>&1; }
+
+# --- adapters -------------------------------------------------------------------------------
+run adapters adapters
+[[ $RC == 0 ]] && grep -q "^hci0  $HCI0  public  yes" "$OUT/adapters.out" \
+  && grep -q "^hci1  $HCI1  public  yes" "$OUT/adapters.out" && head -n1 "$OUT/adapters.out" \
+  | grep -qE "^NAME +ADDRESS +TYPE +POWERED +DISCOVERING +ROLES"
+check "adapters: table lists hci0 and hci1, powered" "$(show adapters)"
+
+run adapters-json adapters --json
+$PY - "$OUT/adapters-json.out" "$HCI1" <<'PY'
+import json, sys
+adapters = json.load(open(sys.argv[1]))
+assert [a["name"] for a in adapters] == ["hci0", "hci1"], adapters
+hci1 = adapters[1]
+assert hci1["address"] == sys.argv[2] and hci1["powered"] is True, hci1
+assert isinstance(hci1["roles"], list) and hci1["discovering"] is False, hci1
+PY
+check "adapters --json: an array with hci1's address, powered, roles" "$(show adapters-json)"
+
+run power-off adapters --power off -a hci1
+[[ $RC == 0 ]] && grep -q "^hci1 .* no " "$OUT/power-off.out" \
+  && [[ $(busctl --system get-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered) \
+    == "b false" ]]
+check "adapters --power off -a hci1: Powered false" "$(show power-off)"
+run power-on adapters --power on -a hci1
+[[ $RC == 0 ]] && grep -q "^hci1 .* yes " "$OUT/power-on.out" \
+  && [[ $(busctl --system get-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered) \
+    == "b true" ]]
+check "adapters --power on -a hci1: Powered true" "$(show power-on)"
+expect_status adapters-unknown 3 adapters -a hci7
+expect_status adapters-bad-power 2 adapters --power maybe
+
+# --- bad input, before any device is involved ---------------------------------------------
+expect_status read-bad-address 2 read 00:AA:01:01:00 2a00
+expect_status read-bad-uuid 2 read "$HCI1" 2a0
+expect_status write-bad-hex 2 write "$HCI1" "$TRANSFER_CHAR" 0g
+expect_status write-no-value 2 write "$HCI1" "$TRANSFER_CHAR"
+expect_status write-too-long 2 write "$HCI1" "$TRANSFER_CHAR" "$(printf '00%.0s' $(seq 513))"
+expect_status notify-text-raw 2 notify "$HCI1" "$TRANSFER_CHAR" --text --raw
+expect_status read-unknown-adapter 3 read -a hci7 "$HCI1" 2a00
+expect_status read-no-device 6 read "00:AA:01:01:00:09" 2a00 --timeout 3
+
+# --- explore by name (first: the name is the advertised one until a connection reads GAP's) -
+dbus-monitor --system "type='signal',sender='org.bluez',path_namespace='/org/bluez/hci0'" \
+  >"$OUT/dbus-monitor.txt" 2>&1 &
+MON_PID=$!
+start_advertise
+start=$(date +%s.%N)
+run explore-name explore blekit-peer --timeout 30
+end=$(date +%s.%N)
+kill "$MON_PID" 2>/dev/null
+[[ $RC == 0 ]] && grep -q "^$HCI1 " "$OUT/explore-name.out" \
+  && grep -q "^service $TRANSFER_SERVICE  blekit Transfer Service" "$OUT/explore-name.out"
+check "explore NAME: found blekit-peer, listed the transfer service ($(echo "$end - $start" | bc) s)" \
+  "exit $RC: $(show explore-name 600)"
+
+# --- explore by address, text ----------------------------------------------------------------
+run explore explore "$HCI1"
+out="$OUT/explore.out"
+[[ $RC == 0 ]] && grep -q "^service 1801  Generic Attribute" "$out" \
+  && grep -q "^  characteristic 2b2a  Database Hash  \[read\]" "$out" \
+  && grep -q "^    value  [0-9a-f][0-9a-f] " "$out"
+check "explore: Generic Attribute service with Database Hash and its value" "$(show explore 600)"
+grep -A1 "^  characteristic $TRANSFER_CHAR" "$out" | grep -q "^    error  Read not permitted"
+check "explore: the transfer characteristic's read error on its own line, walk went on" \
+  "$(grep -A2 "$TRANSFER_CHAR" "$out" | tr '\n' ' ')"
+grep -A3 "^  characteristic $TRANSFER_CHAR" "$out" \
+  | grep -q "^    descriptor 2902  Client Characteristic Configuration"
+check "explore: descriptors listed (2902 under the transfer characteristic)" \
+  "$(grep -A4 "$TRANSFER_CHAR" "$out" | tr '\n' ' ')"
+
+# --- explore --json --------------------------------------------------------------------------
+run explore-json explore "$HCI1" --json
+$PY - "$OUT/explore-json.out" "$HCI1" "$TRANSFER_SERVICE" "$TRANSFER_CHAR" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 1, len(lines)
+tree = json.loads(lines[0])
+assert tree["type"] == "explore" and tree["address"] == sys.argv[2], tree["address"]
+services = {s["uuid"]: s for s in tree["services"]}
+transfer = services[sys.argv[3]]
+assert transfer["name"] == "blekit Transfer Service", transfer["name"]
+chars = {c["uuid"]: c for c in transfer["characteristics"]}
+plain = chars[sys.argv[4]]
+assert plain["error"]["name"] == "org.bluez.Error.NotPermitted", plain
+assert plain["value"] is None and "notify" in plain["flags"], plain
+assert [d["shortUUID"] for d in plain["descriptors"]] == ["2902"], plain["descriptors"]
+gatt = services["00001801-0000-1000-8000-00805f9b34fb"]
+hashes = [c for c in gatt["characteristics"] if c["shortUUID"] == "2b2a"]
+assert len(hashes[0]["value"]) == 32, hashes
+print(hashes[0]["value"])
+PY
+check "explore --json: one object; transfer service, its error, descriptors, Database Hash" \
+  "$(show explore-json 400)"
+db_hash=$($PY -c 'import json,sys; t=json.load(open(sys.argv[1])); print([c["value"] for s in t["services"] for c in s["characteristics"] if c["shortUUID"]=="2b2a"][0])' "$OUT/explore-json.out" 2>/dev/null)
+
+# --- read ------------------------------------------------------------------------------------
+run read-hash read "$HCI1" 2b2a
+[[ $RC == 0 && $(cat "$OUT/read-hash.out") == "$db_hash" && -n $db_hash ]]
+check "read 2b2a: prints the same hex as explore --json ($db_hash)" "$(show read-hash)"
+run read-raw read "$HCI1" 2b3a --raw
+[[ $RC == 0 && $(stat -c %s "$OUT/read-raw.out") == 1 ]]
+check "read --raw 2b3a: exactly 1 byte ($(xxd -p "$OUT/read-raw.out"))" "$(show read-raw)"
+run read-service read "$HCI1" 2b2a --service 1801
+[[ $RC == 0 && $(cat "$OUT/read-service.out") == "$db_hash" ]]
+check "read --service 1801 2b2a" "$(show read-service)"
+expect_status read-wrong-service 10 read "$HCI1" 2b2a --service 180f
+expect_status read-no-char 10 read "$HCI1" 2a99
+expect_status read-not-readable 11 read "$HCI1" "$TRANSFER_CHAR"
+expect_status notify-not-notifiable 11 notify "$HCI1" 2b2a --count 1
+expect_status write-not-writable 11 write "$HCI1" "$TRANSFER_CHAR" --text x
+
+# --- write -----------------------------------------------------------------------------------
+run write-command write "$HCI1" "$TRANSFER_CHAR" --text pong --without-response
+sleep 0.5
+[[ $RC == 0 && ! -s "$OUT/write-command.out" ]] && grep -qx pong "$OUT/advertise.out"
+check "write --without-response --text pong: silent, advertise printed the reply" \
+  "exit $RC: $(show write-command) advertise: $(head -c 200 "$OUT/advertise.out")"
+run write-request write "$HCI1" 2b29 07
+run write-readback read "$HCI1" 2b29
+[[ $RC == 0 && $(cat "$OUT/write-readback.out") == 07 ]]
+check "write 2b29 07 (write request), read back 07" "$(show write-request) $(show write-readback)"
+
+# --- notify ----------------------------------------------------------------------------------
+# The advertiser replaced its message with the reply "pong" (as the sample does).
+run notify-text notify "$HCI1" "$TRANSFER_CHAR" --count 2 --text --timeout 20
+[[ $RC == 0 && $(cat "$OUT/notify-text.out") == $'pong\nEOM' ]]
+check "notify --count 2 --text: the message then EOM" "exit $RC: $(show notify-text)"
+run notify-hex notify "$HCI1" "$TRANSFER_CHAR" --count 2
+[[ $RC == 0 && $(cat "$OUT/notify-hex.out") == $'706f6e67\n454f4d' ]]
+check "notify --count 2: hex lines" "exit $RC: $(show notify-hex)"
+run notify-duration notify "$HCI1" "$TRANSFER_CHAR" --count 5 --duration 4
+[[ $RC == 6 && $(wc -l <"$OUT/notify-duration.out") == 2 ]]
+check "notify --count 5 --duration 4: two values, then exit 6: $(head -n1 "$OUT/notify-duration.err")" \
+  "exit $RC: $(show notify-duration)"
+
+"$BLEKIT" notify "$HCI1" "$TRANSFER_CHAR" >"$OUT/notify-int.out" 2>"$OUT/notify-int.err" &
+pid=$!
+sleep 6
+kill -INT "$pid"
+wait "$pid"
+rc=$?
+notifying=$(busctl --system get-property org.bluez "$DEV/service0015/char0016" \
+  org.bluez.GattCharacteristic1 NotifyAcquired 2>/dev/null)
+[[ $rc == 0 && $(wc -l <"$OUT/notify-int.out") == 2 ]]
+check "notify without --count, Ctrl-C: exit 0 after the values (NotifyAcquired now: $notifying)" \
+  "exit $rc: $(show notify-int)"
+
+# The peer goes away mid-listen: hci1 powered off.
+"$BLEKIT" notify "$HCI1" "$TRANSFER_CHAR" >"$OUT/notify-cut.out" 2>"$OUT/notify-cut.err" &
+pid=$!
+sleep 6
+"$BLEKIT" adapters --power off -a hci1 >/dev/null 2>&1
+wait "$pid"
+rc=$?
+"$BLEKIT" adapters --power on -a hci1 >/dev/null 2>&1
+[[ $rc == 7 ]]
+check "notify: the peer powered off mid-listen: exit 7: $(cat "$OUT/notify-cut.err")" \
+  "exit $rc: $(show notify-cut)"
+stop_advertise
+start_advertise
+
+# --- explore --listen ------------------------------------------------------------------------
+run explore-listen explore "$HCI1" --listen 5 --timeout 30
+grep -q "^notify  +[0-9.]*s  $TRANSFER_CHAR  blekit Transfer Characteristic  68 65 6c 6c 6f  \"hello\"" \
+  "$OUT/explore-listen.out" && [[ $RC == 0 ]]
+check "explore --listen 5: the transfer characteristic's notifications printed" \
+  "exit $RC: $(grep '^notify' "$OUT/explore-listen.out" | head -n 4 | tr '\n' ' ') $(show explore-listen 100)"
+run explore-listen-json explore "$HCI1" --listen 5 --json --timeout 30
+$PY - "$OUT/explore-listen-json.out" "$TRANSFER_CHAR" <<'PY'
+import json, sys
+objects = [json.loads(line) for line in open(sys.argv[1]).read().splitlines()]
+assert objects[0]["type"] == "explore", objects[0]
+values = [o for o in objects[1:] if o["type"] == "notification" and o["characteristic"] == sys.argv[2]]
+assert [v["text"] for v in values][:2] == ["hello", "EOM"], values
+PY
+check "explore --listen --json: JSON Lines, tree then notifications (hello, EOM)" \
+  "exit $RC: $(show explore-listen-json 300)"
+
+# --- explore --refresh -----------------------------------------------------------------------
+device_known
+check "before --refresh: bluetoothd has $DEV cached" "not cached"
+"$BLEKIT" explore "$HCI1" --refresh --timeout 30 >"$OUT/explore-refresh.out" \
+  2>"$OUT/explore-refresh.err" &
+pid=$!
+removed=no
+for _ in $(seq 1 100); do
+  if ! device_known; then removed=yes; break; fi
+  sleep 0.1
+done
+restarted=no
+for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$pid" 2>/dev/null; then
+  # Not rediscovered within 10 s: advertise anew (the emulator reports on (re)start only).
+  restarted=yes
+  stop_advertise
+  start_advertise
+fi
+wait "$pid"
+rc=$?
+[[ $rc == 0 && $removed == yes ]] \
+  && grep -q "^service $TRANSFER_SERVICE" "$OUT/explore-refresh.out"
+check "explore --refresh: removed the cached device, rediscovered (advertiser restarted: $restarted)" \
+  "exit $rc, removed $removed: $(show explore-refresh)"
+expect_status read-no-name 6 read no-such-device 2a00 --timeout 4
+
+stop_advertise
+echo "$passed passed, $failed failed"
+((failed == 0))
