@@ -1,0 +1,100 @@
+// Owning and watching bus names: RequestName, ReleaseName, GetNameOwner, NameOwnerChanged.
+
+/// Flags for `requestName` (`DBUS_NAME_FLAG_*`).
+public struct RequestNameFlags: OptionSet, Sendable, Hashable {
+  public let rawValue: UInt32
+  public init(rawValue: UInt32) { self.rawValue = rawValue }
+  /// Let another connection take the name over with `.replaceExisting`.
+  public static let allowReplacement = RequestNameFlags(rawValue: 0x1)
+  /// Take the name from its owner if that owner allowed replacement.
+  public static let replaceExisting = RequestNameFlags(rawValue: 0x2)
+  /// Fail instead of waiting in the queue for the name.
+  public static let doNotQueue = RequestNameFlags(rawValue: 0x4)
+}
+
+/// The bus's answer to `requestName` (`DBUS_REQUEST_NAME_REPLY_*`).
+public enum RequestNameReply: UInt32, Sendable {
+  /// This connection now owns the name.
+  case primaryOwner = 1
+  /// Another connection owns it; this one is queued.
+  case inQueue = 2
+  /// Another connection owns it and `.doNotQueue` was given.
+  case exists = 3
+  /// This connection already owned it.
+  case alreadyOwner = 4
+}
+
+extension DBusConnection {
+  /// Asks the bus for a well-known name. The corresponding D-Bus member is
+  /// `org.freedesktop.DBus.RequestName`.
+  public func requestName(_ name: BusName, flags: RequestNameFlags = []) async throws(DBusError)
+    -> RequestNameReply
+  {
+    guard !name.isUnique else { throw DBusError.invalid("cannot request a unique name: \(name)") }
+    let reply = try await callBus("RequestName", [.string(name.rawValue), .uint32(flags.rawValue)])
+    guard reply.count == 1, let code = reply[0].uint32Value,
+      let answer = RequestNameReply(rawValue: code)
+    else {
+      throw DBusError(code: .unexpectedReply, message: "RequestName replied \(reply)")
+    }
+    return answer
+  }
+
+  /// Gives a well-known name back. The corresponding D-Bus member is
+  /// `org.freedesktop.DBus.ReleaseName`.
+  public func releaseName(_ name: BusName) async throws(DBusError) {
+    let reply = try await callBus("ReleaseName", [.string(name.rawValue)])
+    guard reply.count == 1, let code = reply[0].uint32Value else {
+      throw DBusError(code: .unexpectedReply, message: "ReleaseName replied \(reply)")
+    }
+    // 1 released, 2 non-existent, 3 not owner.
+    if code == 3 {
+      throw DBusError(
+        code: .remote, name: "org.freedesktop.DBus.Error.NotOwner",
+        message: "\(uniqueName) does not own \(name)")
+    }
+  }
+
+  /// The current owner (unique name) of `name`, or nil if nobody owns it. The corresponding
+  /// D-Bus member is `org.freedesktop.DBus.GetNameOwner`.
+  public func nameOwner(_ name: BusName) async throws(DBusError) -> BusName? {
+    if name.isUnique || name == .bus {
+      let has = try await callBus("NameHasOwner", [.string(name.rawValue)])
+      return has.first?.boolValue == true ? name : nil
+    }
+    do throws(DBusError) {
+      let reply = try await callBus("GetNameOwner", [.string(name.rawValue)])
+      guard let owner = reply.first?.stringValue, let bus = BusName(rawValue: owner) else {
+        throw DBusError(code: .unexpectedReply, message: "GetNameOwner replied \(reply)")
+      }
+      return bus
+    } catch {
+      if error.name == "org.freedesktop.DBus.Error.NameHasNoOwner" { return nil }
+      throw error
+    }
+  }
+
+  /// NameOwnerChanged for one name, as a stream of new owners (nil = the name is gone).
+  /// Dropping or cancelling the stream removes the match rule.
+  public func nameOwnerChanges(_ name: BusName) async throws(DBusError)
+    -> AsyncStream<BusName?>
+  {
+    let signals = try await signals(
+      MatchRule(
+        sender: .bus, path: "/org/freedesktop/DBus", interface: .bus,
+        member: "NameOwnerChanged", arg0: name.rawValue))
+    let (stream, continuation) = AsyncStream.makeStream(
+      of: BusName?.self, bufferingPolicy: .unbounded)
+    let task = Task {
+      for await signal in signals {
+        guard signal.arguments.count == 3, let owner = signal.arguments[2].stringValue else {
+          continue
+        }
+        continuation.yield(owner.isEmpty ? nil : BusName(unchecked: owner))
+      }
+      continuation.finish()
+    }
+    continuation.onTermination = { _ in task.cancel() }
+    return stream
+  }
+}

@@ -1,0 +1,190 @@
+// Bridging libdbus's main-loop hooks to Dispatch: watches -> read/write DispatchSources,
+// timeouts -> timer sources, dispatch status and wakeup -> dispatching on the queue.
+import CDBus
+import Dispatch
+
+extension DBusConnection {
+  static func connection(_ data: UnsafeMutableRawPointer?) -> DBusConnection {
+    Unmanaged<DBusConnection>.fromOpaque(data!).takeUnretainedValue()
+  }
+
+  /// Installs watch, timeout, dispatch-status and wakeup hooks and the message filter.
+  /// The hooks hold the connection unretained: `shutDown` removes them before it can go away.
+  func installHooks() {
+    assertOnQueue()
+    let me = Unmanaged.passUnretained(self).toOpaque()
+    dbus_connection_set_watch_functions(
+      raw,
+      { watch, data in
+        DBusConnection.connection(data).watchChanged(watch!)
+        return 1
+      },
+      { watch, data in DBusConnection.connection(data).removeWatch(watch!) },
+      { watch, data in DBusConnection.connection(data).watchChanged(watch!) },
+      me, nil)
+    dbus_connection_set_timeout_functions(
+      raw,
+      { timeout, data in
+        DBusConnection.connection(data).timeoutChanged(timeout!)
+        return 1
+      },
+      { timeout, data in DBusConnection.connection(data).removeTimeout(timeout!) },
+      { timeout, data in DBusConnection.connection(data).timeoutChanged(timeout!) },
+      me, nil)
+    dbus_connection_set_dispatch_status_function(
+      raw,
+      { _, status, data in
+        if status == DBUS_DISPATCH_DATA_REMAINS {
+          DBusConnection.connection(data).scheduleDispatch()
+        }
+      }, me, nil)
+    dbus_connection_set_wakeup_main_function(
+      raw, { data in DBusConnection.connection(data).scheduleDispatch() }, me, nil)
+    _ = dbus_connection_add_filter(raw, messageFilter, me, nil)
+    scheduleDispatch()
+  }
+
+  func removeHooks() {
+    assertOnQueue()
+    let me = Unmanaged.passUnretained(self).toOpaque()
+    dbus_connection_remove_filter(raw, messageFilter, me)
+    dbus_connection_set_dispatch_status_function(raw, nil, nil, nil)
+    dbus_connection_set_wakeup_main_function(raw, nil, nil, nil)
+    dbus_connection_set_watch_functions(raw, nil, nil, nil, nil, nil)
+    dbus_connection_set_timeout_functions(raw, nil, nil, nil, nil, nil)
+  }
+
+  // MARK: Watches
+
+  /// Added or toggled: cancel any sources for this watch, then create sources if enabled.
+  private func watchChanged(_ watch: OpaquePointer) {
+    assertOnQueue()
+    if let old = watchSources.removeValue(forKey: watch) {
+      for source in old { source.cancel() }
+    }
+    guard dbus_watch_get_enabled(watch) != 0 else {
+      watchSources[watch] = []
+      return
+    }
+    let fd = dbus_watch_get_unix_fd(watch)
+    let flags = dbus_watch_get_flags(watch)
+    let watchBits = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(watch)))
+    var sources: [any DispatchSourceProtocol] = []
+    if flags & DBUS_WATCH_READABLE.rawValue != 0 {
+      let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+      source.setEventHandler { [self] in
+        self.handleWatch(watchBits, DBUS_WATCH_READABLE.rawValue)
+      }
+      source.resume()
+      sources.append(source)
+    }
+    if flags & DBUS_WATCH_WRITABLE.rawValue != 0 {
+      let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+      source.setEventHandler { [self] in
+        self.handleWatch(watchBits, DBUS_WATCH_WRITABLE.rawValue)
+      }
+      source.resume()
+      sources.append(source)
+    }
+    watchSources[watch] = sources
+  }
+
+  private func removeWatch(_ watch: OpaquePointer) {
+    assertOnQueue()
+    if let old = watchSources.removeValue(forKey: watch) {
+      for source in old { source.cancel() }
+    }
+  }
+
+  private func handleWatch(_ watchBits: UInt, _ flags: UInt32) {
+    assertOnQueue()
+    guard let watch = OpaquePointer(bitPattern: watchBits), watchSources[watch] != nil else {
+      return
+    }
+    _ = dbus_watch_handle(watch, flags)
+    dispatchMessages()
+  }
+
+  // MARK: Timeouts
+
+  private func timeoutChanged(_ timeout: OpaquePointer) {
+    assertOnQueue()
+    timeoutSources.removeValue(forKey: timeout)?.cancel()
+    guard dbus_timeout_get_enabled(timeout) != 0 else { return }
+    let interval = max(Int(dbus_timeout_get_interval(timeout)), 0)
+    let timeoutBits = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(timeout)))
+    let timer = DispatchSource.makeTimerSource(queue: queue)
+    timer.schedule(
+      deadline: .now() + .milliseconds(interval), repeating: .milliseconds(max(interval, 1)))
+    timer.setEventHandler { [self] in
+      guard let timeout = OpaquePointer(bitPattern: timeoutBits),
+        self.timeoutSources[timeout] != nil
+      else { return }
+      _ = dbus_timeout_handle(timeout)
+      self.dispatchMessages()
+    }
+    timer.resume()
+    timeoutSources[timeout] = timer
+  }
+
+  private func removeTimeout(_ timeout: OpaquePointer) {
+    assertOnQueue()
+    timeoutSources.removeValue(forKey: timeout)?.cancel()
+  }
+
+  // MARK: Dispatching
+
+  /// Schedules one round of dispatching on the queue (coalesced).
+  func scheduleDispatch() {
+    if !isOnQueue {
+      queue.async { self.scheduleDispatch() }
+      return
+    }
+    guard !dispatchScheduled else { return }
+    dispatchScheduled = true
+    queue.async {
+      self.dispatchScheduled = false
+      self.dispatchMessages()
+    }
+  }
+
+  /// Dispatches queued incoming messages; yields the queue after a batch so that sends and
+  /// cancellations interleave with a flood of incoming messages.
+  func dispatchMessages() {
+    assertOnQueue()
+    guard !isClosed else { return }
+    var budget = 256
+    while dbus_connection_get_dispatch_status(raw) == DBUS_DISPATCH_DATA_REMAINS {
+      _ = dbus_connection_dispatch(raw)
+      if isClosed { return }
+      budget -= 1
+      if budget == 0 {
+        scheduleDispatch()
+        return
+      }
+    }
+  }
+
+  /// The message filter: local Disconnected, signals for subscriptions, calls to our objects.
+  func filter(_ message: OpaquePointer) -> DBusHandlerResult {
+    assertOnQueue()
+    switch dbus_message_get_type(message) {
+    case DBusMessage.Kind.signal.rawValue:
+      if dbus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected") != 0 {
+        shutDown(reason: "the connection to the bus was lost")
+        return DBUS_HANDLER_RESULT_HANDLED
+      }
+      deliverSignal(message)
+      return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+    case DBusMessage.Kind.methodCall.rawValue:
+      return handleMethodCall(message) ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+    default:
+      return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+    }
+  }
+}
+
+/// The one filter function (the same pointer must be given to add and remove).
+private let messageFilter: DBusHandleMessageFunction = { _, message, data in
+  DBusConnection.connection(data).filter(message!)
+}

@@ -1,0 +1,274 @@
+// DBusConnection: the one owner of a libdbus connection. Opening, closing, method calls.
+import CDBus
+import Dispatch
+import Foundation
+import Synchronization
+
+/// A private connection to a message bus.
+///
+/// Every libdbus call on the connection happens on one serial queue; libdbus's watches and
+/// timeouts are driven by DispatchSources on that queue (no polling, no thread blocked per call).
+/// Call `close()` when done: the connection keeps itself alive while it is open.
+public final class DBusConnection: @unchecked Sendable {
+  // Why @unchecked Sendable is safe: this class is the single owner of the DBusConnection*
+  // `raw`. Every libdbus call on it, and every read or write of the `var` state below, happens
+  // on the serial `queue` (asserted with `assertOnQueue()`). Lets and atomics are safe anywhere.
+
+  let raw: OpaquePointer
+  let queue: DispatchQueue
+  private static let queueKey = DispatchSpecificKey<ObjectIdentifier>()
+
+  /// This connection's unique name on the bus (`:1.42`).
+  public let uniqueName: BusName
+  /// Whether unix fds can be sent on this connection.
+  public let canSendFileDescriptors: Bool
+
+  let closedFlag = Atomic<Bool>(false)
+  let nextID = Atomic<UInt64>(1)
+
+  // Queue-confined state.
+  var watchSources: [OpaquePointer: [any DispatchSourceProtocol]] = [:]
+  var timeoutSources: [OpaquePointer: any DispatchSourceTimer] = [:]
+  var dispatchScheduled = false
+  var pendingCalls: [UInt64: PendingCall] = [:]
+  var cancelledCalls: Set<UInt64> = []
+  var subscriptions: [UInt64: Subscription] = [:]
+  var objects: [ObjectPath: ExportedObject] = [:]
+  var objectManagers: Set<ObjectPath> = []
+
+  private static let threadsInitialized: Bool = {
+    dbus_threads_init_default() != 0
+  }()
+
+  // MARK: Opening
+
+  /// Connects to the system bus (honours `DBUS_SYSTEM_BUS_ADDRESS`).
+  public static func system() throws(DBusError) -> DBusConnection {
+    let address =
+      ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"]
+      ?? "unix:path=/var/run/dbus/system_bus_socket"
+    return try DBusConnection(address: address)
+  }
+
+  /// Connects to the session bus (`DBUS_SESSION_BUS_ADDRESS`).
+  public static func session() throws(DBusError) -> DBusConnection {
+    guard let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] else {
+      throw DBusError(
+        code: .connectionFailed, message: "DBUS_SESSION_BUS_ADDRESS is not set")
+    }
+    return try DBusConnection(address: address)
+  }
+
+  /// Opens a private connection to the bus at `address` and registers on it (`Hello`).
+  ///
+  /// The registration is the one blocking exchange (`dbus_bus_register`), done before the
+  /// connection is handed to the dispatch queue.
+  public convenience init(address: String) throws(DBusError) {
+    _ = Self.threadsInitialized
+    var error = CDBus.DBusError()
+    dbus_error_init(&error)
+    guard let raw = dbus_connection_open_private(address, &error) else {
+      throw DBusError(libdbus: &error, code: .connectionFailed)
+    }
+    dbus_connection_set_exit_on_disconnect(raw, 0)
+    guard dbus_bus_register(raw, &error) != 0, let name = dbus_bus_get_unique_name(raw) else {
+      let failure =
+        dbus_error_is_set(&error) != 0
+        ? DBusError(libdbus: &error, code: .connectionFailed)
+        : DBusError(code: .connectionFailed, message: "registration on the bus failed")
+      dbus_connection_close(raw)
+      dbus_connection_unref(raw)
+      throw failure
+    }
+    self.init(raw: raw, uniqueName: BusName(unchecked: String(cString: name)))
+  }
+
+  private init(raw: OpaquePointer, uniqueName: BusName) {
+    self.raw = raw
+    self.uniqueName = uniqueName
+    self.canSendFileDescriptors = dbus_connection_can_send_type(raw, TypeCode.unixFD) != 0
+    self.queue = DispatchQueue(label: "blekit.dbus.\(uniqueName.rawValue)")
+    queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
+    queue.sync { installHooks() }
+  }
+
+  deinit {
+    // Only reached once closed (open connections keep themselves alive), so nothing else
+    // touches `raw` now.
+    dbus_connection_unref(raw)
+  }
+
+  /// Whether `close()` was called or the connection was lost.
+  public var isClosed: Bool { closedFlag.load(ordering: .acquiring) }
+
+  @inline(__always)
+  func assertOnQueue() {
+    dispatchPrecondition(condition: .onQueue(queue))
+  }
+
+  var isOnQueue: Bool { DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self) }
+
+  /// Runs `body` on the queue and waits for it (directly if already on it).
+  func onQueueSync<T>(_ body: () throws(DBusError) -> T) throws(DBusError) -> T {
+    if isOnQueue { return try body() }
+    let result: Result<T, DBusError> = queue.sync {
+      do throws(DBusError) { return .success(try body()) } catch { return .failure(error) }
+    }
+    return try result.get()
+  }
+
+  // MARK: Closing
+
+  /// Closes the connection. Idempotent. Pending calls fail with `.disconnected`, signal streams
+  /// finish, exported objects are dropped.
+  public func close() {
+    if isOnQueue {
+      shutDown(reason: "the connection was closed")
+    } else {
+      queue.sync { shutDown(reason: "the connection was closed") }
+    }
+  }
+
+  /// Tears everything down; on the queue.
+  func shutDown(reason: String) {
+    assertOnQueue()
+    guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    let calls = pendingCalls
+    pendingCalls.removeAll()
+    cancelledCalls.removeAll()
+    for (_, call) in calls {
+      dbus_pending_call_cancel(call.pending)
+      dbus_pending_call_unref(call.pending)
+      call.continuation.resume(returning: .failure(.disconnectedError(reason)))
+    }
+    let streams = subscriptions
+    subscriptions.removeAll()
+    for (_, subscription) in streams { subscription.finish() }
+    objects.removeAll()
+    objectManagers.removeAll()
+    dbus_connection_close(raw)
+    // Drain what libdbus queued (the local Disconnected signal) with our filter removed.
+    removeHooks()
+    while dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS {}
+    for (_, sources) in watchSources { for source in sources { source.cancel() } }
+    watchSources.removeAll()
+    for (_, timer) in timeoutSources { timer.cancel() }
+    timeoutSources.removeAll()
+  }
+
+  // MARK: Sending
+
+  /// Checks fd support and the closed flag before a message is queued.
+  func checkSendable(_ message: DBusMessage) throws(DBusError) {
+    if isClosed { throw DBusError.disconnectedError() }
+    if !canSendFileDescriptors && dbus_message_contains_unix_fds(message.raw) != 0 {
+      throw DBusError.invalid("this connection cannot carry unix file descriptors")
+    }
+  }
+
+  /// Queues a message for sending, transferring ownership to the queue.
+  public func send(_ message: DBusMessage) throws(DBusError) {
+    try checkSendable(message)
+    // The message was built by the caller and is not touched by it again: ownership moves to
+    // the queue, so crossing threads here is safe.
+    nonisolated(unsafe) let owned = message
+    queue.async {
+      guard !self.isClosed else { return }
+      _ = dbus_connection_send(self.raw, owned.raw, nil)
+    }
+  }
+
+  /// Sends a method call without waiting for a reply (NO_REPLY_EXPECTED).
+  public func send(
+    destination: BusName, path: ObjectPath, interface: InterfaceName, member: MemberName,
+    arguments: [DBusValue] = []
+  ) throws(DBusError) {
+    let message = try DBusMessage.methodCall(
+      destination: destination, path: path, interface: interface, member: member)
+    message.noReplyExpected = true
+    try message.append(arguments)
+    try send(message)
+  }
+
+  /// Emits a signal from this connection (to `destination` only, if given).
+  public func emitSignal(
+    path: ObjectPath, interface: InterfaceName, member: MemberName, arguments: [DBusValue],
+    destination: BusName? = nil
+  ) throws(DBusError) {
+    let message = try DBusMessage.signal(path: path, interface: interface, member: member)
+    if let destination, dbus_message_set_destination(message.raw, destination.rawValue) == 0 {
+      throw DBusError.noMemoryError
+    }
+    try message.append(arguments)
+    try send(message)
+  }
+
+  /// Calls a method and returns the reply's body. Timeout default 25 s. Cancelling the task
+  /// cancels the pending call (`.cancelled`).
+  ///
+  /// An error reply throws `.remote` with its name and message; no reply in time throws
+  /// `.timeout`; a peer that leaves without replying throws `.noReply`.
+  public func call(
+    destination: BusName, path: ObjectPath, interface: InterfaceName, member: MemberName,
+    arguments: [DBusValue] = [], timeout: Duration = .seconds(25)
+  ) async throws(DBusError) -> [DBusValue] {
+    let message = try DBusMessage.methodCall(
+      destination: destination, path: path, interface: interface, member: member)
+    try message.append(arguments)
+    return try await call(
+      message, timeout: timeout, what: "\(interface).\(member) on \(path)")
+  }
+
+  /// Calls a method and checks the reply's signature, throwing `.unexpectedReply` on mismatch.
+  public func call(
+    destination: BusName, path: ObjectPath, interface: InterfaceName, member: MemberName,
+    arguments: [DBusValue] = [], replySignature: Signature, timeout: Duration = .seconds(25)
+  ) async throws(DBusError) -> [DBusValue] {
+    let values = try await call(
+      destination: destination, path: path, interface: interface, member: member,
+      arguments: arguments, timeout: timeout)
+    var actual = ""
+    for value in values { value.appendSignature(to: &actual) }
+    guard actual == replySignature.rawValue else {
+      throw DBusError(
+        code: .unexpectedReply,
+        message:
+          "\(interface).\(member) on \(path) replied \"\(actual)\", expected \"\(replySignature)\"")
+    }
+    return values
+  }
+
+  /// Sends a prepared method call and waits for its reply.
+  public func call(_ message: DBusMessage, timeout: Duration = .seconds(25), what: String? = nil)
+    async throws(DBusError) -> [DBusValue]
+  {
+    try checkSendable(message)
+    let id = nextID.add(1, ordering: .relaxed).newValue
+    let timeoutMS = Self.milliseconds(timeout)
+    let label =
+      what
+      ?? "\(message.interface?.rawValue ?? "?").\(message.member?.rawValue ?? "?") on \(message.path?.rawValue ?? "?")"
+    // Ownership of the message moves to the queue (see `send(_:)`).
+    nonisolated(unsafe) let owned = message
+    let result: Result<[DBusValue], DBusError> = await withTaskCancellationHandler {
+      await withCheckedContinuation { continuation in
+        queue.async {
+          self.startCall(
+            id: id, message: owned, timeoutMS: timeoutMS, timeout: timeout, what: label,
+            continuation: continuation)
+        }
+      }
+    } onCancel: {
+      queue.async { self.cancelCall(id: id) }
+    }
+    return try result.get()
+  }
+
+  static func milliseconds(_ duration: Duration) -> Int32 {
+    let (seconds, attoseconds) = duration.components
+    if seconds < 0 { return 0 }
+    if seconds >= Int64(Int32.max / 1000) { return blekit_timeout_infinite() }
+    let ms = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    return Int32(max(ms, 1))
+  }
+}

@@ -1,0 +1,126 @@
+// Reading a libdbus message body into DBusValues, guided by the parsed body signature so no
+// signature strings are built per value (only a variant holding a container needs a lookup).
+import CDBus
+
+enum MessageDecoder {
+  /// Decodes every argument of `message`.
+  static func decodeBody(of message: OpaquePointer) throws(DBusError) -> [DBusValue] {
+    guard let cSignature = dbus_message_get_signature(message), cSignature.pointee != 0 else {
+      return []
+    }
+    let types = try DBusType.parseList(String(cString: cSignature))
+    var iter = DBusMessageIter()
+    guard dbus_message_iter_init(message, &iter) != 0 else { return [] }
+    var values: [DBusValue] = []
+    values.reserveCapacity(types.count)
+    for (index, type) in types.enumerated() {
+      values.append(try decode(&iter, type))
+      if index + 1 < types.count { dbus_message_iter_next(&iter) }
+    }
+    return values
+  }
+
+  /// Decodes the value under `iter`, which must be of `type`.
+  static func decode(_ iter: inout DBusMessageIter, _ type: DBusType) throws(DBusError)
+    -> DBusValue
+  {
+    let code = dbus_message_iter_get_arg_type(&iter)
+    guard code == type.code else {
+      throw DBusError(
+        code: .unexpectedReply,
+        message: "message body does not match its signature \"\(type.signature)\"")
+    }
+    switch code {
+    case TypeCode.byte: return .byte(UInt8(truncatingIfNeeded: blekit_iter_get_fixed_bits(&iter)))
+    case TypeCode.bool: return .bool(UInt32(truncatingIfNeeded: blekit_iter_get_fixed_bits(&iter)) != 0)
+    case TypeCode.int16: return .int16(Int16(truncatingIfNeeded: blekit_iter_get_fixed_bits(&iter)))
+    case TypeCode.uint16:
+      return .uint16(UInt16(truncatingIfNeeded: blekit_iter_get_fixed_bits(&iter)))
+    case TypeCode.int32: return .int32(Int32(truncatingIfNeeded: blekit_iter_get_fixed_bits(&iter)))
+    case TypeCode.uint32:
+      return .uint32(UInt32(truncatingIfNeeded: blekit_iter_get_fixed_bits(&iter)))
+    case TypeCode.int64: return .int64(Int64(bitPattern: blekit_iter_get_fixed_bits(&iter)))
+    case TypeCode.uint64: return .uint64(blekit_iter_get_fixed_bits(&iter))
+    case TypeCode.double: return .double(Double(bitPattern: blekit_iter_get_fixed_bits(&iter)))
+    case TypeCode.string: return .string(readString(&iter))
+    case TypeCode.objectPath: return .objectPath(ObjectPath(unchecked: readString(&iter)))
+    case TypeCode.signature: return .signature(Signature(unchecked: readString(&iter)))
+    case TypeCode.unixFD:
+      // libdbus hands out a duplicate that the reader owns.
+      let fd = Int32(truncatingIfNeeded: blekit_iter_get_fixed_bits(&iter))
+      guard fd >= 0 else {
+        throw DBusError(code: .unexpectedReply, message: "message carried an invalid fd")
+      }
+      return .unixFD(FileDescriptor(owning: fd))
+    case TypeCode.array:
+      var sub = DBusMessageIter()
+      dbus_message_iter_recurse(&iter, &sub)
+      switch type.kind {
+      case .array(let element):
+        if element.isByte {
+          var pointer: UnsafeRawPointer?
+          let count = Int(blekit_iter_get_fixed_array(&sub, &pointer))
+          guard count > 0, let pointer else { return .bytes([]) }
+          return .bytes(Array(UnsafeRawBufferPointer(start: pointer, count: count)))
+        }
+        var items: [DBusValue] = []
+        while dbus_message_iter_get_arg_type(&sub) != TypeCode.invalid {
+          items.append(try decode(&sub, element))
+          dbus_message_iter_next(&sub)
+        }
+        return .array(element: element.signature, items)
+      case .dictionary(let key, let value):
+        var entries: [DBusDictEntry] = []
+        while dbus_message_iter_get_arg_type(&sub) == TypeCode.dictEntry {
+          var pair = DBusMessageIter()
+          dbus_message_iter_recurse(&sub, &pair)
+          let k = try decode(&pair, key)
+          dbus_message_iter_next(&pair)
+          let v = try decode(&pair, value)
+          entries.append(DBusDictEntry(key: k, value: v))
+          dbus_message_iter_next(&sub)
+        }
+        return .dictionary(key: key.signature, value: value.signature, entries)
+      default:
+        throw DBusError(code: .unexpectedReply, message: "array where none was expected")
+      }
+    case TypeCode.structure:
+      guard case .structure(let fieldTypes) = type.kind else {
+        throw DBusError(code: .unexpectedReply, message: "struct where none was expected")
+      }
+      var sub = DBusMessageIter()
+      dbus_message_iter_recurse(&iter, &sub)
+      var fields: [DBusValue] = []
+      fields.reserveCapacity(fieldTypes.count)
+      for (index, fieldType) in fieldTypes.enumerated() {
+        fields.append(try decode(&sub, fieldType))
+        if index + 1 < fieldTypes.count { dbus_message_iter_next(&sub) }
+      }
+      return .structure(fields)
+    case TypeCode.variant:
+      var sub = DBusMessageIter()
+      dbus_message_iter_recurse(&iter, &sub)
+      let innerCode = dbus_message_iter_get_arg_type(&sub)
+      let innerType: DBusType
+      if let simple = DBusType.simple(innerCode) {
+        innerType = simple
+      } else {
+        guard let cSignature = dbus_message_iter_get_signature(&sub) else {
+          throw DBusError.noMemoryError
+        }
+        defer { dbus_free(cSignature) }
+        innerType = try DBusType.parseSingle(String(cString: cSignature))
+      }
+      return .variant(try decode(&sub, innerType))
+    default:
+      throw DBusError(
+        code: .unexpectedReply, message: "unknown type code \(code) in message body")
+    }
+  }
+
+  @inline(__always)
+  private static func readString(_ iter: inout DBusMessageIter) -> String {
+    guard let pointer = blekit_iter_get_string(&iter) else { return "" }
+    return String(cString: pointer)
+  }
+}

@@ -1,0 +1,270 @@
+// Receiving signals: match rules, the Signal value, and SignalStream (an AsyncSequence that
+// removes its match rule when it ends).
+import CDBus
+
+/// A bus match rule for signals (`type='signal',sender=...,path=...`).
+public struct MatchRule: Sendable, Hashable, CustomStringConvertible {
+  /// The message type matched; always `signal` here.
+  public let type = "signal"
+  public var sender: BusName?
+  public var path: ObjectPath?
+  public var pathNamespace: ObjectPath?
+  public var interface: InterfaceName?
+  public var member: MemberName?
+  /// The first argument, which must be a string equal to this.
+  public var arg0: String?
+
+  public init(
+    sender: BusName? = nil, path: ObjectPath? = nil, pathNamespace: ObjectPath? = nil,
+    interface: InterfaceName? = nil, member: MemberName? = nil, arg0: String? = nil
+  ) {
+    self.sender = sender
+    self.path = path
+    self.pathNamespace = pathNamespace
+    self.interface = interface
+    self.member = member
+    self.arg0 = arg0
+  }
+
+  /// The rule in the bus's syntax, values quoted (a `'` in a value becomes `'\''`).
+  public var ruleString: String {
+    var parts = ["type='signal'"]
+    func add(_ key: String, _ value: String?) {
+      guard let value else { return }
+      parts.append("\(key)='\(value.replacingOccurrences(of: "'", with: "'\\''"))'")
+    }
+    add("sender", sender?.rawValue)
+    add("path", path?.rawValue)
+    add("path_namespace", pathNamespace?.rawValue)
+    add("interface", interface?.rawValue)
+    add("member", member?.rawValue)
+    add("arg0", arg0)
+    return parts.joined(separator: ",")
+  }
+
+  public var description: String { ruleString }
+
+  /// Local check of the header fields (the bus already filtered; several subscriptions share a
+  /// connection, so each signal is matched again here). A well-known `sender` is checked
+  /// against the owner the connection tracks for it.
+  func matchesHeader(
+    sender messageSender: String?, senderOwner: String?, path messagePath: String,
+    interface messageInterface: String, member messageMember: String
+  ) -> Bool {
+    if let sender {
+      if sender.isUnique || sender == .bus {
+        guard messageSender == sender.rawValue else { return false }
+      } else if let senderOwner {
+        guard messageSender == senderOwner else { return false }
+      }
+    }
+    if let path, path.rawValue != messagePath { return false }
+    if let pathNamespace, pathNamespace.rawValue != "/" {
+      let ns = pathNamespace.rawValue
+      guard messagePath == ns || messagePath.hasPrefix(ns + "/") else { return false }
+    }
+    if let interface, interface.rawValue != messageInterface { return false }
+    if let member, member.rawValue != messageMember { return false }
+    return true
+  }
+}
+
+/// A received signal.
+public struct Signal: Sendable {
+  /// The sender's unique name.
+  public var sender: BusName?
+  public var path: ObjectPath
+  public var interface: InterfaceName
+  public var member: MemberName
+  public var arguments: [DBusValue]
+
+  public init(
+    sender: BusName?, path: ObjectPath, interface: InterfaceName, member: MemberName,
+    arguments: [DBusValue]
+  ) {
+    self.sender = sender
+    self.path = path
+    self.interface = interface
+    self.member = member
+    self.arguments = arguments
+  }
+}
+
+/// Signals matching one rule, in arrival order, buffered without limit (none are lost).
+///
+/// The match rule is removed from the bus when iteration ends by cancellation, when `cancel()`
+/// is called, or when the stream and its iterators are dropped.
+public struct SignalStream: AsyncSequence, Sendable {
+  public typealias Element = Signal
+  public typealias Failure = Never
+
+  let stream: AsyncStream<Signal>
+  let token: SubscriptionToken
+
+  public struct AsyncIterator: AsyncIteratorProtocol {
+    var base: AsyncStream<Signal>.Iterator
+    let token: SubscriptionToken
+    public mutating func next() async -> Signal? { await base.next() }
+  }
+
+  public func makeAsyncIterator() -> AsyncIterator {
+    AsyncIterator(base: stream.makeAsyncIterator(), token: token)
+  }
+
+  /// Ends the subscription now: the stream finishes and the match rule is removed.
+  public func cancel() { token.end() }
+}
+
+/// Ends a subscription when the last stream or iterator referring to it goes away.
+final class SubscriptionToken: Sendable {
+  let connection: DBusConnection
+  let id: UInt64
+  init(connection: DBusConnection, id: UInt64) {
+    self.connection = connection
+    self.id = id
+  }
+  func end() { connection.endSubscription(id: id) }
+  deinit { connection.endSubscription(id: id) }
+}
+
+/// One signal subscription. Queue-confined.
+struct Subscription {
+  let rule: MatchRule
+  let ruleString: String
+  let continuation: AsyncStream<Signal>.Continuation
+  /// Whether the bus accepted the match rule (so it must be removed at the end).
+  var matchAdded = false
+  /// For a rule with a well-known sender: that name's current owner, tracked by the connection.
+  var senderOwner: String?
+
+  func finish() { continuation.finish() }
+}
+
+extension DBusConnection {
+  /// Adds the match rule on the bus and yields matching signals in arrival order; ending
+  /// iteration (or dropping the stream) removes the match rule. Unbounded buffering.
+  public func signals(_ rule: MatchRule) async throws(DBusError) -> SignalStream {
+    let id = nextID.add(1, ordering: .relaxed).newValue
+    let (stream, continuation) = AsyncStream.makeStream(
+      of: Signal.self, bufferingPolicy: .unbounded)
+    let ruleString = rule.ruleString
+    try onQueueSync { () throws(DBusError) in
+      guard !isClosed else { throw DBusError.disconnectedError() }
+      subscriptions[id] = Subscription(
+        rule: rule, ruleString: ruleString, continuation: continuation)
+    }
+    continuation.onTermination = { [weak self] _ in self?.endSubscription(id: id) }
+    do {
+      _ = try await callBus("AddMatch", [.string(ruleString)])
+    } catch {
+      endSubscription(id: id)
+      throw error
+    }
+    queue.async {
+      if self.subscriptions[id] != nil {
+        self.subscriptions[id]!.matchAdded = true
+      } else if !self.isClosed {
+        // Ended while AddMatch was in flight: take the rule back off the bus.
+        self.sendRemoveMatch(ruleString)
+      }
+    }
+    if let sender = rule.sender, !sender.isUnique, sender != .bus {
+      try await trackOwner(of: sender, forSubscription: id)
+    }
+    return SignalStream(stream: stream, token: SubscriptionToken(connection: self, id: id))
+  }
+
+  /// Ends a subscription: finishes its stream and removes its match rule from the bus.
+  func endSubscription(id: UInt64) {
+    queue.async {
+      guard let subscription = self.subscriptions.removeValue(forKey: id) else { return }
+      subscription.finish()
+      if subscription.matchAdded && !self.isClosed {
+        self.sendRemoveMatch(subscription.ruleString)
+      }
+    }
+  }
+
+  private func sendRemoveMatch(_ rule: String) {
+    assertOnQueue()
+    guard
+      let message = try? DBusMessage.methodCall(
+        destination: .bus, path: "/org/freedesktop/DBus", interface: .bus, member: "RemoveMatch")
+    else { return }
+    message.noReplyExpected = true
+    guard (try? message.append([.string(rule)])) != nil else { return }
+    _ = dbus_connection_send(raw, message.raw, nil)
+  }
+
+  /// Calls a method of the bus daemon itself.
+  func callBus(_ member: MemberName, _ arguments: [DBusValue]) async throws(DBusError)
+    -> [DBusValue]
+  {
+    try await call(
+      destination: .bus, path: "/org/freedesktop/DBus", interface: .bus, member: member,
+      arguments: arguments)
+  }
+
+  /// Keeps `senderOwner` of a subscription up to date for a well-known sender name.
+  private func trackOwner(of name: BusName, forSubscription id: UInt64) async throws(DBusError) {
+    let owners = try await nameOwnerChanges(name)
+    let current = try await nameOwner(name)
+    queue.async { self.subscriptions[id]?.senderOwner = current?.rawValue ?? "" }
+    let task = Task { [weak self] in
+      for await owner in owners {
+        guard let self else { return }
+        self.queue.async { self.subscriptions[id]?.senderOwner = owner?.rawValue ?? "" }
+      }
+    }
+    queue.async {
+      if self.subscriptions[id] == nil {
+        task.cancel()
+      } else {
+        let old = self.subscriptions[id]!.continuation.onTermination
+        self.subscriptions[id]!.continuation.onTermination = { reason in
+          task.cancel()
+          old?(reason)
+        }
+      }
+    }
+  }
+
+  /// Delivers an incoming signal to every matching subscription. On the queue.
+  func deliverSignal(_ message: OpaquePointer) {
+    assertOnQueue()
+    guard !subscriptions.isEmpty,
+      let cPath = dbus_message_get_path(message),
+      let cInterface = dbus_message_get_interface(message),
+      let cMember = dbus_message_get_member(message)
+    else { return }
+    let sender = dbus_message_get_sender(message).map { String(cString: $0) }
+    let path = String(cString: cPath)
+    let interface = String(cString: cInterface)
+    let member = String(cString: cMember)
+    var decoded: [DBusValue]?
+    var signal: Signal?
+    for (_, subscription) in subscriptions.sorted(by: { $0.key < $1.key }) {
+      guard
+        subscription.rule.matchesHeader(
+          sender: sender, senderOwner: subscription.senderOwner, path: path,
+          interface: interface, member: member)
+      else { continue }
+      if decoded == nil {
+        guard let values = try? MessageDecoder.decodeBody(of: message) else { return }
+        decoded = values
+      }
+      if let arg0 = subscription.rule.arg0 {
+        guard decoded?.first?.stringValue == arg0,
+          case .string = decoded?.first
+        else { continue }
+      }
+      if signal == nil {
+        signal = Signal(
+          sender: sender.map { BusName(unchecked: $0) }, path: ObjectPath(unchecked: path),
+          interface: InterfaceName(unchecked: interface), member: MemberName(unchecked: member),
+          arguments: decoded ?? [])
+      }
+      subscription.continuation.yield(signal!)
+    }
+  }
+}
