@@ -110,16 +110,23 @@ lab_adapters() {
 }
 
 # lab_all_powered: true if LAB_EXPECTED_ADAPTERS controllers exist and
-# bluetoothd reports each one Powered.
+# bluetoothd reports each one Powered. Sets LAB_ADDRESSES
+# ("hci0=00:AA:01:00:00:00 hci1=...") as a side effect.
 lab_all_powered() {
   local -a adapters
   read -r -a adapters <<<"$(lab_adapters)"
   ((${#adapters[@]} == LAB_EXPECTED_ADAPTERS)) || return 1
   lab_bluez_on_bus || return 1
-  local a
+  local a props addresses=""
   for a in "${adapters[@]}"; do
-    [[ $(lab_adapter_property "$a" Powered) == "variant boolean true" ]] || return 1
+    props=$(dbus-send --system --print-reply=literal --reply-timeout=2000 --dest=org.bluez \
+      "/org/bluez/$a" org.freedesktop.DBus.Properties.GetAll string:org.bluez.Adapter1 \
+      2>/dev/null) || return 1
+    [[ $props =~ Powered[[:space:]]+variant[[:space:]]+boolean[[:space:]]+true ]] || return 1
+    [[ $props =~ Address[[:space:]]+variant[[:space:]]+([0-9A-F:]{17}) ]] || return 1
+    addresses+=" $a=${BASH_REMATCH[1]}"
   done
+  LAB_ADDRESSES=${addresses# }
 }
 
 # lab_wait_ready SECONDS: poll (every 0.1 s) until every controller is
