@@ -192,7 +192,13 @@ extension CentralManager {
   ) async throws(CentralError) {
     let (snapshot, _, events) = await objects.subscribe()
     guard let properties = snapshot[peripheral.path]?[Device1.interface] else { return }
-    if properties[Device1.connected.name]?.boolValue != true { return }
+    // ServicesResolved too: bluetoothd 5.66 may never signal Connected = true (see
+    // Peripheral.isConnected(_:)).
+    if properties[Device1.connected.name]?.boolValue != true,
+      properties[Device1.servicesResolved.name]?.boolValue != true
+    {
+      return
+    }
     guard
       let device = try? Device1.make(
         path: peripheral.path, properties: properties, connection: objects.connection)

@@ -31,7 +31,15 @@ public final class Peripheral: Sendable {
 
   /// Whether the peripheral is connected right now.
   public func isConnected() async -> Bool {
-    (try? await device())?[Device1.connected] ?? false
+    guard let device = try? await device() else { return false }
+    return Self.isConnected(device)
+  }
+
+  /// `Connected`, or `ServicesResolved` (true only while connected): bluetoothd 5.66 was seen
+  /// in the lab not signalling `Connected = true` for a link it set up (a second ATT
+  /// connection from the peer raced the connection event), while it did signal the services.
+  static func isConnected(_ device: Device1) -> Bool {
+    device[Device1.connected] == true || device[Device1.servicesResolved] == true
   }
 
   /// The name bluetoothd knows (advertised or cached), if any.
@@ -41,7 +49,7 @@ public final class Peripheral: Sendable {
 
   private func requireResolved() async throws(CentralError) {
     let device = try await device()
-    guard device[Device1.connected] == true else {
+    guard Self.isConnected(device) else {
       throw CentralError(.disconnected, "\(identifier) is not connected")
     }
     if device[Device1.servicesResolved] != true {
