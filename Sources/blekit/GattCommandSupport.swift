@@ -69,21 +69,12 @@ enum ValueFormat: Sendable, Equatable {
   }
 }
 
-/// The value as text when it reads as text: valid UTF-8, not empty, no control characters
-/// other than tab, CR and LF; trailing NULs (C strings) are dropped. `nil` otherwise.
+/// The value as text when it is printable (``HexBytes/printableText(_:)``), after dropping
+/// trailing NULs: devices often send C strings (`"name\0"`). `nil` otherwise.
 func printableText(_ value: [UInt8]) -> String? {
   var bytes = value[...]
   while bytes.last == 0 { bytes = bytes.dropLast() }
-  guard !bytes.isEmpty else { return nil }
-  guard let text = String(validating: bytes, as: UTF8.self) else { return nil }
-  for scalar in text.unicodeScalars {
-    switch scalar.value {
-    case 0x09, 0x0A, 0x0D: continue
-    case 0x00..<0x20, 0x7F..<0xA0: return nil
-    default: continue
-    }
-  }
-  return text
+  return HexBytes.printableText(Array(bytes))
 }
 
 /// Hex with a space between bytes, for people: `62 6c 65 6b 69 74`.
@@ -141,7 +132,9 @@ struct GattSession: Sendable {
         identifier = try await manager.find(.address(identifier.address), timeout: remaining())
       }
       let device = try? await manager.objects.proxy(Device1.self, at: identifier.path)
-      let wasConnected = device?[Device1.connected] == true
+      // ServicesResolved too: bluetoothd may not signal Connected (see Peripheral).
+      let wasConnected =
+        device?[Device1.connected] == true || device?[Device1.servicesResolved] == true
       progress("connecting to \(identifier)")
       let peripheral = try await manager.connect(to: identifier, timeout: remaining())
       return GattSession(manager: manager, peripheral: peripheral, connectedHere: !wasConnected)
