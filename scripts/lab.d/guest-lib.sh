@@ -68,15 +68,15 @@ lab_bluetoothd_stop() {
   local pid n=50
   pid=$(lab_bluetoothd_pid) || { rm -f "$BLUETOOTHD_PID_FILE"; return 0; }
   kill -TERM "$pid" 2>/dev/null || true
-  while ((n-- > 0)) && kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+  while ((n-- > 0)) && kill -0 "$pid" 2>/dev/null; do lab_sleep 0.1; done
   if kill -0 "$pid" 2>/dev/null; then
     kill -KILL "$pid" 2>/dev/null || true
     n=20
-    while ((n-- > 0)) && kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+    while ((n-- > 0)) && kill -0 "$pid" 2>/dev/null; do lab_sleep 0.1; done
   fi
   # bluetoothd's bus name must be gone before a new one starts.
   n=50
-  while ((n-- > 0)) && lab_bluez_on_bus; do sleep 0.1; done
+  while ((n-- > 0)) && lab_bluez_on_bus; do lab_sleep 0.1; done
   rm -f "$BLUETOOTHD_PID_FILE"
   lab_load_state
   printf '=== lab: bluetoothd stopped (uptime %s s)\n' "$(lab_uptime_s)" >>"$LAB_BLUETOOTHD_LOG"
@@ -97,24 +97,40 @@ lab_adapter_property() {
     string:org.bluez.Adapter1 "string:$2" 2>/dev/null | xargs
 }
 
-# lab_adapters: kernel controllers (hci0 hci1 ...), sorted.
-lab_adapters() {
-  local d names=()
+# lab_list_adapters: set LAB_ADAPTER_LIST to the kernel's controllers
+# (hci0 hci1 ...), in numeric order. Bash only: no process is started.
+lab_list_adapters() {
+  local d n
+  local -a by_number=()
   for d in /sys/class/bluetooth/hci*; do
-    [[ -e $d ]] || continue
-    d=${d##*/}
-    [[ $d == *:* ]] || names+=("$d")
+    n=${d##*/hci}
+    [[ $n =~ ^[0-9]+$ ]] && by_number[n]=hci$n
   done
-  ((${#names[@]})) || return 0
-  printf '%s\n' "${names[@]}" | sort -V | xargs
+  LAB_ADAPTER_LIST=("${by_number[@]}")
+}
+
+# lab_adapters: the controllers as one line ("hci0 hci1").
+lab_adapters() {
+  lab_list_adapters
+  printf '%s\n' "${LAB_ADAPTER_LIST[*]}"
+}
+
+# lab_sleep SECONDS: sleep without starting a process (exec costs ~0.1 s
+# of guest CPU under TCG).
+lab_sleep() {
+  if [[ -z ${LAB_SLEEP_FD-} ]]; then
+    [[ -p $LAB_RUN/sleep.fifo ]] || mkfifo "$LAB_RUN/sleep.fifo" 2>/dev/null
+    exec {LAB_SLEEP_FD}<>"$LAB_RUN/sleep.fifo" || { sleep "$1"; return 0; }
+  fi
+  read -r -t "$1" -u "$LAB_SLEEP_FD" _ || true
 }
 
 # lab_all_powered: true if LAB_EXPECTED_ADAPTERS controllers exist and
 # bluetoothd reports each one Powered. Sets LAB_ADDRESSES
 # ("hci0=00:AA:01:00:00:00 hci1=...") as a side effect.
 lab_all_powered() {
-  local -a adapters
-  read -r -a adapters <<<"$(lab_adapters)"
+  lab_list_adapters
+  local -a adapters=("${LAB_ADAPTER_LIST[@]}")
   ((${#adapters[@]} == LAB_EXPECTED_ADAPTERS)) || return 1
   lab_bluez_on_bus || return 1
   local a props addresses=""
@@ -129,20 +145,82 @@ lab_all_powered() {
   LAB_ADDRESSES=${addresses# }
 }
 
-# lab_wait_ready SECONDS: poll (every 0.1 s) until every controller is
-# powered in bluetoothd, for at most SECONDS. Fails with a reason on stderr.
+# Readiness is "every controller Powered in bluetoothd", asked over D-Bus.
+# Under TCG one dbus-send costs 0.1-0.6 s of guest CPU, which polling would
+# take away from bluetoothd while it starts. So the loop below follows
+# bluetoothd's debug log instead (read with bash builtins, no process) and
+# asks D-Bus when the log says every adapter was enabled, and otherwise
+# only every 2 s (in case the log's wording changes).
+
+declare -A LAB_ENABLED=()
+LAB_LOG_FD=""
+LAB_LOG_PARTIAL=""
+
+# lab_follow_log: read bluetoothd's log lines written since the last call;
+# LAB_ENABLED holds the adapters the current bluetoothd has enabled.
+lab_follow_log() {
+  local line adapter
+  if [[ -z $LAB_LOG_FD ]]; then
+    exec {LAB_LOG_FD}<"$LAB_BLUETOOTHD_LOG" || { LAB_LOG_FD=""; return 0; }
+  fi
+  while IFS= read -r line <&"$LAB_LOG_FD"; do
+    line=$LAB_LOG_PARTIAL$line
+    LAB_LOG_PARTIAL=""
+    case $line in
+      "=== lab: starting bluetoothd"*) LAB_ENABLED=() ;;
+      *"adapter /org/bluez/"*" has been enabled"*)
+        adapter=${line##*adapter /org/bluez/}
+        LAB_ENABLED[${adapter%% *}]=1
+        ;;
+      *"adapter /org/bluez/"*" has been disabled"*)
+        adapter=${line##*adapter /org/bluez/}
+        unset "LAB_ENABLED[${adapter%% *}]"
+        ;;
+    esac
+  done
+  # An unfinished last line is kept for the next call.
+  LAB_LOG_PARTIAL+=$line
+}
+
+# lab_log_says_enabled: true if the log shows every controller enabled.
+lab_log_says_enabled() {
+  lab_list_adapters
+  local -a adapters=("${LAB_ADAPTER_LIST[@]}")
+  ((${#adapters[@]} == LAB_EXPECTED_ADAPTERS)) || return 1
+  local a
+  for a in "${adapters[@]}"; do
+    [[ -n ${LAB_ENABLED[$a]-} ]] || return 1
+  done
+}
+
+LAB_LAST_ASK=0
+
+# lab_ready_step: one step of the readiness loop (call every 0.1 s); true
+# once D-Bus confirms every controller Powered (LAB_ADDRESSES then set).
+lab_ready_step() {
+  local now=${EPOCHREALTIME/./}
+  lab_follow_log
+  if lab_log_says_enabled || ((now - LAB_LAST_ASK >= 2000000)); then
+    LAB_LAST_ASK=$now
+    lab_all_powered
+  else
+    return 1
+  fi
+}
+
+# lab_wait_ready SECONDS: wait until every controller is powered in
+# bluetoothd, for at most SECONDS. Fails with a reason on stderr.
 lab_wait_ready() {
   local limit=$1 start now
   lab_load_state
   start=${EPOCHREALTIME/./}
-  while :; do
-    lab_all_powered && return 0
+  until lab_ready_step; do
     now=${EPOCHREALTIME/./}
     if (((now - start) / 1000000 >= limit)); then
       echo "controllers [$(lab_adapters)] (want $LAB_EXPECTED_ADAPTERS)" \
         "not all powered in bluetoothd after ${limit} s" >&2
       return 1
     fi
-    sleep 0.1
+    lab_sleep 0.1
   done
 }
