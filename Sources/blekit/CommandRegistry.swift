@@ -10,9 +10,12 @@ enum CommandRegistry {
     AdvertiseCommand.self,
     ExploreCommand.self,
     NotifyCommand.self,
+    PairCommand.self,
     ReadCommand.self,
     ReceiveCommand.self,
     ScanCommand.self,
+    TrustCommand.self,
+    UnpairCommand.self,
     WriteCommand.self,
   ]
 }

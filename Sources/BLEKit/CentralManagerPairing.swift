@@ -1,0 +1,114 @@
+// Pairing from the central side: read the bonding state, pair, trust, unpair.
+import BlueZ
+import Bluetooth
+import DBus
+
+/// A device's bonding state as bluetoothd reports it right now.
+public struct PairingState: Sendable, Hashable {
+  /// `Device1.Paired`: keys were exchanged.
+  public var paired: Bool
+  /// `Device1.Bonded`: the keys were stored (BlueZ 5.66 and later; `nil` when not reported).
+  public var bonded: Bool?
+  /// `Device1.Trusted`: bluetoothd lets the device connect without asking the agent.
+  public var trusted: Bool
+  /// `Device1.Connected`.
+  public var connected: Bool
+
+  public init(paired: Bool, bonded: Bool?, trusted: Bool, connected: Bool) {
+    self.paired = paired
+    self.bonded = bonded
+    self.trusted = trusted
+    self.connected = connected
+  }
+}
+
+extension CentralManager {
+  /// Reads the device's pairing state from bluetoothd (not from the cache).
+  public func pairingState(of peripheral: PeripheralIdentifier) async throws(CentralError)
+    -> PairingState
+  {
+    let reply: [DBusValue]
+    do throws(DBusError) {
+      reply = try await objects.connection.call(
+        destination: BlueZ.service, path: peripheral.path, interface: BlueZ.Interface.properties,
+        member: "GetAll", arguments: [.string(Device1.interface.rawValue)])
+    } catch {
+      throw CentralError(BlueZError(error), while: "reading \(peripheral)")
+    }
+    let properties = reply.first?.stringVariantDictionary ?? [:]
+    return PairingState(
+      paired: properties[Device1.paired.name]?.boolValue ?? false,
+      bonded: properties[Device1.bonded.name]?.boolValue,
+      trusted: properties[Device1.trusted.name]?.boolValue ?? false,
+      connected: properties[Device1.connected.name]?.boolValue ?? false)
+  }
+
+  /// Pairs with a device (`Device1.Pair`); bluetoothd asks the agent registered on this
+  /// manager's connection (see ``PairingAgent``), else the default agent.
+  ///
+  /// A device already paired is not paired again: the state is returned as it is. When the task
+  /// is cancelled, the pairing is cancelled too (`Device1.CancelPairing`).
+  /// - Returns: the state after pairing, and whether this call paired it.
+  public func pair(_ peripheral: PeripheralIdentifier, timeout: Duration = .seconds(60))
+    async throws(CentralError) -> (state: PairingState, newlyPaired: Bool)
+  {
+    try requirePoweredOn()
+    let before = try await pairingState(of: peripheral)
+    if before.paired { return (before, false) }
+    let device = try await device(peripheral)
+    do throws(BlueZError) {
+      try await device.pair(timeout: timeout)
+    } catch  where error.code == .alreadyExists {
+      // Paired between our read and the call: fine.
+    } catch {
+      if Task.isCancelled || error.code == .timeout {
+        try? await device.cancelPairing()
+      }
+      if Task.isCancelled { throw CentralError(.cancelled, "pairing was cancelled") }
+      throw CentralError(error, while: "pairing with \(peripheral)")
+    }
+    return (try await pairingState(of: peripheral), true)
+  }
+
+  /// Sets or clears `Device1.Trusted`.
+  public func setTrusted(_ trusted: Bool, for peripheral: PeripheralIdentifier)
+    async throws(CentralError)
+  {
+    let device = try await device(peripheral)
+    do throws(BlueZError) {
+      try await device.setTrusted(trusted)
+    } catch {
+      throw CentralError(error, while: "setting Trusted on \(peripheral)")
+    }
+  }
+
+  /// Removes the device and its keys (`Adapter1.RemoveDevice`): it is no longer paired, and
+  /// bluetoothd forgets it until it is discovered again.
+  public func unpair(_ peripheral: PeripheralIdentifier) async throws(CentralError) {
+    let adapter = try await adapter()
+    do throws(BlueZError) {
+      try await adapter.removeDevice(peripheral.path)
+    } catch {
+      throw CentralError(error, while: "removing \(peripheral)")
+    }
+  }
+
+  /// Disconnects without waiting; errors ignored (used to restore a connection state).
+  public func disconnectQuietly(_ peripheral: PeripheralIdentifier) async {
+    try? await disconnect(peripheral)
+  }
+
+  private func device(_ peripheral: PeripheralIdentifier) async throws(CentralError) -> Device1 {
+    do {
+      guard let device = try await objects.proxy(Device1.self, at: peripheral.path) else {
+        throw CentralError(
+          .peripheralNotFound, "bluetoothd does not know \(peripheral) on \(adapterName)")
+      }
+      return device
+    } catch let error as CentralError {
+      throw error
+    } catch {
+      throw CentralError(.bluez, "reading \(peripheral): \(error)")
+    }
+  }
+}

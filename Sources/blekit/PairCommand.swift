@@ -1,0 +1,110 @@
+// `blekit pair ADDRESS|NAME`: pair (and bond) with a device through blekit's own agent.
+
+import ArgumentParsing
+import BLEKit
+import BlueZ
+import Bluetooth
+
+/// Pairs with a device, answering bluetoothd's questions by the `--confirm` policy.
+struct PairCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    name: "pair",
+    abstract: "Pair and bond with a device, by address or advertised name.",
+    discussion: """
+      Registers blekit's pairing agent with --capability (NoInputNoOutput by default: \
+      "just works"; DisplayYesNo or KeyboardDisplay for numeric comparison or passkey \
+      entry), finds the device (scanning for it when bluetoothd does not know it yet) and \
+      asks bluetoothd to pair. With --confirm prompt, passkeys are confirmed (or typed) on \
+      the terminal; with --confirm auto, comparisons are confirmed by themselves and each \
+      passkey is logged on standard error. Without --confirm, a terminal prompts and a \
+      script confirms automatically. A device already paired is left as it is. Prints one \
+      line with the Paired, Bonded and Trusted state. If the device was not connected \
+      before, it is disconnected afterwards (the keys stay). Ctrl-C cancels the pairing.
+      """
+  )
+
+  struct Arguments: ArgumentList {
+    let device = Argument<String>("ADDRESS|NAME", help: "The device's address or name.")
+    let adapter = Option<String>(
+      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci0 (default hci0).")
+    let timeout = DefaultedOption<Duration>(
+      "--timeout", short: "t", value: "SECONDS", default: .seconds(60),
+      help: "Give up finding and pairing after this long.")
+    let capability = DefaultedOption<CapabilityArgument>(
+      "--capability", value: "CAP", default: CapabilityArgument(.noInputNoOutput),
+      help: "What the agent can show and take in (BlueZ's names).")
+    let confirm = Option<ConfirmPolicy>(
+      "--confirm", value: "POLICY",
+      help: "auto: confirm by itself; prompt: ask (default: prompt on a terminal).")
+    let trust = Flag("--trust", help: "Also mark the device trusted.")
+  }
+
+  let device: PeripheralTarget
+  let adapter: String?
+  let timeout: Duration
+  let capability: AgentCapability
+  let confirmation: PairingConfirmation
+  let trust: Bool
+
+  init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
+    device = try parsePeripheralTarget(arguments.device)
+    adapter = arguments.adapter
+    guard arguments.timeout > .zero else { throw .invalid("--timeout must be more than 0 seconds") }
+    timeout = arguments.timeout
+    capability = arguments.capability.capability
+    confirmation = try pairingConfirmation(arguments.confirm)
+    trust = arguments.trust
+  }
+
+  func run() async throws {
+    let manager: CentralManager
+    do {
+      manager = try await CentralManager.open(adapter: adapter)
+      try await manager.requirePoweredOn()
+    } catch {
+      throw centralCLIError(error)
+    }
+    let agent: PairingAgent
+    do {
+      agent = try await PairingAgent.register(
+        for: manager, capability: capability, confirmation: confirmation,
+        events: logPairingEvent)
+    } catch {
+      await manager.close()
+      throw CLIError(.remoteError, "registering the pairing agent: \(error)")
+    }
+    do {
+      try await pair(manager)
+    } catch {
+      await agent.unregister()
+      await manager.close()
+      throw centralCLIError(error)
+    }
+    await agent.unregister()
+    await manager.close()
+  }
+
+  private func pair(_ manager: CentralManager) async throws {
+    let deadline = ContinuousClock.now + timeout
+    let peripheral = try await manager.find(device, timeout: timeout)
+    let before = try await manager.pairingState(of: peripheral)
+    let remaining = max(deadline - .now, .seconds(5))
+    let (state, newlyPaired) = try await manager.pair(peripheral, timeout: remaining)
+    if trust && !state.trusted { try await manager.setTrusted(true, for: peripheral) }
+    if newlyPaired && !before.connected { await manager.disconnectQuietly(peripheral) }
+    let after = try await manager.pairingState(of: peripheral)
+    guard after.paired else {
+      throw CLIError(.failure, "bluetoothd reports \(peripheral) as not paired after pairing")
+    }
+    printLine(
+      "\(newlyPaired ? "paired with" : "already paired with") \(peripheral.address): "
+        + Self.describe(after))
+  }
+
+  /// `paired yes, bonded yes, trusted no`.
+  static func describe(_ state: PairingState) -> String {
+    func yes(_ value: Bool) -> String { value ? "yes" : "no" }
+    return "paired \(yes(state.paired)), bonded \(state.bonded.map(yes) ?? "unknown"), "
+      + "trusted \(yes(state.trusted))"
+  }
+}
