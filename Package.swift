@@ -37,5 +37,6 @@ let package = Package(
     .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
     .testTarget(name: "BLEKitTests", dependencies: ["BLEKit"]),
     .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing"]),
+    .testTarget(name: "BlekitCLITests", dependencies: ["blekit", "BLEKit", "ArgumentParsing"]),
   ]
 )

@@ -60,8 +60,7 @@ extension CentralManager {
   /// reports the new `Powered` value. Setting the value it already has returns at once.
   /// The corresponding D-Bus member is `org.freedesktop.DBus.Properties.Set` of
   /// `org.bluez.Adapter1.Powered`.
-  public func setPowered(_ on: Bool, timeout: Duration = .seconds(10)) async throws(CentralError)
-  {
+  public func setPowered(_ on: Bool, timeout: Duration = .seconds(10)) async throws(CentralError) {
     try requireService()
     guard let path = adapterPath,
       let adapter = try? await objects.proxy(Adapter1.self, at: path)

@@ -71,7 +71,7 @@ extension CentralManager {
     while scan == nil {
       do throws(CentralError) {
         scan = try await self.scan(options)
-      } catch where error.code == .scanInProgress && attempts < 20 {
+      } catch  where error.code == .scanInProgress && attempts < 20 {
         // The previous round's stop is still on its way.
         attempts += 1
         try? await Task.sleep(for: .milliseconds(50))
@@ -130,7 +130,7 @@ extension CentralManager {
     }
     do throws(BlueZError) {
       try await adapter.removeDevice(path)
-    } catch where error.code == .doesNotExist {
+    } catch  where error.code == .doesNotExist {
       waiter.cancel()
       return
     } catch {

@@ -90,9 +90,11 @@ extension Peripheral {
           case .readable: characteristic.properties.contains(.read)
           case .none: false
           }
-        let value = wanted ? try await attempt { () throws(CentralError) in
-          try await self.readValue(for: characteristic)
-        } : .notRead
+        let value =
+          wanted
+          ? try await attempt { () throws(CentralError) in
+            try await self.readValue(for: characteristic)
+          } : .notRead
         var descriptors: [ExploredDescriptor] = []
         for descriptor in try await self.descriptors(for: characteristic) {
           let read =

@@ -101,7 +101,10 @@ extension ExploreCommand {
       ("seconds", .number(heard.seconds)),
       ("service", .string(heard.service.uuidString)),
       ("characteristic", .string(heard.characteristic.uuidString)),
-      ("name", AssignedNumbers.characteristicName(heard.characteristic).map { .string($0) } ?? .null),
+      (
+        "name",
+        AssignedNumbers.characteristicName(heard.characteristic).map { .string($0) } ?? .null
+      ),
       ("value", .string(hexString(heard.value))),
       ("text", printableText(heard.value).map { .string($0) } ?? .null),
     ])

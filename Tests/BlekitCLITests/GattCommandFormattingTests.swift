@@ -1,0 +1,295 @@
+// The GATT commands' argument checks and output formats: values in hex, text and raw; the
+// explore tree as text and JSON; the adapters table; exit statuses.
+
+import ArgumentParsing
+import BlueZ
+import Foundation
+import Testing
+
+@testable import BLEKit
+@testable import Bluetooth
+@testable import DBus
+@testable import blekit
+
+@Suite struct ValueRenderingTests {
+  @Test func hexTextAndRawRendering() {
+    let value: [UInt8] = [0x68, 0x69, 0x00, 0xFF]
+    #expect(ValueFormat.hex.render(value) == Array("686900ff\n".utf8))
+    #expect(ValueFormat.raw.render(value) == value)
+    #expect(ValueFormat.text.render(Array("pong".utf8)) == Array("pong\n".utf8))
+    // Invalid UTF-8 is replaced, never dropped silently.
+    #expect(ValueFormat.text.render([0xFF]) == Array("\u{FFFD}\n".utf8))
+    #expect(ValueFormat.hex.render([]) == [0x0A])
+    #expect(ValueFormat.raw.render([]) == [])
+  }
+
+  @Test func formatFlagsExcludeEachOther() throws {
+    #expect(try ValueFormat.from(text: false, raw: false) == .hex)
+    #expect(try ValueFormat.from(text: true, raw: false) == .text)
+    #expect(try ValueFormat.from(text: false, raw: true) == .raw)
+    #expect(throws: UsageError.self) { try ValueFormat.from(text: true, raw: true) }
+  }
+
+  @Test func printableTextAcceptsTextAndCStrings() {
+    #expect(printableText(Array("BlueZ 5.66".utf8)) == "BlueZ 5.66")
+    #expect(printableText(Array("name".utf8) + [0, 0]) == "name")
+    #expect(printableText(Array("héllo ✓".utf8)) == "héllo ✓")
+  }
+
+  @Test func printableTextRefusesBinary() {
+    #expect(printableText([]) == nil)
+    #expect(printableText([0, 0]) == nil)
+    #expect(printableText([0x01]) == nil)
+    #expect(printableText([0x6F, 0x75, 0x5D, 0x92]) == nil)  // not UTF-8
+    #expect(printableText([0x61, 0x00, 0x62]) == nil)  // NUL inside
+    #expect(printableText(Array("a\u{1B}[2J".utf8)) == nil)  // terminal escape
+  }
+
+  @Test func threeDecimalsPadsTheFraction() {
+    #expect(threeDecimals(1.5) == "1.500")
+    #expect(threeDecimals(0.0424) == "0.042")
+    #expect(threeDecimals(12.0) == "12.000")
+  }
+}
+
+@Suite struct GattArgumentTests {
+  static let address = "00:AA:01:01:00:01"
+
+  @Test func targetsAreAddressesOrNames() throws {
+    #expect(
+      try parsePeripheralTarget("00:aa:01:01:00:01") == .address(try BluetoothAddress(Self.address))
+    )
+    #expect(try parsePeripheralTarget("blekit-peer") == .name("blekit-peer"))
+    #expect(try parsePeripheralTarget("My Sensor") == .name("My Sensor"))
+    // A colon among non-hex characters is a name, not a broken address.
+    #expect(try parsePeripheralTarget("Room: kitchen") == .name("Room: kitchen"))
+  }
+
+  @Test func malformedAddressesAreUsageErrors() {
+    for text in ["00:AA:01:01:00", "00:AA:01:01:00:01:02", "0:AA:01:01:00:01", ""] {
+      #expect(throws: UsageError.self, "\(text)") { try parsePeripheralTarget(text) }
+    }
+  }
+
+  @Test func readParsesAndValidates() throws {
+    let command = try ReadCommand.parse([Self.address, "2a00", "--text", "-a", "hci1"])
+    #expect(command.characteristic == BluetoothUUID(uint16: 0x2A00))
+    #expect(command.format == .text)
+    #expect(command.adapter == "hci1")
+    #expect(command.timeout == .seconds(20))
+    #expect(throws: UsageError.self) { try ReadCommand.parse([Self.address, "2a0"]) }
+    #expect(throws: UsageError.self) { try ReadCommand.parse([Self.address, "2a00", "-t", "0"]) }
+    #expect(throws: UsageError.self) {
+      try ReadCommand.parse([Self.address, "2a00", "--service", "xyz"])
+    }
+  }
+
+  @Test func writeTakesHexOrTextButNotBoth() throws {
+    let hex = try WriteCommand.parse([Self.address, "2b29", "01:02 ff"])
+    #expect(hex.value == [0x01, 0x02, 0xFF])
+    #expect(hex.type == .withResponse)
+    let text = try WriteCommand.parse(
+      [
+        Self.address, "08590f7e-db05-467e-8757-72f6faeb13d4", "--text", "pong",
+        "--without-response",
+      ])
+    #expect(text.value == Array("pong".utf8))
+    #expect(text.type == .withoutResponse)
+    #expect(throws: UsageError.self) { try WriteCommand.parse([Self.address, "2b29"]) }
+    #expect(throws: UsageError.self) {
+      try WriteCommand.parse([Self.address, "2b29", "01", "--text", "x"])
+    }
+    #expect(throws: UsageError.self) { try WriteCommand.parse([Self.address, "2b29", "0g"]) }
+    let longest = String(repeating: "ab", count: 512)
+    #expect(try WriteCommand.parse([Self.address, "2b29", longest]).value.count == 512)
+    #expect(throws: UsageError.self) {
+      try WriteCommand.parse([Self.address, "2b29", longest + "ab"])
+    }
+  }
+
+  @Test func notifyChecksCountAndDuration() throws {
+    let command = try NotifyCommand.parse([Self.address, "2a37", "-n", "3", "--duration", "2s"])
+    #expect(command.count == 3)
+    #expect(command.duration == .seconds(2))
+    #expect(throws: UsageError.self) { try NotifyCommand.parse([Self.address, "2a37", "-n", "0"]) }
+    #expect(throws: UsageError.self) {
+      try NotifyCommand.parse([Self.address, "2a37", "--duration", "0"])
+    }
+  }
+
+  @Test func exploreAndAdaptersOptions() throws {
+    let explore = try ExploreCommand.parse(["blekit-peer", "--listen", "5", "--json", "--refresh"])
+    #expect(explore.target == .name("blekit-peer"))
+    #expect(explore.listen == .seconds(5))
+    #expect(explore.json && explore.refresh)
+    #expect(throws: UsageError.self) { try ExploreCommand.parse([Self.address, "--listen", "0"]) }
+    #expect(try AdaptersCommand.parse(["--power", "off", "-a", "hci1"]).power == .off)
+    #expect(throws: UsageError.self) { try AdaptersCommand.parse(["--power", "maybe"]) }
+  }
+
+  @Test func errorsMapToDistinctStatuses() {
+    func status(_ error: any Error) -> ArgumentParsing.ExitStatus {
+      ErrorReport(gattCLIError(error)).status
+    }
+    #expect(status(CentralError(.attributeNotFound, "gone")) == .notFound)
+    #expect(status(CentralError(.notSupported, "no notify")) == .notSupported)
+    #expect(status(CentralError(.timeout, "not seen")) == .timedOut)
+    #expect(status(CentralError(.adapterNotFound, "hci7")) == .adapterNotFound)
+    #expect(status(CentralError(.serviceUnavailable, "down")) == .bluetoothUnavailable)
+    #expect(status(CentralError(.disconnected, "gone")) == .disconnected)
+    let refused = CentralError(
+      .bluez, "reading", bluez: BlueZError(.notPermitted, "Read not permitted"))
+    #expect(status(refused) == .permissionDenied)
+    let statuses: [ArgumentParsing.ExitStatus] = [
+      .usage, .adapterNotFound, .timedOut, .notFound, .notSupported, .permissionDenied,
+    ]
+    #expect(Set(statuses.map(\.rawValue)).count == statuses.count)
+  }
+}
+
+@Suite struct ExploreOutputTests {
+  static let device = ObjectPath(unchecked: "/org/bluez/hci0/dev_00_AA_01_01_00_01")
+
+  /// A tree like the one `blekit advertise` serves, as bluetoothd exports it.
+  static func tree() -> [ExploredService] {
+    let service = RemoteService(
+      uuid: BluetoothUUID(uint16: 0x1801), isPrimary: true,
+      path: device.appending("service0008"))
+    let hash = RemoteCharacteristic(
+      uuid: BluetoothUUID(uint16: 0x2B2A), properties: [.read], flags: ["read"],
+      service: service.path, path: service.path.appending("char000e"))
+    let transferService = RemoteService(
+      uuid: BlekitUUID.transferService, isPrimary: true, path: device.appending("service0015"))
+    let transfer = RemoteCharacteristic(
+      uuid: BlekitUUID.transferCharacteristic, properties: [.writeWithoutResponse, .notify],
+      flags: ["write-without-response", "notify"], service: transferService.path,
+      path: transferService.path.appending("char0016"))
+    let cccd = RemoteDescriptor(
+      uuid: BluetoothUUID(uint16: 0x2902), characteristic: transfer.path,
+      path: transfer.path.appending("desc0018"))
+    let long = RemoteCharacteristic(
+      uuid: BluetoothUUID(uint16: 0x2A29), properties: [.read], flags: ["read"],
+      service: transferService.path, path: transferService.path.appending("char001a"))
+    return [
+      ExploredService(
+        service: service,
+        characteristics: [
+          ExploredCharacteristic(
+            characteristic: hash,
+            read: .value([0x6F, 0x75, 0x5D, 0x92, 0x74, 0xD5, 0x3B, 0xFB]), descriptors: [])
+        ]),
+      ExploredService(
+        service: transferService,
+        characteristics: [
+          ExploredCharacteristic(
+            characteristic: transfer,
+            read: .failed(
+              AttributeReadFailure(
+                errorName: "org.bluez.Error.NotPermitted", message: "Read not permitted")),
+            descriptors: [ExploredDescriptor(descriptor: cccd, read: .value([0, 0]))]),
+          ExploredCharacteristic(
+            characteristic: long, read: .value(Array("Lorem ipsum dolor sit amet".utf8)),
+            descriptors: []),
+        ]),
+    ]
+  }
+
+  static let info = ExploreCommand.ExploredDevice(
+    address: try! BluetoothAddress("00:AA:01:01:00:01"), name: "blekit-peer", adapter: "hci0",
+    mtu: 517)
+
+  @Test func textShowsNamesValuesAndErrorsOnTheirOwnLines() {
+    let lines = ExploreCommand.text(device: Self.info, tree: Self.tree())
+      .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    #expect(
+      lines == [
+        "00:AA:01:01:00:01  \"blekit-peer\"  via hci0  MTU 517",
+        "service 1801  Generic Attribute",
+        "  characteristic 2b2a  Database Hash  [read]",
+        "    value  6f 75 5d 92 74 d5 3b fb",
+        "service e20a39f4-73f5-4bc4-a12f-17d1ad07a961  blekit Transfer Service",
+        "  characteristic 08590f7e-db05-467e-8757-72f6faeb13d4  blekit Transfer Characteristic"
+          + "  [write-without-response, notify]",
+        "    error  Read not permitted (org.bluez.Error.NotPermitted)",
+        "    descriptor 2902  Client Characteristic Configuration",
+        "      value  00 00",
+        "  characteristic 2a29  Manufacturer Name String  [read]",
+        "    value  4c 6f 72 65 6d 20 69 70 73 75 6d 20 64 6f 6c 6f  (26 bytes)",
+        "           72 20 73 69 74 20 61 6d 65 74",
+        "    text   \"Lorem ipsum dolor sit amet\"",
+      ])
+  }
+
+  @Test func shortTextValuesShareTheirLine() {
+    #expect(
+      ExploreCommand.valueLines(.value(Array("pong".utf8)), indent: "")
+        == ["value  70 6f 6e 67  \"pong\""])
+    #expect(ExploreCommand.valueLines(.value([]), indent: "  ") == ["  value  (empty)"])
+    #expect(ExploreCommand.valueLines(.notRead, indent: "") == [])
+  }
+
+  @Test func jsonIsOneObjectWithTheWholeTree() throws {
+    let text = JSON.text(ExploreCommand.json(device: Self.info, tree: Self.tree()))
+    #expect(!text.contains("\n"))
+    let object = try #require(
+      try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    #expect(object["type"] as? String == "explore")
+    #expect(object["address"] as? String == "00:AA:01:01:00:01")
+    #expect(object["mtu"] as? Int == 517)
+    let services = try #require(object["services"] as? [[String: Any]])
+    #expect(
+      services.map { $0["shortUUID"] as? String } == [
+        "1801", BlekitUUID.transferService.uuidString,
+      ])
+    #expect(services[0]["name"] as? String == "Generic Attribute")
+    let characteristics = try #require(services[1]["characteristics"] as? [[String: Any]])
+    let transfer = characteristics[0]
+    #expect(transfer["uuid"] as? String == BlekitUUID.transferCharacteristic.uuidString)
+    #expect(transfer["flags"] as? [String] == ["write-without-response", "notify"])
+    #expect(transfer["value"] is NSNull)
+    let error = try #require(transfer["error"] as? [String: Any])
+    #expect(error["name"] as? String == "org.bluez.Error.NotPermitted")
+    #expect(error["message"] as? String == "Read not permitted")
+    let descriptors = try #require(transfer["descriptors"] as? [[String: Any]])
+    #expect(descriptors.count == 1)
+    #expect(descriptors[0]["name"] as? String == "Client Characteristic Configuration")
+    #expect(descriptors[0]["value"] as? String == "0000")
+    #expect(descriptors[0]["text"] is NSNull)
+    let long = characteristics[1]
+    #expect(long["text"] as? String == "Lorem ipsum dolor sit amet")
+    #expect((long["value"] as? String)?.count == 52)
+    #expect(long["error"] is NSNull)
+  }
+
+  @Test func notificationsAsTextAndJSON() throws {
+    let heard = ExploreCommand.Heard(
+      seconds: 1.2345, service: BlekitUUID.transferService,
+      characteristic: BlekitUUID.transferCharacteristic, value: Array("hello".utf8))
+    #expect(
+      ExploreCommand.notificationText(heard)
+        == "notify  +1.235s  08590f7e-db05-467e-8757-72f6faeb13d4  blekit Transfer Characteristic"
+        + "  68 65 6c 6c 6f  \"hello\"")
+    let object = try #require(
+      try JSONSerialization.jsonObject(
+        with: Data(JSON.text(ExploreCommand.notificationJSON(heard)).utf8)) as? [String: Any])
+    #expect(object["type"] as? String == "notification")
+    #expect(object["value"] as? String == "68656c6c6f")
+    #expect(object["text"] as? String == "hello")
+  }
+}
+
+@Suite struct AdapterTableTests {
+  @Test func columnsAreAlignedAndTrailingSpaceTrimmed() {
+    let table = alignedTable([
+      ["NAME", "ADDRESS", "POWERED", "ALIAS"],
+      ["hci0", "00:AA:01:00:00:00", "yes", ""],
+      ["hci10", "00:AA:01:01:00:01", "no (off-blocked)", "lab"],
+    ])
+    #expect(
+      table == """
+        NAME   ADDRESS            POWERED           ALIAS
+        hci0   00:AA:01:00:00:00  yes
+        hci10  00:AA:01:01:00:01  no (off-blocked)  lab
+        """)
+  }
+}
