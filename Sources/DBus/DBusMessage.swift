@@ -101,11 +101,21 @@ public final class DBusMessage {
     self.init(adopting: raw)
   }
 
-  /// The wire form of this message (`dbus_message_marshal`).
+  /// The wire form of this message (`dbus_message_marshal`). An unsent message (serial 0) is
+  /// marshalled as a copy with serial 1, since a serial is required on the wire.
   public func wireBytes() throws(DBusError) -> [UInt8] {
+    var source = raw
+    var copy: OpaquePointer?
+    if dbus_message_get_serial(raw) == 0 {
+      guard let duplicate = dbus_message_copy(raw) else { throw DBusError.noMemoryError }
+      dbus_message_set_serial(duplicate, 1)
+      copy = duplicate
+      source = duplicate
+    }
+    defer { if let copy { dbus_message_unref(copy) } }
     var buffer: UnsafeMutablePointer<CChar>?
     var length: Int32 = 0
-    guard dbus_message_marshal(raw, &buffer, &length) != 0, let buffer else {
+    guard dbus_message_marshal(source, &buffer, &length) != 0, let buffer else {
       throw DBusError.noMemoryError
     }
     defer { dbus_free(buffer) }
