@@ -61,9 +61,17 @@ run_lab() {
   LAB_SECONDS=$((SECONDS - start))
 }
 
-# no_qemu_left DIR: no qemu process mentions the results directory DIR.
+# no_qemu_left DIR: no qemu process mentions the results directory DIR
+# (read from /proc: procps may not be installed).
 no_qemu_left() {
-  ! pgrep -f "qemu-system.*$1" >/dev/null
+  local f cmdline
+  for f in /proc/[0-9]*/cmdline; do
+    cmdline=$(tr '\0' ' ' <"$f" 2>/dev/null) || continue
+    if [[ $cmdline == *qemu-system* && $cmdline == *"$1"* ]]; then
+      echo "still running: ${f%/cmdline}"
+      return 1
+    fi
+  done
 }
 
 # logs_present DIR: the per-host logs the lab promises.
@@ -133,6 +141,8 @@ test_timeout() {
 }
 
 main() {
+  # The guest commands below are relative to the checkout.
+  cd "$CHECKOUT" || exit 1
   mkdir -p "$RUN_ROOT"
   if ! "$LAB" check; then
     not_ok "the lab's tools are installed" "see above"
