@@ -33,6 +33,7 @@ let package = Package(
     .target(name: "ArgumentParsing", swiftSettings: strict),
     .executableTarget(
       name: "blekit", dependencies: ["BLEKit", "ArgumentParsing"], swiftSettings: strict),
+    .executableTarget(name: "dbus-bench", dependencies: ["DBus"], path: "bench/dbus/swift"),
     .testTarget(name: "DBusTests", dependencies: ["DBus"]),
     .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
     .testTarget(name: "BLEKitTests", dependencies: ["BLEKit"]),

@@ -1,0 +1,130 @@
+// dbus-bench: the Swift side of scripts/bench-dbus.
+//   dbus-bench rtt <bus address> <seconds>   round trips per second (server echoes "si")
+//   dbus-bench decode <file> <iterations>     writes the GetManagedObjects-shaped message to
+//                                             <file>, then times demarshal + decode to DBusValue
+import DBus
+import Foundation
+
+func now() -> Double {
+  var ts = timespec()
+  clock_gettime(CLOCK_MONOTONIC, &ts)
+  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
+/// A BlueZ-like GetManagedObjects reply describing `count` devices.
+func managedObjectsMessage(devices count: Int) throws -> DBusMessage {
+  var objects: [DBusDictEntry] = []
+  objects.reserveCapacity(count)
+  let allUUIDs = [
+    "0000180d-0000-1000-8000-00805f9b34fb", "0000180f-0000-1000-8000-00805f9b34fb",
+    "0000180a-0000-1000-8000-00805f9b34fb", "00001800-0000-1000-8000-00805f9b34fb",
+    "00001801-0000-1000-8000-00805f9b34fb",
+  ]
+  for index in 0..<count {
+    let bytes = (0..<6).map { String(format: "%02X", (index >> ($0 * 4)) & 0xFF ^ $0 * 17) }
+    let address = bytes.joined(separator: ":")
+    let path = try ObjectPath("/org/bluez/hci0/dev_" + bytes.joined(separator: "_"))
+    let uuids = Array(allUUIDs.prefix(3 + index % 3))
+    let device: [String: DBusValue] = [
+      "Address": .string(address),
+      "AddressType": .string(index % 2 == 0 ? "public" : "random"),
+      "Name": .string("Sensor \(index)"),
+      "Alias": .string("Living room sensor \(index)"),
+      "RSSI": .int16(Int16(-40 - index % 50)),
+      "TxPower": .int16(Int16(index % 10)),
+      "Paired": .bool(index % 3 == 0),
+      "Connected": .bool(index % 5 == 0),
+      "UUIDs": .strings(uuids),
+      "ManufacturerData": .dictionary(
+        key: "q", value: "v",
+        [
+          DBusDictEntry(
+            key: .uint16(0x004C),
+            value: .variant(.bytes((0..<23).map { UInt8(truncatingIfNeeded: $0 + index) })))
+        ]),
+      "ServiceData": .dictionary(
+        key: "s", value: "v",
+        [
+          DBusDictEntry(
+            key: "0000feaa-0000-1000-8000-00805f9b34fb",
+            value: .variant(.bytes((0..<12).map { UInt8(truncatingIfNeeded: $0 * 3 + index) })))
+        ]),
+    ]
+    let interfaces: DBusValue = .dictionary(
+      key: "s", value: "a{sv}",
+      [
+        DBusDictEntry(key: "org.freedesktop.DBus.Introspectable", value: .dictionaryOfVariants([:])),
+        DBusDictEntry(key: "org.bluez.Device1", value: .dictionaryOfVariants(device)),
+        DBusDictEntry(key: "org.freedesktop.DBus.Properties", value: .dictionaryOfVariants([:])),
+      ])
+    objects.append(DBusDictEntry(key: .objectPath(path), value: interfaces))
+  }
+  let message = try DBusMessage.signal(
+    path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "Bench")
+  try message.append([.dictionary(key: "o", value: "a{sa{sv}}", objects)])
+  return message
+}
+
+func decodeBench(file: String, iterations: Int) throws {
+  let wire = try managedObjectsMessage(devices: 1000).wireBytes()
+  try Data(wire).write(to: URL(fileURLWithPath: file))
+  var checksum = 0
+  // Warm up.
+  for _ in 0..<3 { checksum &+= try DBusMessage(wireBytes: wire).arguments().count }
+  let start = now()
+  for _ in 0..<iterations {
+    let values = try DBusMessage(wireBytes: wire).arguments()
+    checksum &+= values[0].dictionaryValue?.count ?? 0
+  }
+  let elapsed = now() - start
+  print("decode_us=\(elapsed / Double(iterations) * 1e6) bytes=\(wire.count) check=\(checksum)")
+}
+
+func rttBench(address: String, seconds: Double) async throws {
+  let server = try DBusConnection(address: address)
+  let client = try DBusConnection(address: address)
+  defer {
+    client.close()
+    server.close()
+  }
+  try server.export(
+    ExportedObject(interfaces: [
+      ExportedInterface(
+        name: "org.blekit.Bench",
+        methods: [
+          ExportedMethod(name: "Echo", inSignature: "si", outSignature: "si") { $0.arguments }
+        ])
+    ]), at: "/bench")
+  func once(_ index: Int32) async throws {
+    let reply = try await client.call(
+      destination: server.uniqueName, path: "/bench", interface: "org.blekit.Bench",
+      member: "Echo", arguments: [.string("hello"), .int32(index)])
+    guard reply.count == 2, reply[1].int32Value == index else {
+      throw DBusError(code: .unexpectedReply, message: "bad echo \(reply)")
+    }
+  }
+  for index in 0..<500 { try await once(Int32(index)) }
+  let start = now()
+  var calls = 0
+  while now() - start < seconds {
+    for _ in 0..<100 {
+      try await once(Int32(truncatingIfNeeded: calls))
+      calls += 1
+    }
+  }
+  let elapsed = now() - start
+  print("calls_per_sec=\(Double(calls) / elapsed) calls=\(calls)")
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count >= 4 else {
+  print("usage: dbus-bench rtt <address> <seconds> | decode <file> <iterations>")
+  exit(2)
+}
+switch arguments[1] {
+case "rtt": try await rttBench(address: arguments[2], seconds: Double(arguments[3]) ?? 3)
+case "decode": try decodeBench(file: arguments[2], iterations: Int(arguments[3]) ?? 50)
+default:
+  print("unknown mode \(arguments[1])")
+  exit(2)
+}
