@@ -1,0 +1,211 @@
+import BlueZ
+import DBus
+import Testing
+
+// BlueZObjectTree and CentralManager against a stand-in for bluetoothd on a private bus: the
+// first snapshot, InterfacesAdded/Removed, PropertiesChanged, and bluetoothd leaving and coming
+// back (NameOwnerChanged).
+@testable import BLEKit
+
+/// A fake org.bluez that exports plain objects (adapters, devices) under an ObjectManager at /.
+private final class FakeBlueZObjects: Sendable {
+  let connection: DBusConnection
+
+  init(bus: ClientTestBus) async throws {
+    connection = try bus.connect()
+    try connection.addObjectManager(at: "/")
+    _ = try await connection.requestName(BlueZ.service)
+  }
+
+  static func interface(_ name: InterfaceName, _ properties: [String: DBusValue])
+    -> ExportedInterface
+  {
+    ExportedInterface(
+      name: name,
+      properties: properties.map { name, value in
+        ExportedProperty(name: name, signature: value.signature, access: .read) { value }
+      })
+  }
+
+  func exportAdapter(_ name: String, powered: Bool) throws {
+    try connection.export(
+      ExportedObject(interfaces: [
+        Self.interface(
+          Adapter1.interface,
+          [
+            "Address": .string("00:AA:01:00:00:0\(name.last!)"), "Powered": .bool(powered),
+            "Discovering": .bool(false),
+          ])
+      ]), at: ObjectPath("/org/bluez/\(name)"))
+  }
+
+  func exportDevice(_ path: ObjectPath, address: String, uuids: [String]) throws {
+    try connection.export(
+      ExportedObject(interfaces: [
+        Self.interface(
+          Device1.interface,
+          [
+            "Address": .string(address), "Adapter": .objectPath("/org/bluez/hci0"),
+            "Connected": .bool(false), "UUIDs": .strings(uuids), "RSSI": .int16(127),
+            "ManufacturerData": .dictionary(
+              key: "q", value: "v",
+              [DBusDictEntry(key: .uint16(0xFFFF), value: .variant(.bytes([2, 16, 1])))]),
+          ])
+      ]), at: path)
+  }
+
+  func close() { connection.close() }
+}
+
+/// Waits for the first event that `match` accepts (the stream is unbounded, so none is lost).
+private func next<T>(
+  _ events: AsyncStream<BlueZObjectEvent>, _ match: (BlueZObjectEvent) -> T?
+) async -> T? {
+  for await event in events {
+    if let value = match(event) { return value }
+  }
+  return nil
+}
+
+@Suite struct BlueZObjectTreeTests {
+  static let device: ObjectPath = "/org/bluez/hci0/dev_00_AA_01_01_00_01"
+
+  @Test func snapshotThenLiveChanges() async throws {
+    let bus = try ClientTestBus()
+    defer { bus.stop() }
+    let bluez = try await FakeBlueZObjects(bus: bus)
+    defer { bluez.close() }
+    try bluez.exportAdapter("hci0", powered: true)
+
+    let client = try bus.connect()
+    defer { client.close() }
+    let tree = try await BlueZObjectTree.start(connection: client)
+    let (snapshot, running, events) = await tree.subscribe()
+    #expect(running)
+    let adapter = try #require(try await tree.proxy(Adapter1.self, at: "/org/bluez/hci0"))
+    #expect(adapter[Adapter1.powered] == true)
+    #expect(adapter[Adapter1.address] == "00:AA:01:00:00:00")
+    #expect(adapter[Adapter1.roles] == nil)  // absent optional property: nil
+    #expect(snapshot.keys.contains("/org/bluez/hci0"))
+
+    try bluez.exportDevice(
+      Self.device, address: "00:AA:01:01:00:01", uuids: ["0000180f-0000-1000-8000-00805f9b34fb"])
+    let added = await next(events) { event -> [String: DBusValue]? in
+      if case .interfacesAdded(Self.device, let interfaces) = event {
+        return interfaces[Device1.interface]
+      }
+      return nil
+    }
+    let device = try Device1.make(
+      path: Self.device, properties: try #require(added), connection: client)
+    #expect(device[Device1.manufacturerData] == [0xFFFF: [2, 16, 1]])
+    #expect(device[Device1.rssi] == 127)
+
+    try bluez.connection.emitPropertiesChanged(
+      path: Self.device, interface: Device1.interface, changed: ["RSSI": .int16(-60)],
+      invalidated: ["ManufacturerData"])
+    let changes = await next(events) { event -> PropertyChanges<Device1>? in
+      if case .propertiesChanged(Self.device, Device1.interface, let changed, let gone, _) = event {
+        return PropertyChanges(changed: changed, invalidated: gone)
+      }
+      return nil
+    }
+    let typed = try #require(changes)
+    guard case .changed(let rssi)? = typed[Device1.rssi] else {
+      Issue.record("RSSI change not decoded")
+      return
+    }
+    #expect(rssi == -60)
+    guard case .removed? = typed[Device1.manufacturerData] else {
+      Issue.record("invalidated ManufacturerData not reported as removed")
+      return
+    }
+    #expect(typed[Device1.name] == nil)
+    let current = try #require(try await tree.proxy(Device1.self, at: Self.device))
+    #expect(current[Device1.rssi] == -60)
+    #expect(current[Device1.manufacturerData] == nil)
+
+    bluez.connection.unexport(Self.device)
+    let removed = await next(events) { event -> Bool? in
+      if case .interfacesRemoved(Self.device, _) = event { return true }
+      return nil
+    }
+    #expect(removed == true)
+    #expect(try await tree.proxy(Device1.self, at: Self.device) == nil)
+    await tree.stop()
+  }
+
+  @Test func followsBluetoothdLeavingAndComingBack() async throws {
+    let bus = try ClientTestBus()
+    defer { bus.stop() }
+    let bluez = try await FakeBlueZObjects(bus: bus)
+    try bluez.exportAdapter("hci0", powered: true)
+    let client = try bus.connect()
+    defer { client.close() }
+    let tree = try await BlueZObjectTree.start(connection: client)
+    let (_, _, events) = await tree.subscribe()
+
+    bluez.close()  // bluetoothd "exits"
+    let stopped = await next(events) { event -> Bool? in
+      if case .serviceStopped = event { return true }
+      return nil
+    }
+    #expect(stopped == true)
+    #expect(await tree.objects.isEmpty)
+    #expect(await tree.isServiceRunning == false)
+
+    let again = try await FakeBlueZObjects(bus: bus)  // and restarts
+    defer { again.close() }
+    try again.exportAdapter("hci0", powered: false)
+    // The adapter may come with the resync or as InterfacesAdded after it; wait for both.
+    var sawStart = false
+    var sawAdapter = false
+    for await event in events {
+      switch event {
+      case .serviceStarted: sawStart = true
+      case .interfacesAdded("/org/bluez/hci0", _): sawAdapter = true
+      default: break
+      }
+      if sawStart && sawAdapter { break }
+    }
+    #expect(sawStart && sawAdapter)
+    let adapter = try #require(try await tree.proxy(Adapter1.self, at: "/org/bluez/hci0"))
+    #expect(adapter[Adapter1.powered] == false)
+    await tree.stop()
+  }
+
+  @Test func centralStateFromAdapters() async throws {
+    let bus = try ClientTestBus()
+    defer { bus.stop() }
+
+    // No bluetoothd on the bus at all.
+    let lonely = try await CentralManager.open(connection: try bus.connect())
+    #expect(await lonely.state == .serviceUnavailable)
+    await #expect(throws: CentralError.self) { try await lonely.requirePoweredOn() }
+    await lonely.close()
+
+    let bluez = try await FakeBlueZObjects(bus: bus)
+    defer { bluez.close() }
+    try bluez.exportAdapter("hci0", powered: true)
+    try bluez.exportAdapter("hci1", powered: false)
+
+    let central = try await CentralManager.open(connection: try bus.connect())
+    #expect(await central.state == .poweredOn)
+    #expect(await central.adapterName == "hci0")
+    await central.close()
+
+    let second = try await CentralManager.open(adapter: "hci1", connection: try bus.connect())
+    #expect(await second.state == .poweredOff)
+    let offError = await #expect(throws: CentralError.self) {
+      try await second.requirePoweredOn()
+    }
+    #expect(offError?.code == .poweredOff)
+    await second.close()
+
+    let unknown = await #expect(throws: CentralError.self) {
+      _ = try await CentralManager.open(adapter: "hci7", connection: try bus.connect())
+    }
+    #expect(unknown?.code == .adapterNotFound)
+    #expect(unknown?.message.contains("hci0, hci1") == true)
+  }
+}

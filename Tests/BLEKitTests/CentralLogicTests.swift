@@ -1,0 +1,101 @@
+import BlueZ
+import Bluetooth
+import DBus
+import Testing
+
+// The central side's pure logic: property tables, discovery filters, retry policy, flags.
+@testable import BLEKit
+
+@Suite struct CentralLogicTests {
+  @Test func propertyRowsDecodeByType() {
+    #expect(Device1.rssi.decode(.int16(-42)) == -42)
+    #expect(Device1.rssi.decode(.variant(.int16(-42))) == -42)
+    #expect(Device1.rssi.decode(.string("-42")) == nil)  // wrong D-Bus type: nil, not a trap
+    let manufacturer = DBusValue.dictionary(
+      key: "q", value: "v",
+      [
+        DBusDictEntry(key: .uint16(0x004C), value: .variant(.bytes([1, 2]))),
+        DBusDictEntry(key: .uint16(0xFFFF), value: .variant(.bytes([]))),
+      ])
+    #expect(Device1.manufacturerData.decode(manufacturer) == [0x004C: [1, 2], 0xFFFF: []])
+    #expect(Device1.address.isRequired && !Device1.name.isRequired)
+    #expect(Set(Device1.propertyTable.map(\.name)).count == Device1.propertyTable.count)
+    #expect(GattCharacteristic1.propertyTable.contains { $0.name == "MTU" })
+  }
+
+  @Test func propertyChangesAreTyped() {
+    let changes = PropertyChanges<Device1>(
+      changed: ["Connected": .bool(true), "RSSI": .string("oops"), "Frobnicate": .bool(true)],
+      invalidated: ["Name"])
+    guard case .changed(true)? = changes[Device1.connected] else {
+      Issue.record("Connected not decoded")
+      return
+    }
+    guard case .removed? = changes[Device1.rssi] else {
+      Issue.record("an ill-typed value must read as removed")
+      return
+    }
+    guard case .removed? = changes[Device1.name] else {
+      Issue.record("an invalidated property must read as removed")
+      return
+    }
+    #expect(changes[Device1.txPower] == nil)
+    #expect(!changes.contains(Device1.txPower))
+    #expect(changes.unknownNames == ["Frobnicate"])
+  }
+
+  @Test func discoveryFilterCarriesEveryField() throws {
+    let options = ScanOptions(
+      services: [BlekitUUID.transferService], allowDuplicates: true,
+      rssi: try RSSIFilter(minimum: -50))
+    let filter = try #require(
+      DiscoveryFilter(
+        uuids: options.services.map(\.uuidString), rssi: -50, transport: "le",
+        duplicateData: true
+      ).dbusValue.stringVariantDictionary)
+    #expect(filter["Transport"] == .string("le"))
+    #expect(filter["RSSI"] == .int16(-50))
+    #expect(filter["DuplicateData"] == .bool(true))
+    #expect(filter["UUIDs"]?.stringArrayValue == ["e20a39f4-73f5-4bc4-a12f-17d1ad07a961"])
+    let empty = try #require(DiscoveryFilter().dbusValue.stringVariantDictionary)
+    #expect(empty["UUIDs"] == nil && empty["RSSI"] == nil && empty["DuplicateData"] == nil)
+  }
+
+  @Test func retryBackoffDoublesUpToTheCap() {
+    let policy = ConnectRetryPolicy(
+      maximumAttempts: 5, initialBackoff: .milliseconds(250), maximumBackoff: .seconds(1))
+    #expect(policy.backoff(after: 1) == .milliseconds(250))
+    #expect(policy.backoff(after: 2) == .milliseconds(500))
+    #expect(policy.backoff(after: 3) == .seconds(1))
+    #expect(policy.backoff(after: 9) == .seconds(1))
+  }
+
+  @Test func transientFailuresAreRetried() {
+    func error(_ code: BlueZError.Code, _ message: String) -> CentralError {
+      CentralError(
+        .bluez, message,
+        bluez: BlueZError(code, message, name: "org.bluez.Error.\(code.rawValue)"))
+    }
+    #expect(ConnectRetryPolicy.isTransient(error(.inProgress, "In Progress")))
+    #expect(ConnectRetryPolicy.isTransient(error(.failed, "le-connection-abort-by-local")))
+    #expect(ConnectRetryPolicy.isTransient(CentralError(.disconnected, "dropped")))
+    #expect(!ConnectRetryPolicy.isTransient(error(.notPermitted, "nope")))
+    #expect(!ConnectRetryPolicy.isTransient(error(.failed, "Input/output error")))
+    #expect(!ConnectRetryPolicy.isTransient(CentralError(.adapterNotFound, "no hci7")))
+  }
+
+  @Test func remoteFlagsBecomeProperties() {
+    let properties = CharacteristicProperties(
+      remoteFlags: ["encrypt-read", "write-without-response", "notify", "unknown-flag"])
+    #expect(properties == [.read, .writeWithoutResponse, .notify])
+  }
+
+  @Test func adapterChoice() {
+    let paths: [ObjectPath] = ["/org/bluez/hci1", "/org/bluez/hci0"]
+    #expect(CentralManager.chooseAdapter(nil, among: paths) == "/org/bluez/hci0")
+    #expect(CentralManager.chooseAdapter("hci1", among: paths) == "/org/bluez/hci1")
+    #expect(CentralManager.chooseAdapter("hci7", among: paths) == nil)
+    #expect(CentralManager.chooseAdapter(nil, among: ["/org/bluez/hci2"]) == "/org/bluez/hci2")
+    #expect(CentralManager.chooseAdapter(nil, among: []) == nil)
+  }
+}

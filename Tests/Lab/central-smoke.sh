@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Lab test of the central side: `blekit scan` and `blekit receive` on hci0 against
+# advertisements on hci1 (bluetoothctl's, then `blekit advertise`). Runs inside the lab:
+#
+#   scripts/lab run -- Tests/Lab/central-smoke.sh [BLEKIT]
+#
+# BLEKIT defaults to $BLEKIT or .build/debug/blekit. Each check prints "ok" or "FAIL"; exit 1
+# if any failed.
+set -u
+cd "$(dirname "$0")/../.."
+BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
+OUT=${LAB_RESULTS:-/tmp}/central
+mkdir -p "$OUT"
+failures=0
+HCI1=00:AA:01:01:00:01
+SERVICE=e20a39f4-73f5-4bc4-a12f-17d1ad07a961
+
+ok() { echo "ok   $*"; }
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+# --- scan against bluetoothctl's advertisement on hci1 -------------------------------------
+{
+  echo "select $HCI1"
+  echo "advertise.uuids 180f"
+  echo "advertise.manufacturer 0xffff 0x02 0x10 0x01 0x02 0x03 0x04 0x05 0x06 0x07 0x08"
+  echo "advertise peripheral"
+  sleep 40
+  echo "advertise off"
+} | bluetoothctl >"$OUT/bluetoothctl.out" 2>&1 &
+CTL_PID=$!
+sleep 3
+
+"$BLEKIT" scan -a hci0 --service 180f --timeout 8 --json >"$OUT/scan-match.json" \
+  2>"$OUT/scan-match.err"
+rc=$?
+if ((rc == 0)) && grep -q "\"address\":\"$HCI1\"" "$OUT/scan-match.json" \
+  && grep -q '"companyID":65535,"data":"02100102030405060708"' "$OUT/scan-match.json"; then
+  ok "scan --service 180f --json finds $HCI1 with its manufacturer data"
+else
+  fail "scan --service 180f: exit $rc: $(head -c 400 "$OUT/scan-match.json" "$OUT/scan-match.err")"
+fi
+
+"$BLEKIT" scan -a hci0 --service 180d --timeout 5 >"$OUT/scan-nomatch.out" 2>&1
+rc=$?
+if ((rc == 0)) && ! grep -q "$HCI1" "$OUT/scan-nomatch.out"; then
+  ok "scan --service 180d leaves $HCI1 out"
+else
+  fail "scan --service 180d: exit $rc: $(head -c 400 "$OUT/scan-nomatch.out")"
+fi
+
+"$BLEKIT" scan -a hci0 --service 180f --min-rssi -50 --timeout 5 >"$OUT/scan-rssi.out" 2>&1
+rc=$?
+if ((rc == 0)) && grep -q "$HCI1.*rssi ? (unknown, kept)" "$OUT/scan-rssi.out"; then
+  ok "scan --min-rssi -50 keeps an unknown RSSI and says so: $(head -n1 "$OUT/scan-rssi.out")"
+else
+  fail "scan --min-rssi -50: exit $rc: $(head -c 400 "$OUT/scan-rssi.out")"
+fi
+
+"$BLEKIT" scan -a hci0 --timeout 4 --duplicates >"$OUT/scan-plain.out" 2>&1
+rc=$?
+if ((rc == 0)) && grep -q "$HCI1" "$OUT/scan-plain.out"; then
+  ok "scan (piped, no filter): $(grep "$HCI1" "$OUT/scan-plain.out" | head -n1)"
+else
+  fail "scan (no filter): exit $rc: $(head -c 400 "$OUT/scan-plain.out")"
+fi
+kill "$CTL_PID" 2>/dev/null
+wait "$CTL_PID" 2>/dev/null
+
+# --- bad input --------------------------------------------------------------------------------
+"$BLEKIT" scan -a hci7 --timeout 1 >"$OUT/bad-adapter.out" 2>&1
+rc=$?
+if ((rc == 3)); then ok "unknown adapter: exit 3: $(cat "$OUT/bad-adapter.out")"; else
+  fail "unknown adapter: exit $rc: $(cat "$OUT/bad-adapter.out")"; fi
+
+# --- receive from blekit advertise on hci1 ---------------------------------------------------
+# receive_check NAME FILE [RECEIVE-ARGS...]: advertise FILE --once on hci1, receive on hci0,
+# compare stdout with FILE plus one newline.
+receive_check() {
+  local name=$1 file=$2
+  shift 2
+  "$BLEKIT" advertise -a hci1 --file "$file" --once >"$OUT/$name.adv.out" 2>"$OUT/$name.adv.err" &
+  local adv=$!
+  sleep 1.5
+  local start end
+  start=$(date +%s.%N)
+  "$BLEKIT" receive -a hci0 --timeout 30 "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+  local rc=$?
+  end=$(date +%s.%N)
+  { cat "$file"; printf '\n'; } >"$OUT/$name.expected"
+  if ((rc == 0)) && cmp -s "$OUT/$name.expected" "$OUT/$name.out"; then
+    ok "$name: $(stat -c %s "$file") bytes byte-exact in $(echo "$end - $start" | bc) s"
+  else
+    fail "$name: exit $rc: $(head -c 300 "$OUT/$name.err") / $(cmp "$OUT/$name.expected" "$OUT/$name.out" 2>&1 | head -n1)"
+  fi
+  local waited=0
+  while kill -0 "$adv" 2>/dev/null && ((waited < 150)); do sleep 0.1; waited=$((waited + 1)); done
+  kill -TERM "$adv" 2>/dev/null
+  wait "$adv" 2>/dev/null
+}
+
+printf 'hello from hci1' >"$OUT/hello.msg"
+receive_check hello "$OUT/hello.msg" --reply pong
+if grep -qx pong "$OUT/hello.adv.out"; then ok "reply: advertise printed pong"; else
+  fail "reply: advertise printed '$(head -c 200 "$OUT/hello.adv.out")'"; fi
+
+printf '' >"$OUT/empty.msg"
+receive_check empty "$OUT/empty.msg"
+
+printf 'EOM' >"$OUT/eom.msg"
+receive_check eom "$OUT/eom.msg"
+
+head -c 65536 /dev/urandom | base64 -w 0 | head -c 65536 >"$OUT/64k.msg"
+receive_check 64k "$OUT/64k.msg" --json
+if grep -q '"framing":"sequenced"' "$OUT/64k.out" 2>/dev/null; then :; fi
+
+# JSON output check (a separate run: --json prints an object, not the text)
+printf 'json message' >"$OUT/json.msg"
+"$BLEKIT" advertise -a hci1 --file "$OUT/json.msg" --once >"$OUT/json.adv.out" 2>&1 &
+adv=$!
+sleep 1.5
+"$BLEKIT" receive -a hci0 --timeout 30 --json >"$OUT/json.out" 2>"$OUT/json.err"
+rc=$?
+if ((rc == 0)) && grep -q '"message":"json message"' "$OUT/json.out"; then
+  ok "receive --json: $(cat "$OUT/json.out")"
+else
+  fail "receive --json: exit $rc: $(cat "$OUT/json.out" "$OUT/json.err" | head -c 300)"
+fi
+wait "$adv" 2>/dev/null
+
+# --- a transfer cut before the end ----------------------------------------------------------
+head -c 300000 /dev/urandom | base64 -w 0 | head -c 262144 >"$OUT/cut.msg"
+"$BLEKIT" advertise -a hci1 --file "$OUT/cut.msg" >"$OUT/cut.adv.out" 2>&1 &
+adv=$!
+sleep 1.5
+"$BLEKIT" receive -a hci0 --timeout 30 >"$OUT/cut.out" 2>"$OUT/cut.err" &
+rcv=$!
+# Kill the advertiser once the receiver is connected and data flows.
+for _ in $(seq 1 100); do
+  busctl --system get-property org.bluez /org/bluez/hci0/dev_00_AA_01_01_00_01 org.bluez.Device1 \
+    ServicesResolved 2>/dev/null | grep -q true && break
+  sleep 0.1
+done
+sleep 0.5
+kill -KILL "$adv"
+wait "$rcv"
+rc=$?
+if ((rc == 7)) && [[ ! -s "$OUT/cut.out" ]] && grep -q "bytes" "$OUT/cut.err"; then
+  ok "cut transfer: exit 7, nothing on stdout: $(cat "$OUT/cut.err")"
+else
+  fail "cut transfer: exit $rc, stdout $(stat -c %s "$OUT/cut.out") bytes: $(cat "$OUT/cut.err")"
+fi
+
+# --- bluetoothd not running -----------------------------------------------------------------
+lab-bluetoothd stop >/dev/null 2>&1
+"$BLEKIT" scan -a hci0 --timeout 1 >"$OUT/no-bluetoothd.out" 2>&1
+rc=$?
+if ((rc == 4)); then ok "bluetoothd stopped: exit 4: $(cat "$OUT/no-bluetoothd.out")"; else
+  fail "bluetoothd stopped: exit $rc: $(cat "$OUT/no-bluetoothd.out")"; fi
+"$BLEKIT" receive -a hci0 --timeout 1 >"$OUT/no-bluetoothd-r.out" 2>&1
+rc=$?
+if ((rc == 4)); then ok "bluetoothd stopped (receive): exit 4"; else
+  fail "bluetoothd stopped (receive): exit $rc: $(cat "$OUT/no-bluetoothd-r.out")"; fi
+lab-bluetoothd start >/dev/null 2>&1
+
+echo "central-smoke: $failures failure(s)"
+((failures == 0))
