@@ -16,11 +16,11 @@ extension DBusConnection {
     dbus_connection_set_watch_functions(
       raw,
       { watch, data in
-        DBusConnection.connection(data).watchChanged(watch!)
+        DBusConnection.connection(data).addWatch(watch!)
         return 1
       },
       { watch, data in DBusConnection.connection(data).removeWatch(watch!) },
-      { watch, data in DBusConnection.connection(data).watchChanged(watch!) },
+      { watch, data in DBusConnection.connection(data).toggleWatch(watch!) },
       me, nil)
     dbus_connection_set_timeout_functions(
       raw,
@@ -56,16 +56,11 @@ extension DBusConnection {
 
   // MARK: Watches
 
-  /// Added or toggled: cancel any sources for this watch, then create sources if enabled.
-  private func watchChanged(_ watch: OpaquePointer) {
+  /// Added: create the watch's read and/or write sources, active only if the watch is enabled.
+  /// Toggled: suspend or resume them (cheap; no epoll churn per send). Removed: cancel them.
+  private func addWatch(_ watch: OpaquePointer) {
     assertOnQueue()
-    if let old = watchSources.removeValue(forKey: watch) {
-      for source in old { source.cancel() }
-    }
-    guard dbus_watch_get_enabled(watch) != 0 else {
-      watchSources[watch] = []
-      return
-    }
+    removeWatch(watch)
     let fd = dbus_watch_get_unix_fd(watch)
     let flags = dbus_watch_get_flags(watch)
     let watchBits = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(watch)))
@@ -75,7 +70,6 @@ extension DBusConnection {
       source.setEventHandler { [self] in
         self.handleWatch(watchBits, DBUS_WATCH_READABLE.rawValue)
       }
-      source.resume()
       sources.append(source)
     }
     if flags & DBUS_WATCH_WRITABLE.rawValue != 0 {
@@ -83,22 +77,48 @@ extension DBusConnection {
       source.setEventHandler { [self] in
         self.handleWatch(watchBits, DBUS_WATCH_WRITABLE.rawValue)
       }
-      source.resume()
       sources.append(source)
     }
-    watchSources[watch] = sources
+    // New sources start suspended; resume them now if the watch is enabled.
+    let enabled = dbus_watch_get_enabled(watch) != 0
+    if enabled { for source in sources { source.resume() } }
+    watchSources[watch] = WatchSources(sources: sources, active: enabled, wanted: enabled)
+  }
+
+  /// Records the watch's wanted state and applies it at the end of this queue turn: libdbus
+  /// enables and disables the write watch around every send that completes at once, and
+  /// applying both would cost two epoll updates per message for nothing.
+  private func toggleWatch(_ watch: OpaquePointer) {
+    assertOnQueue()
+    guard watchSources[watch] != nil else { return }
+    watchSources[watch]!.wanted = dbus_watch_get_enabled(watch) != 0
+    guard !watchReconcileScheduled else { return }
+    watchReconcileScheduled = true
+    queue.async { self.reconcileWatches() }
+  }
+
+  /// Suspends or resumes sources whose watch changed state since the last turn.
+  func reconcileWatches() {
+    assertOnQueue()
+    watchReconcileScheduled = false
+    for (watch, entry) in watchSources where entry.wanted != entry.active {
+      for source in entry.sources {
+        if entry.wanted { source.resume() } else { source.suspend() }
+      }
+      watchSources[watch]!.active = entry.wanted
+    }
   }
 
   private func removeWatch(_ watch: OpaquePointer) {
     assertOnQueue()
-    if let old = watchSources.removeValue(forKey: watch) {
-      for source in old { source.cancel() }
-    }
+    guard let entry = watchSources.removeValue(forKey: watch) else { return }
+    entry.cancel()
   }
 
   private func handleWatch(_ watchBits: UInt, _ flags: UInt32) {
     assertOnQueue()
-    guard let watch = OpaquePointer(bitPattern: watchBits), watchSources[watch] != nil else {
+    guard let watch = OpaquePointer(bitPattern: watchBits), watchSources[watch]?.wanted == true
+    else {
       return
     }
     _ = dbus_watch_handle(watch, flags)
@@ -187,4 +207,21 @@ extension DBusConnection {
 /// The one filter function (the same pointer must be given to add and remove).
 private let messageFilter: DBusHandleMessageFunction = { _, message, data in
   DBusConnection.connection(data).filter(message!)
+}
+
+/// The DispatchSources of one libdbus watch and whether they are resumed.
+struct WatchSources {
+  var sources: [any DispatchSourceProtocol]
+  /// Whether the sources are resumed.
+  var active: Bool
+  /// Whether libdbus last said the watch is enabled.
+  var wanted: Bool
+
+  /// Cancels the sources; suspended ones are resumed after cancelling so GCD can release them.
+  func cancel() {
+    for source in sources {
+      source.cancel()
+      if !active { source.resume() }
+    }
+  }
 }

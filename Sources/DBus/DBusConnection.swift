@@ -23,11 +23,24 @@ public final class DBusConnection: @unchecked Sendable {
   /// Whether unix fds can be sent on this connection.
   public let canSendFileDescriptors: Bool
 
+  /// Where exported-method handler Tasks start (see `QueueTaskExecutor`).
+  let handlerExecutor: QueueTaskExecutor
+
+  /// A TaskExecutor running on this connection's queue. Code that makes many calls in a row
+  /// can run under `withTaskExecutorPreference(connection.executor)` to save a thread hop per
+  /// call and per reply; it then shares the queue with the connection's I/O, so it should not
+  /// block.
+  public var executor: any TaskExecutor { handlerExecutor }
+
   let closedFlag = Atomic<Bool>(false)
   let nextID = Atomic<UInt64>(1)
 
   // Queue-confined state.
-  var watchSources: [OpaquePointer: [any DispatchSourceProtocol]] = [:]
+  var watchSources: [OpaquePointer: WatchSources] = [:]
+  /// One timer for every pending call's deadline (libdbus gets infinite timeouts).
+  var watchReconcileScheduled = false
+  var callTimer: (any DispatchSourceTimer)?
+  var callTimerDeadline: DispatchTime?
   var timeoutSources: [OpaquePointer: any DispatchSourceTimer] = [:]
   var dispatchScheduled = false
   var pendingCalls: [UInt64: PendingCall] = [:]
@@ -88,6 +101,7 @@ public final class DBusConnection: @unchecked Sendable {
     self.uniqueName = uniqueName
     self.canSendFileDescriptors = dbus_connection_can_send_type(raw, TypeCode.unixFD) != 0
     self.queue = DispatchQueue(label: "blekit.dbus.\(uniqueName.rawValue)")
+    self.handlerExecutor = QueueTaskExecutor(queue: queue)
     queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
     queue.sync { installHooks() }
   }
@@ -150,8 +164,10 @@ public final class DBusConnection: @unchecked Sendable {
     // Drain what libdbus queued (the local Disconnected signal) with our filter removed.
     removeHooks()
     while dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS {}
-    for (_, sources) in watchSources { for source in sources { source.cancel() } }
+    for (_, entry) in watchSources { entry.cancel() }
     watchSources.removeAll()
+    callTimer?.cancel()
+    callTimer = nil
     for (_, timer) in timeoutSources { timer.cancel() }
     timeoutSources.removeAll()
   }
@@ -171,6 +187,10 @@ public final class DBusConnection: @unchecked Sendable {
     try checkSendable(message)
     // The message was built by the caller and is not touched by it again: ownership moves to
     // the queue, so crossing threads here is safe.
+    if isOnQueue {
+      _ = dbus_connection_send(raw, message.raw, nil)
+      return
+    }
     nonisolated(unsafe) let owned = message
     queue.async {
       guard !self.isClosed else { return }
@@ -252,6 +272,13 @@ public final class DBusConnection: @unchecked Sendable {
     nonisolated(unsafe) let owned = message
     let result: Result<[DBusValue], DBusError> = await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
+        if isOnQueue {
+          // The caller runs on `executor`: no hop needed.
+          startCall(
+            id: id, message: owned, timeoutMS: timeoutMS, timeout: timeout, what: label,
+            continuation: continuation)
+          return
+        }
         queue.async {
           self.startCall(
             id: id, message: owned, timeoutMS: timeoutMS, timeout: timeout, what: label,

@@ -51,6 +51,30 @@ final class DBusType: Sendable {
     return simple[Int(code)]
   }
 
+  /// `a<basic>` and `av` types, indexed by element code.
+  static let arrays: [DBusType?] = {
+    var table = [DBusType?](repeating: nil, count: 128)
+    for element in simple.compactMap({ $0 }) {
+      table[Int(element.code)] = DBusType(
+        code: TypeCode.array, kind: .array(element), signature: "a" + element.signature.rawValue)
+    }
+    return table
+  }()
+
+  /// `a{kv}` types for basic keys and basic-or-variant values, indexed by key and value code.
+  static let dictionaries: [[DBusType?]] = {
+    var table = [[DBusType?]](repeating: [DBusType?](repeating: nil, count: 128), count: 128)
+    for key in basicCodes {
+      guard let keyType = simple[Int(key)] else { continue }
+      for value in simple.compactMap({ $0 }) {
+        table[Int(key)][Int(value.code)] = DBusType(
+          code: TypeCode.array, kind: .dictionary(key: keyType, value: value),
+          signature: "a{" + keyType.signature.rawValue + value.signature.rawValue + "}")
+      }
+    }
+    return table
+  }()
+
   private static let cache = Mutex<[String: [DBusType]]>([:])
 
   /// Parses a signature of any number of complete types. Validated by libdbus first;

@@ -64,6 +64,7 @@ enum MessageDecoder {
           return .bytes(Array(UnsafeRawBufferPointer(start: pointer, count: count)))
         }
         var items: [DBusValue] = []
+        items.reserveCapacity(8)
         while dbus_message_iter_get_arg_type(&sub) != TypeCode.invalid {
           items.append(try decode(&sub, element))
           dbus_message_iter_next(&sub)
@@ -71,6 +72,7 @@ enum MessageDecoder {
         return .array(element: element.signature, items)
       case .dictionary(let key, let value):
         var entries: [DBusDictEntry] = []
+        entries.reserveCapacity(8)
         while dbus_message_iter_get_arg_type(&sub) == TypeCode.dictEntry {
           var pair = DBusMessageIter()
           dbus_message_iter_recurse(&sub, &pair)
@@ -104,6 +106,8 @@ enum MessageDecoder {
       let innerType: DBusType
       if let simple = DBusType.simple(innerCode) {
         innerType = simple
+      } else if let common = commonContainerType(&sub, innerCode) {
+        innerType = common
       } else {
         guard let cSignature = dbus_message_iter_get_signature(&sub) else {
           throw DBusError.noMemoryError
@@ -116,6 +120,30 @@ enum MessageDecoder {
       throw DBusError(
         code: .unexpectedReply, message: "unknown type code \(code) in message body")
     }
+  }
+
+  /// The type of a variant's array content without asking libdbus for a signature string, for
+  /// the common shapes `a<basic>`, `av` and (non-empty) `a{<basic><basic or v>}`.
+  @inline(__always)
+  private static func commonContainerType(_ iter: inout DBusMessageIter, _ code: Int32)
+    -> DBusType?
+  {
+    guard code == TypeCode.array else { return nil }
+    let element = dbus_message_iter_get_element_type(&iter)
+    if element != TypeCode.dictEntry {
+      guard element > 0 && element < 128 else { return nil }
+      return DBusType.arrays[Int(element)]
+    }
+    var entries = DBusMessageIter()
+    dbus_message_iter_recurse(&iter, &entries)
+    guard dbus_message_iter_get_arg_type(&entries) == TypeCode.dictEntry else { return nil }
+    var pair = DBusMessageIter()
+    dbus_message_iter_recurse(&entries, &pair)
+    let key = dbus_message_iter_get_arg_type(&pair)
+    guard dbus_message_iter_next(&pair) != 0 else { return nil }
+    let value = dbus_message_iter_get_arg_type(&pair)
+    guard key > 0 && key < 128 && value > 0 && value < 128 else { return nil }
+    return DBusType.dictionaries[Int(key)][Int(value)]
   }
 
   @inline(__always)

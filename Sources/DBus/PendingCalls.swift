@@ -1,5 +1,6 @@
 // Method calls in flight: DBusPendingCall notify -> CheckedContinuation, with cancellation.
 import CDBus
+import Dispatch
 
 /// A call waiting for its reply. Queue-confined (stored in `DBusConnection.pendingCalls`).
 struct PendingCall {
@@ -7,6 +8,8 @@ struct PendingCall {
   let continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>
   let what: String
   let timeout: Duration
+  /// When the call times out; nil for no timeout.
+  let deadline: DispatchTime?
 }
 
 /// The user data of a pending call's notify function: which connection and which call.
@@ -34,8 +37,13 @@ extension DBusConnection {
         returning: .failure(DBusError(code: .cancelled, message: "\(what) was cancelled")))
       return
     }
+    // libdbus would create (and we'd bridge) one timeout source per call; one shared timer is
+    // far cheaper, so libdbus is told "infinite" and deadlines are kept here.
     var pending: OpaquePointer?
-    guard dbus_connection_send_with_reply(raw, message.raw, &pending, timeoutMS) != 0 else {
+    let infinite = blekit_timeout_infinite()
+    let deadline: DispatchTime? =
+      timeoutMS == infinite ? nil : .now() + .milliseconds(Int(timeoutMS))
+    guard dbus_connection_send_with_reply(raw, message.raw, &pending, infinite) != 0 else {
       continuation.resume(returning: .failure(.noMemoryError))
       return
     }
@@ -44,7 +52,9 @@ extension DBusConnection {
       return
     }
     pendingCalls[id] = PendingCall(
-      pending: pending, continuation: continuation, what: what, timeout: timeout)
+      pending: pending, continuation: continuation, what: what, timeout: timeout,
+      deadline: deadline)
+    if let deadline { armCallTimer(for: deadline) }
     let context = Unmanaged.passRetained(PendingContext(connection: self, id: id)).toOpaque()
     let notify: DBusPendingCallNotifyFunction = { _, data in
       guard let data else { return }
@@ -64,6 +74,51 @@ extension DBusConnection {
       return
     }
     if dbus_pending_call_get_completed(pending) != 0 { completeCall(id: id) }
+  }
+
+  /// Makes sure the shared call timer fires no later than `deadline`.
+  private func armCallTimer(for deadline: DispatchTime) {
+    if let current = callTimerDeadline, current <= deadline { return }
+    let timer: any DispatchSourceTimer
+    if let existing = callTimer {
+      timer = existing
+    } else {
+      timer = DispatchSource.makeTimerSource(queue: queue)
+      timer.setEventHandler { [self] in self.expireCalls() }
+      timer.schedule(deadline: .distantFuture)
+      timer.resume()
+      callTimer = timer
+    }
+    callTimerDeadline = deadline
+    timer.schedule(deadline: deadline, leeway: .milliseconds(1))
+  }
+
+  /// Fails every call whose deadline passed with `.timeout`, then re-arms for the next one.
+  private func expireCalls() {
+    assertOnQueue()
+    callTimerDeadline = nil
+    let now = DispatchTime.now()
+    var next: DispatchTime?
+    for (id, call) in pendingCalls {
+      guard let deadline = call.deadline else { continue }
+      if deadline <= now {
+        pendingCalls[id] = nil
+        dbus_pending_call_cancel(call.pending)
+        dbus_pending_call_unref(call.pending)
+        call.continuation.resume(
+          returning: .failure(
+            DBusError(
+              code: .timeout,
+              message: "timed out after \(Self.describe(call.timeout)) calling \(call.what)")))
+      } else if next == nil || deadline < next! {
+        next = deadline
+      }
+    }
+    if let next {
+      armCallTimer(for: next)
+    } else {
+      callTimer?.schedule(deadline: .distantFuture)
+    }
   }
 
   func cancelCall(id: UInt64) {

@@ -1,5 +1,6 @@
 // dbus-bench: the Swift side of scripts/bench-dbus.
 //   dbus-bench rtt <bus address> <seconds>   round trips per second (server echoes "si")
+//   dbus-bench rtt-executor <address> <s>     the same, caller on the client's executor
 //   dbus-bench decode <file> <iterations>     writes the GetManagedObjects-shaped message to
 //                                             <file>, then times demarshal + decode to DBusValue
 import DBus
@@ -80,7 +81,7 @@ func decodeBench(file: String, iterations: Int) throws {
   print("decode_us=\(elapsed / Double(iterations) * 1e6) bytes=\(wire.count) check=\(checksum)")
 }
 
-func rttBench(address: String, seconds: Double) async throws {
+func rttBench(address: String, seconds: Double, onConnectionExecutor: Bool) async throws {
   let server = try DBusConnection(address: address)
   let client = try DBusConnection(address: address)
   defer {
@@ -103,17 +104,24 @@ func rttBench(address: String, seconds: Double) async throws {
       throw DBusError(code: .unexpectedReply, message: "bad echo \(reply)")
     }
   }
-  for index in 0..<500 { try await once(Int32(index)) }
-  let start = now()
-  var calls = 0
-  while now() - start < seconds {
-    for _ in 0..<100 {
-      try await once(Int32(truncatingIfNeeded: calls))
-      calls += 1
+  func loop() async throws {
+    for index in 0..<500 { try await once(Int32(index)) }
+    let start = now()
+    var calls = 0
+    while now() - start < seconds {
+      for _ in 0..<100 {
+        try await once(Int32(truncatingIfNeeded: calls))
+        calls += 1
+      }
     }
+    let elapsed = now() - start
+    print("calls_per_sec=\(Double(calls) / elapsed) calls=\(calls)")
   }
-  let elapsed = now() - start
-  print("calls_per_sec=\(Double(calls) / elapsed) calls=\(calls)")
+  if onConnectionExecutor {
+    try await withTaskExecutorPreference(client.executor) { try await loop() }
+  } else {
+    try await loop()
+  }
 }
 
 let arguments = CommandLine.arguments
@@ -122,7 +130,12 @@ guard arguments.count >= 4 else {
   exit(2)
 }
 switch arguments[1] {
-case "rtt": try await rttBench(address: arguments[2], seconds: Double(arguments[3]) ?? 3)
+case "rtt":
+  try await rttBench(
+    address: arguments[2], seconds: Double(arguments[3]) ?? 3, onConnectionExecutor: false)
+case "rtt-executor":
+  try await rttBench(
+    address: arguments[2], seconds: Double(arguments[3]) ?? 3, onConnectionExecutor: true)
 case "decode": try decodeBench(file: arguments[2], iterations: Int(arguments[3]) ?? 50)
 default:
   print("unknown mode \(arguments[1])")
