@@ -1,0 +1,238 @@
+// PeripheralManager against a fake bluetoothd on a private bus: reads with offsets, writes,
+// the caller check, AcquireNotify with back-pressure, advertising, and cleanup.
+import BlueZ
+import Bluetooth
+import DBus
+import Foundation
+import Testing
+
+@testable import BLEKit
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+@Suite(.timeLimit(.minutes(1)), .serialized)
+struct PeripheralManagerTests {
+  static let serviceUUID = BluetoothUUID(uint16: 0xFFF0)
+  static let readableUUID = BluetoothUUID(uint16: 0xFFF1)
+  static let notifyUUID = BluetoothUUID(uint16: 0xFFF2)
+  static let readable = "Hello, world"
+
+  /// A bus, a fake bluetoothd, a manager with one service of two characteristics.
+  struct Fixture {
+    let bus: PrivateBus
+    let bluetoothd: FakeBluetoothd
+    let appConnection: DBusConnection
+    let manager: PeripheralManager
+    let notifying: MutableCharacteristic
+    let paths: [String: ObjectPath]
+
+    var owner: BusName { appConnection.uniqueName }
+
+    func path(_ uuid: BluetoothUUID) -> ObjectPath { paths[uuid.uuidString.lowercased()]! }
+
+    func tearDown() async {
+      await manager.close()
+      appConnection.close()
+      bluetoothd.close()
+      bus.stop()
+    }
+  }
+
+  /// Runs `body` with a fresh fixture, tearing it down afterwards.
+  static func withFixture(_ body: (Fixture) async throws -> Void) async throws {
+    let fixture = try await makeFixture()
+    do {
+      try await body(fixture)
+    } catch {
+      await fixture.tearDown()
+      throw error
+    }
+    await fixture.tearDown()
+  }
+
+  static func makeFixture() async throws -> Fixture {
+    let bus = try PrivateBus()
+    let bluetoothd = try await FakeBluetoothd(bus: bus)
+    let appConnection = try bus.connect()
+    let manager = try await PeripheralManager.open(adapter: "hci0", connection: appConnection)
+    let readable = MutableCharacteristic(
+      type: readableUUID, properties: [.read], permissions: [.readable],
+      onRead: { _ in Array(Self.readable.utf8) })
+    let notifying = MutableCharacteristic(
+      type: notifyUUID, properties: [.notify, .writeWithoutResponse],
+      permissions: [.writeable])
+    try await manager.add(
+      MutableService(type: serviceUUID, characteristics: [readable, notifying]))
+    let root = try #require(bluetoothd.registry.applications.withLock { Array($0.keys) }.first)
+    let paths = try await bluetoothd.characteristics(of: root, owner: appConnection.uniqueName)
+    return Fixture(
+      bus: bus, bluetoothd: bluetoothd, appConnection: appConnection, manager: manager,
+      notifying: notifying, paths: paths)
+  }
+
+  @Test func readsHonourTheOffset() async throws {
+    try await Self.withFixture { fixture in
+      let path = fixture.path(Self.readableUUID)
+      func read(_ offset: UInt16) async throws -> [UInt8]? {
+        try await fixture.bluetoothd.callCharacteristic(
+          "ReadValue", on: path, owner: fixture.owner,
+          arguments: [.dictionaryOfVariants(["offset": .uint16(offset)])]
+        ).first?.bytesValue
+      }
+      let whole = try await read(0)
+      let tail = try await read(7)
+      let atEnd = try await read(12)
+      #expect(whole == Array(Self.readable.utf8))
+      #expect(tail == Array("world".utf8))
+      #expect(atEnd == [])
+      let error = await #expect(throws: DBusError.self) { try await read(13) }
+      #expect(error?.name == "org.bluez.Error.InvalidOffset")
+    }
+  }
+
+  @Test func strangersAreRefused() async throws {
+    try await Self.withFixture { fixture in
+      let stranger = try fixture.bus.connect()
+      defer { stranger.close() }
+      for (member, arguments) in [
+        ("ReadValue", [DBusValue.dictionaryOfVariants([:])]),
+        ("WriteValue", [.bytes([1]), .dictionaryOfVariants([:])]),
+        ("StartNotify", []),
+        ("AcquireNotify", [.dictionaryOfVariants([:])]),
+      ] as [(MemberName, [DBusValue])] {
+        let path = fixture.path(member == "ReadValue" ? Self.readableUUID : Self.notifyUUID)
+        let error = await #expect(throws: DBusError.self) {
+          try await fixture.bluetoothd.callCharacteristic(
+            member, on: path, owner: fixture.owner, arguments: arguments, from: stranger)
+        }
+        #expect(error?.name == "org.bluez.Error.NotAuthorized", "\(member)")
+      }
+    }
+  }
+
+  @Test func writesArriveAsEvents() async throws {
+    try await Self.withFixture { fixture in
+      _ = try await fixture.bluetoothd.callCharacteristic(
+        "WriteValue", on: fixture.path(Self.notifyUUID), owner: fixture.owner,
+        arguments: [
+          .bytes(Array("reply".utf8)), .dictionaryOfVariants(["type": .string("command")]),
+        ])
+      for await event in fixture.manager.events {
+        guard case .write(let request) = event else { continue }
+        #expect(request.value == Array("reply".utf8))
+        #expect(request.withoutResponse)
+        #expect(request.characteristic == Self.notifyUUID)
+        break
+      }
+    }
+  }
+
+  /// The heart of CoreBluetooth's contract: updateValue says "full" instead of dropping, and
+  /// readyToUpdate follows once bluetoothd reads; values arrive whole and in order.
+  @Test func acquiredSocketHasBackPressure() async throws {
+    try await Self.withFixture { fixture in
+      let manager = fixture.manager
+      let reply = try await fixture.bluetoothd.callCharacteristic(
+        "AcquireNotify", on: fixture.path(Self.notifyUUID), owner: fixture.owner,
+        arguments: [.dictionaryOfVariants(["mtu": .uint16(100)])])
+      let socket = try #require(reply.first?.fileDescriptorValue)
+      #expect(reply.last?.uint16Value == 100)
+      var events = manager.events.makeAsyncIterator()
+      guard case .subscribed(_, let characteristic) = await events.next() else {
+        Issue.record("no subscription event")
+        return
+      }
+      #expect(characteristic === fixture.notifying)
+      #expect(manager.maximumUpdateValueLength(for: fixture.notifying) == 97)
+      #expect(throws: PeripheralManagerError.self) {
+        try manager.updateValue([UInt8](repeating: 0, count: 98), for: fixture.notifying)
+      }
+
+      // Fill the socket without reading: it must say "full", not drop.
+      var sent = 0
+      while try manager.updateValue(value(sent), for: fixture.notifying) {
+        sent += 1
+        #expect(sent < 100_000, "the socket never filled")
+        if sent >= 100_000 { return }
+      }
+      #expect(sent > 0)
+      // bluetoothd drains the socket: room again (AF_UNIX reports room only once most of the
+      // queue is read), and every value arrives whole and in order.
+      var received: [[UInt8]] = []
+      while case let datagram = receive(socket, waitMilliseconds: 0), !datagram.isEmpty {
+        received.append(datagram)
+      }
+      #expect(received.count == sent)
+      #expect(received == (0..<sent).map(value))
+      var ready = false
+      while let event = await events.next() {
+        if case .readyToUpdate = event {
+          ready = true
+          break
+        }
+      }
+      #expect(ready)
+      #expect(try manager.updateValue(value(sent), for: fixture.notifying))
+      #expect(receive(socket, waitMilliseconds: 5000) == value(sent))
+
+      // bluetoothd hangs up: unsubscribed, and send() refuses.
+      _ = socket.take().map { close($0) }
+      var unsubscribed = false
+      while let event = await events.next() {
+        if case .unsubscribed = event {
+          unsubscribed = true
+          break
+        }
+      }
+      #expect(unsubscribed)
+      await #expect(throws: PeripheralManagerError.self) {
+        try await manager.send([1], for: fixture.notifying)
+      }
+    }
+  }
+
+  @Test func advertisingAndCloseLeaveNothing() async throws {
+    let fixture = try await Self.makeFixture()
+    let manager = fixture.manager
+    try await manager.startAdvertising(
+      AdvertisingPayload(serviceUUIDs: [Self.serviceUUID], localName: "blekit"))
+    let registered = fixture.bluetoothd.registry.advertisements.withLock { $0 }
+    #expect(registered.count == 1)
+    let properties = try #require(registered.values.first)
+    #expect(properties["Type"]?.stringValue == "peripheral")
+    #expect(properties["ServiceUUIDs"]?.stringArrayValue == [Self.serviceUUID.uuidString])
+    #expect(properties["LocalName"]?.stringValue == "blekit")
+
+    // Too large: refused before bluetoothd sees it, naming the fields.
+    let tooLarge = AdvertisingPayload(
+      serviceUUIDs: [BlekitUUID.transferService], manufacturerData: [0xFFFF: Array(0..<22)])
+    let error = await #expect(throws: PeripheralManagerError.self) {
+      try await manager.startAdvertising(tooLarge)
+    }
+    #expect(error.map { "\($0)".contains("manufacturer data") } == true)
+
+    await manager.close()
+    #expect(fixture.bluetoothd.registry.applications.withLock { $0.isEmpty })
+    #expect(fixture.bluetoothd.registry.advertisements.withLock { $0.isEmpty })
+    await fixture.tearDown()
+  }
+
+  private func value(_ index: Int) -> [UInt8] {
+    var bytes = [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: 97)
+    bytes[0] = UInt8(truncatingIfNeeded: index >> 8)
+    return bytes
+  }
+
+  /// One datagram from bluetoothd's end of the socket, or [] when none came in time.
+  private func receive(_ socket: FileDescriptor, waitMilliseconds: Int32) -> [UInt8] {
+    var pollfd = Glibc.pollfd(fd: socket.rawValue, events: Int16(POLLIN), revents: 0)
+    _ = poll(&pollfd, 1, waitMilliseconds)
+    var buffer = [UInt8](repeating: 0, count: 1024)
+    let count = buffer.withUnsafeMutableBytes {
+      recv(socket.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+    }
+    return count > 0 ? Array(buffer[..<count]) : []
+  }
+}
