@@ -173,7 +173,7 @@ build_initramfs() {
   busybox=$(find_tool busybox)
   mkdir -p "$stage"/{bin,dev,proc,sys,lower,rw,newroot,modules}
   cp "$busybox" "$stage/bin/busybox"
-  for applet in sh mount umount mkdir insmod switch_root cat echo sleep rm; do
+  for applet in sh mount umount mkdir insmod switch_root cat echo sleep rm ln; do
     ln -s busybox "$stage/bin/$applet"
   done
   : >"$stage/modules/load-order"
