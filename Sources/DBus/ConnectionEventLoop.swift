@@ -191,13 +191,14 @@ extension DBusConnection {
     switch dbus_message_get_type(message) {
     case DBusMessage.Kind.signal.rawValue:
       if dbus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected") != 0 {
-        shutDown(reason: "the connection to the bus was lost")
+        shutDown(reason: "the connection to the bus was lost", insideDispatch: true)
         return DBUS_HANDLER_RESULT_HANDLED
       }
       deliverSignal(message)
       return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
     case DBusMessage.Kind.methodCall.rawValue:
-      return handleMethodCall(message) ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
+      return handleMethodCall(message)
+        ? DBUS_HANDLER_RESULT_HANDLED : DBUS_HANDLER_RESULT_NOT_YET_HANDLED
     default:
       return DBUS_HANDLER_RESULT_NOT_YET_HANDLED
     }

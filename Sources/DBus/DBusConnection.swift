@@ -143,8 +143,9 @@ public final class DBusConnection: @unchecked Sendable {
     }
   }
 
-  /// Tears everything down; on the queue.
-  func shutDown(reason: String) {
+  /// Tears everything down; on the queue. `insideDispatch` is true when called from the
+  /// message filter (libdbus's dispatch is not re-entrant, so nothing is drained then).
+  func shutDown(reason: String, insideDispatch: Bool = false) {
     assertOnQueue()
     guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
     let calls = pendingCalls
@@ -163,7 +164,9 @@ public final class DBusConnection: @unchecked Sendable {
     dbus_connection_close(raw)
     // Drain what libdbus queued (the local Disconnected signal) with our filter removed.
     removeHooks()
-    while dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS {}
+    if !insideDispatch {
+      while dbus_connection_dispatch(raw) == DBUS_DISPATCH_DATA_REMAINS {}
+    }
     for (_, entry) in watchSources { entry.cancel() }
     watchSources.removeAll()
     callTimer?.cancel()

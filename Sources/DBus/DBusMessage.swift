@@ -133,7 +133,9 @@ public final class DBusMessage {
     Signature(unchecked: String(cString: dbus_message_get_signature(raw)))
   }
   /// The sender's unique name, if the message came through a bus.
-  public var sender: BusName? { dbus_message_get_sender(raw).map { BusName(unchecked: String(cString: $0)) } }
+  public var sender: BusName? {
+    dbus_message_get_sender(raw).map { BusName(unchecked: String(cString: $0)) }
+  }
   /// The destination, if set.
   public var destination: BusName? {
     dbus_message_get_destination(raw).map { BusName(unchecked: String(cString: $0)) }

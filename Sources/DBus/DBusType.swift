@@ -102,7 +102,8 @@ final class DBusType: Sendable {
 
   /// Parses exactly one complete type.
   static func parseSingle(_ signature: String) throws(DBusError) -> DBusType {
-    if signature.utf8.count == 1, let code = signature.utf8.first, let simple = simple(Int32(code)) {
+    if signature.utf8.count == 1, let code = signature.utf8.first, let simple = simple(Int32(code))
+    {
       return simple
     }
     let list = try parseList(signature)

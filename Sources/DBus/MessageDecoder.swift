@@ -32,7 +32,8 @@ enum MessageDecoder {
     }
     switch code {
     case TypeCode.byte: return .byte(UInt8(truncatingIfNeeded: blekit_iter_get_fixed_bits(&iter)))
-    case TypeCode.bool: return .bool(UInt32(truncatingIfNeeded: blekit_iter_get_fixed_bits(&iter)) != 0)
+    case TypeCode.bool:
+      return .bool(UInt32(truncatingIfNeeded: blekit_iter_get_fixed_bits(&iter)) != 0)
     case TypeCode.int16: return .int16(Int16(truncatingIfNeeded: blekit_iter_get_fixed_bits(&iter)))
     case TypeCode.uint16:
       return .uint16(UInt16(truncatingIfNeeded: blekit_iter_get_fixed_bits(&iter)))

@@ -30,7 +30,9 @@ enum MessageEncoder {
       guard raw >= 0 else { throw DBusError.invalid("file descriptor was already taken") }
       try appendFixed(raw, type.code, &iter)  // libdbus dups the descriptor
     case (.bytes(let bytes), TypeCode.array):
-      guard case .array(let element) = type.kind, element.isByte else { throw mismatch(value, type) }
+      guard case .array(let element) = type.kind, element.isByte else {
+        throw mismatch(value, type)
+      }
       try appendBytes(bytes, &iter)
     case (.array(let elementSignature, let items), TypeCode.array):
       guard case .array(let element) = type.kind, element.signature == elementSignature else {

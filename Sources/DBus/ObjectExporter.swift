@@ -255,7 +255,8 @@ extension DBusConnection {
           guard value.signature == property.signature else {
             throw DBusError.remote(
               name: errorInvalidArgs,
-              message: "\(propertyName) has type \"\(property.signature)\", got \"\(value.signature)\"")
+              message:
+                "\(propertyName) has type \"\(property.signature)\", got \"\(value.signature)\"")
           }
           try set(value, sender)
           self.reply(to: call, values: [], signature: .empty)
@@ -269,7 +270,8 @@ extension DBusConnection {
     }
     reply(
       to: call,
-      error: DBusError.remote(name: errorInvalidArgs, message: "bad arguments for Properties.\(member)"))
+      error: DBusError.remote(
+        name: errorInvalidArgs, message: "bad arguments for Properties.\(member)"))
     return true
   }
 

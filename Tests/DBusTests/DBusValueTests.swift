@@ -14,17 +14,24 @@ let sampleValues: [DBusValue] = [
   .array(element: "i", [.int32(1), .int32(-2)]),
   .array(element: "ay", [.bytes([1]), .bytes([])]),
   .array(element: "(yb)", [.structure([.byte(1), .bool(true)])]),
-  .dictionary(key: "q", value: "v", [
-    DBusDictEntry(key: .uint16(0x004C), value: .variant(.bytes([0x02, 0x15]))),
-    DBusDictEntry(key: .uint16(6), value: .variant(.bytes([]))),
-  ]),
-  .dictionary(key: "o", value: "a{sa{sv}}", [
-    DBusDictEntry(
-      key: .objectPath("/org/bluez/hci0/dev_AA"),
-      value: .dictionary(key: "s", value: "a{sv}", [
-        DBusDictEntry(key: "org.bluez.Device1", value: .dictionaryOfVariants(["RSSI": .int16(-60)]))
-      ])),
-  ]),
+  .dictionary(
+    key: "q", value: "v",
+    [
+      DBusDictEntry(key: .uint16(0x004C), value: .variant(.bytes([0x02, 0x15]))),
+      DBusDictEntry(key: .uint16(6), value: .variant(.bytes([]))),
+    ]),
+  .dictionary(
+    key: "o", value: "a{sa{sv}}",
+    [
+      DBusDictEntry(
+        key: .objectPath("/org/bluez/hci0/dev_AA"),
+        value: .dictionary(
+          key: "s", value: "a{sv}",
+          [
+            DBusDictEntry(
+              key: "org.bluez.Device1", value: .dictionaryOfVariants(["RSSI": .int16(-60)]))
+          ]))
+    ]),
   .dictionary(key: "s", value: "v", []),
   .dictionary(key: "x", value: "s", [DBusDictEntry(key: .int64(-1), value: "minus one")]),
   .structure([.string("a"), .int32(1), .variant(.variant(.variant(.uint64(9))))]),

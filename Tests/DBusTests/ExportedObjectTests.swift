@@ -95,15 +95,20 @@ func parseIntrospection(_ xml: String) async throws -> String {
 
       let uuid = try await dbusSend(
         bus,
-        [dest, "/app/service0", "org.freedesktop.DBus.Properties.Get",
-         "string:org.blekit.Service", "string:UUID"])
+        [
+          dest, "/app/service0", "org.freedesktop.DBus.Properties.Get",
+          "string:org.blekit.Service", "string:UUID",
+        ])
       #expect(uuid.contains("variant") && uuid.contains("string \"180d\""))
 
       let all = try await dbusSend(
         bus,
-        [dest, "/app/service0", "org.freedesktop.DBus.Properties.GetAll",
-         "string:org.blekit.Service"])
-      #expect(all.contains("\"UUID\"") && all.contains("\"Primary\"") && all.contains("boolean true"))
+        [
+          dest, "/app/service0", "org.freedesktop.DBus.Properties.GetAll",
+          "string:org.blekit.Service",
+        ])
+      #expect(
+        all.contains("\"UUID\"") && all.contains("\"Primary\"") && all.contains("boolean true"))
       #expect(!all.contains("Absent"))
 
       let managed = try await dbusSend(
@@ -119,8 +124,10 @@ func parseIntrospection(_ xml: String) async throws -> String {
 
       let secret = try await runAsync(
         "/usr/bin/dbus-send",
-        ["--bus=\(bus.address)", "--print-reply", dest, "/app/service0/char0",
-         "org.blekit.Characteristic.Secret"])
+        [
+          "--bus=\(bus.address)", "--print-reply", dest, "/app/service0/char0",
+          "org.blekit.Characteristic.Secret",
+        ])
       #expect(secret.status != 0)
       #expect(secret.error.contains("org.bluez.Error.NotAuthorized"))
       // Our client is the allowed caller.

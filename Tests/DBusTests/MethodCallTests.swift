@@ -209,7 +209,8 @@ func echoObject() -> ExportedObject {
       #expect(pipe(&fds) == 0)
       let readEnd = FileDescriptor(owning: fds[0])
       let writeEnd = FileDescriptor(owning: fds[1])
-      _ = try await callTest(client, server, "PipeWrite", [.unixFD(writeEnd), .string("through the bus")])
+      _ = try await callTest(
+        client, server, "PipeWrite", [.unixFD(writeEnd), .string("through the bus")])
       _ = writeEnd.take().map { close($0) }  // our copy of the write end; the server's dup is gone
       var buffer = [UInt8](repeating: 0, count: 64)
       let count = buffer.withUnsafeMutableBytes { read(readEnd.rawValue, $0.baseAddress, $0.count) }
@@ -231,7 +232,9 @@ func echoObject() -> ExportedObject {
       #expect(received.rawValue != readEnd.rawValue)
       _ = "ping".withCString { write(writeEnd.rawValue, $0, 4) }
       var buffer = [UInt8](repeating: 0, count: 8)
-      let count = buffer.withUnsafeMutableBytes { read(received.rawValue, $0.baseAddress, $0.count) }
+      let count = buffer.withUnsafeMutableBytes {
+        read(received.rawValue, $0.baseAddress, $0.count)
+      }
       #expect(count == 4)
       #expect(Array(buffer.prefix(4)) == Array("ping".utf8))
       let taken = try #require(received.take())

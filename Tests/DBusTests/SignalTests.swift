@@ -50,7 +50,8 @@ import Testing
       let rule = MatchRule(sender: server.uniqueName, interface: "org.blekit.Test", member: "Tick")
       do {
         let stream = try await client.signals(rule)
-        let check101 = try await (matchRules(of: client, askingWith: server).contains(where: rule.matchesListing))
+        let check101 = try await
+          (matchRules(of: client, askingWith: server).contains(where: rule.matchesListing))
         #expect(check101)
         try server.emitSignal(
           path: "/test", interface: "org.blekit.Test", member: "Tick", arguments: [.uint32(1)])
@@ -62,7 +63,8 @@ import Testing
       }
       // The RemoveMatch is queued before this call, so the bus has processed it by the reply.
       _ = try await client.nameOwner(server.uniqueName)
-      let check102 = try await (!matchRules(of: client, askingWith: server).contains(where: rule.matchesListing))
+      let check102 = try await
+        (!matchRules(of: client, askingWith: server).contains(where: rule.matchesListing))
       #expect(check102)
     }
   }
@@ -73,13 +75,15 @@ import Testing
       do {
         let stream = try await client.signals(rule)
         _ = stream
-        let check103 = try await (matchRules(of: client, askingWith: server).contains(where: rule.matchesListing))
+        let check103 = try await
+          (matchRules(of: client, askingWith: server).contains(where: rule.matchesListing))
         #expect(check103)
       }
       _ = try await client.nameOwner(server.uniqueName)
       // Give the queue a turn to send RemoveMatch, then round-trip once more.
       _ = try await client.nameOwner(server.uniqueName)
-      let check104 = try await (!matchRules(of: client, askingWith: server).contains(where: rule.matchesListing))
+      let check104 = try await
+        (!matchRules(of: client, askingWith: server).contains(where: rule.matchesListing))
       #expect(check104)
     }
   }
@@ -97,7 +101,8 @@ import Testing
       #expect(await consumer.value == 0)
       _ = try await client.nameOwner(server.uniqueName)
       _ = try await client.nameOwner(server.uniqueName)
-      let check105 = try await (!matchRules(of: client, askingWith: server).contains(where: rule.matchesListing))
+      let check105 = try await
+        (!matchRules(of: client, askingWith: server).contains(where: rule.matchesListing))
       #expect(check105)
     }
   }

@@ -140,7 +140,8 @@ func matchRules(of connection: DBusConnection, askingWith other: DBusConnection)
   let reply = try await other.call(
     destination: .bus, path: "/org/freedesktop/DBus",
     interface: "org.freedesktop.DBus.Debug.Stats", member: "GetAllMatchRules")
-  for entry in reply.first?.dictionaryValue ?? [] where entry.key.stringValue == connection.uniqueName.rawValue {
+  for entry in reply.first?.dictionaryValue ?? []
+  where entry.key.stringValue == connection.uniqueName.rawValue {
     return entry.value.stringArrayValue ?? []
   }
   return []
@@ -188,7 +189,8 @@ private func runWithInput(_ executable: String, _ arguments: [String], input: St
 /// `dbus-send --print-reply` on the test bus.
 func dbusSend(_ bus: TestBus, _ arguments: [String]) async throws -> String {
   let result = try await runAsync(
-    "/usr/bin/dbus-send", ["--bus=\(bus.address)", "--print-reply", "--reply-timeout=5000"] + arguments)
+    "/usr/bin/dbus-send",
+    ["--bus=\(bus.address)", "--print-reply", "--reply-timeout=5000"] + arguments)
   guard result.status == 0 else { throw DBusError(code: .remote, message: result.error) }
   return result.output
 }

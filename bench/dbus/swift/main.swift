@@ -54,7 +54,8 @@ func managedObjectsMessage(devices count: Int) throws -> DBusMessage {
     let interfaces: DBusValue = .dictionary(
       key: "s", value: "a{sv}",
       [
-        DBusDictEntry(key: "org.freedesktop.DBus.Introspectable", value: .dictionaryOfVariants([:])),
+        DBusDictEntry(
+          key: "org.freedesktop.DBus.Introspectable", value: .dictionaryOfVariants([:])),
         DBusDictEntry(key: "org.bluez.Device1", value: .dictionaryOfVariants(device)),
         DBusDictEntry(key: "org.freedesktop.DBus.Properties", value: .dictionaryOfVariants([:])),
       ])
