@@ -4,6 +4,7 @@
 #
 # State kept in /run/lab/state (sourced), written by guest-init:
 #   LAB_BLUETOOTHD_CONF   main.conf for bluetoothd -f, or empty for stock
+#   LAB_BLUETOOTHD_EXPERIMENTAL  1: bluetoothd -E (experimental interfaces)
 #   LAB_BLUETOOTHD_LOG    bluetoothd's log (appended on every start)
 #   LAB_EXPECTED_ADAPTERS how many controllers must be powered to be ready
 
@@ -57,6 +58,7 @@ lab_bluetoothd_start() {
   fi
   local -a args=(-n -d)
   [[ -n $LAB_BLUETOOTHD_CONF ]] && args+=(-f "$LAB_BLUETOOTHD_CONF")
+  [[ ${LAB_BLUETOOTHD_EXPERIMENTAL-} == 1 ]] && args+=(-E)
   printf '=== lab: starting bluetoothd %s (uptime %s s)\n' "${args[*]}" \
     "$(lab_uptime_s)" >>"$LAB_BLUETOOTHD_LOG"
   setsid "$(lab_bluetoothd_path)" "${args[@]}" </dev/null >>"$LAB_BLUETOOTHD_LOG" 2>&1 &
