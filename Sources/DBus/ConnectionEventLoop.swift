@@ -226,3 +226,16 @@ struct WatchSources {
     }
   }
 }
+
+extension DBusConnection {
+  /// How many libdbus watches and timeouts currently have Dispatch sources, and how many
+  /// sources exist in all (for tests: nothing may pile up as watches toggle).
+  var dispatchSourceCounts: (watches: Int, sources: Int, timeouts: Int) {
+    (try? onQueueSync { () throws(DBusError) in
+      (
+        watchSources.count, watchSources.values.reduce(0) { $0 + $1.sources.count },
+        timeoutSources.count
+      )
+    }) ?? (0, 0, 0)
+  }
+}
