@@ -7,9 +7,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+static double cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
 
 static double now(void) {
   struct timespec ts;
@@ -28,8 +35,25 @@ static DBusConnection *connect_bus(const char *address) {
   return c;
 }
 
+static double cpu_seconds(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + u.ru_stime.tv_sec + u.ru_stime.tv_usec / 1e6;
+}
+
+static double server_mark;  /* the server's CPU time when the measured phase began */
+static int server_quit;
+
 static DBusHandlerResult echo(DBusConnection *c, DBusMessage *m, void *data) {
   (void)data;
+  if (dbus_message_is_method_call(m, "org.blekit.Bench", "Mark")) {
+    server_mark = cpu_seconds();
+    return DBUS_HANDLER_RESULT_HANDLED;
+  }
+  if (dbus_message_is_method_call(m, "org.blekit.Bench", "Quit")) {
+    server_quit = 1;
+    return DBUS_HANDLER_RESULT_HANDLED;
+  }
   if (!dbus_message_is_method_call(m, "org.blekit.Bench", "Echo"))
     return DBUS_HANDLER_RESULT_NOT_YET_HANDLED;
   const char *s = NULL;
@@ -46,16 +70,27 @@ static DBusHandlerResult echo(DBusConnection *c, DBusMessage *m, void *data) {
   return DBUS_HANDLER_RESULT_HANDLED;
 }
 
+/* Sends a no-reply control call (Mark, Quit) to the echo server. */
+static void control(DBusConnection *c, const char *name, const char *member) {
+  DBusMessage *m = dbus_message_new_method_call(name, "/bench", "org.blekit.Bench", member);
+  dbus_message_set_no_reply(m, TRUE);
+  dbus_connection_send(c, m, NULL);
+  dbus_connection_flush(c);
+  dbus_message_unref(m);
+}
+
 static int rtt(const char *address, double seconds) {
-  int fds[2];
-  if (pipe(fds) != 0) return 1;
+  int fds[2], back[2];
+  if (pipe(fds) != 0 || pipe(back) != 0) return 1;
   pid_t child = fork();
   if (child == 0) {
     DBusConnection *c = connect_bus(address);
     dbus_connection_add_filter(c, echo, NULL, NULL);
     const char *name = dbus_bus_get_unique_name(c);
     if (write(fds[1], name, strlen(name) + 1) < 0) _exit(1);
-    while (dbus_connection_read_write_dispatch(c, -1)) {}
+    while (!server_quit && dbus_connection_read_write_dispatch(c, -1)) {}
+    double used = cpu_seconds() - server_mark;
+    if (write(back[1], &used, sizeof used) < 0) _exit(1);
     _exit(0);
   }
   char name[256] = {0};
@@ -69,10 +104,14 @@ static int rtt(const char *address, double seconds) {
   DBusError err;
   dbus_error_init(&err);
   long calls = 0;
-  double start = 0;
+  double start = 0, cpu_start = 0;
   for (int phase = 0; phase < 2; phase++) {
+    if (phase == 1) control(c, name, "Mark");
     double begin = now();
-    if (phase == 1) start = begin;
+    if (phase == 1) {
+      start = begin;
+      cpu_start = cpu_seconds();
+    }
     long n = 0;
     for (;;) {
       if (phase == 0 && n == 500) break;
@@ -101,9 +140,13 @@ static int rtt(const char *address, double seconds) {
     if (phase == 1) calls = n;
   }
   double elapsed = now() - start;
-  printf("calls_per_sec=%f calls=%ld\n", calls / elapsed, calls);
-  kill(child, SIGKILL);
+  double client_cpu = cpu_seconds() - cpu_start;
+  control(c, name, "Quit");
+  double server_cpu = 0;
+  if (read(back[0], &server_cpu, sizeof server_cpu) != sizeof server_cpu) server_cpu = 0;
   waitpid(child, NULL, 0);
+  printf("calls_per_sec=%f calls=%ld cpu_us_per_call=%f\n", calls / elapsed, calls,
+         (client_cpu + server_cpu) / calls * 1e6);
   return 0;
 }
 
@@ -167,7 +210,7 @@ static int decode(const char *file, int iterations) {
   double start = 0;
   for (int phase = 0; phase < 2; phase++) {
     int n = phase == 0 ? 3 : iterations;
-    if (phase == 1) start = now();
+    if (phase == 1) start = cpu_now();
     for (int k = 0; k < n; k++) {
       DBusError err;
       dbus_error_init(&err);
@@ -178,7 +221,7 @@ static int decode(const char *file, int iterations) {
       dbus_message_unref(m);
     }
   }
-  double elapsed = now() - start;
+  double elapsed = cpu_now() - start;
   printf("decode_us=%f bytes=%ld check=%lu\n", elapsed / iterations * 1e6, size, check);
   free(buffer);
   return 0;

@@ -6,6 +6,19 @@
 import DBus
 import Foundation
 
+func cpuSeconds() -> Double {
+  var usage = rusage()
+  getrusage(RUSAGE_SELF.rawValue, &usage)
+  return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+    + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+}
+
+func cpuNow() -> Double {
+  var ts = timespec()
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
+  return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+}
+
 func now() -> Double {
   var ts = timespec()
   clock_gettime(CLOCK_MONOTONIC, &ts)
@@ -73,12 +86,12 @@ func decodeBench(file: String, iterations: Int) throws {
   var checksum = 0
   // Warm up.
   for _ in 0..<3 { checksum &+= try DBusMessage(wireBytes: wire).arguments().count }
-  let start = now()
+  let start = cpuNow()
   for _ in 0..<iterations {
     let values = try DBusMessage(wireBytes: wire).arguments()
     checksum &+= values[0].dictionaryValue?.count ?? 0
   }
-  let elapsed = now() - start
+  let elapsed = cpuNow() - start
   print("decode_us=\(elapsed / Double(iterations) * 1e6) bytes=\(wire.count) check=\(checksum)")
 }
 
@@ -108,6 +121,7 @@ func rttBench(address: String, seconds: Double, onConnectionExecutor: Bool) asyn
   func loop() async throws {
     for index in 0..<500 { try await once(Int32(index)) }
     let start = now()
+    let cpuStart = cpuSeconds()
     var calls = 0
     while now() - start < seconds {
       for _ in 0..<100 {
@@ -116,7 +130,10 @@ func rttBench(address: String, seconds: Double, onConnectionExecutor: Bool) asyn
       }
     }
     let elapsed = now() - start
-    print("calls_per_sec=\(Double(calls) / elapsed) calls=\(calls)")
+    let cpu = cpuSeconds() - cpuStart
+    print(
+      "calls_per_sec=\(Double(calls) / elapsed) calls=\(calls)"
+        + " cpu_us_per_call=\(cpu / Double(calls) * 1e6)")
   }
   if onConnectionExecutor {
     try await withTaskExecutorPreference(client.executor) { try await loop() }
