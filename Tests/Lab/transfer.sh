@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Lab test of the transfer between two blekit ends on one host with stock bluetoothd (EATT on):
+# `blekit advertise --once` on hci1, `blekit receive` on hci0, for every message shape issue 6
+# names; the reply path; the refusal of a caller other than bluetoothd; and bad input. Runs
+# inside the lab:
+#
+#   scripts/lab run -- Tests/Lab/transfer.sh [BLEKIT]
+#
+# BLEKIT defaults to $BLEKIT or .build/debug/blekit. Each check prints "ok" or "FAIL"; the last
+# line is "N passed, M failed"; the exit status is 1 if any failed. Messages, outputs and
+# errors are kept in $LAB_RESULTS/transfer.
+set -u
+cd "$(dirname "$0")/../.."
+BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
+OUT=${LAB_RESULTS:-/tmp}/transfer
+mkdir -p "$OUT"
+passed=0
+failed=0
+ok() { echo "ok   $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+
+# transfer NAME FILE [RECEIVE-ARGS...]: advertise FILE once on hci1, receive it on hci0, and
+# check that stdout is exactly the message plus one newline. Sets RC (receive's status).
+transfer() {
+  local name=$1 file=$2
+  shift 2
+  "$BLEKIT" advertise -a hci1 --file "$file" --once --timeout 120 \
+    >"$OUT/$name.adv.out" 2>"$OUT/$name.adv.err" &
+  local adv=$!
+  sleep 1.5
+  local start=$SECONDS
+  "$BLEKIT" receive -a hci0 --timeout 60 "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+  RC=$?
+  local took=$((SECONDS - start))
+  # advertise --once exits after the send; give it a bounded while, then stop it.
+  local n=100
+  while kill -0 "$adv" 2>/dev/null && ((n-- > 0)); do sleep 0.1; done
+  kill -TERM "$adv" 2>/dev/null
+  wait "$adv" 2>/dev/null
+  ADV_RC=$?
+  if ((RC == 0)) && cmp -s <(cat "$file"; printf '\n') "$OUT/$name.out"; then
+    ok "$name: $(stat -c %s "$file") bytes arrived byte-exact (${took} s)"
+  else
+    fail "$name: receive exit $RC; $(head -c 300 "$OUT/$name.err" | tr '\n' ' ')" \
+      "; $(cmp <(cat "$file"; printf '\n') "$OUT/$name.out" 2>&1 | head -c 200)"
+  fi
+}
+
+# --- message shapes (stock bluetoothd: EATT may reorder; blekit's framing must not care) ----
+msg() { printf '%s' "$2" >"$OUT/$1.msg"; }
+: >"$OUT/empty.msg"
+msg one-byte "x"
+head -c 508 /dev/zero | tr '\0' 'a' >"$OUT/one-frame.msg"             # a sequenced frame's body
+head -c 512 /dev/zero | tr '\0' 'b' >"$OUT/one-plain-chunk.msg"       # a plain chunk at MTU 517
+head -c $((3 * 508 + 1)) /dev/zero | tr '\0' 'c' >"$OUT/three-chunks-plus-one.msg"
+# 64 KiB and 256 KiB of printable text that differs everywhere (so a reordering would show).
+seq 1 100000 | tr '\n' ' ' | head -c 65536 >"$OUT/64k.msg"
+seq 1 300000 | tr '\n' ' ' | head -c 262144 >"$OUT/256k.msg"
+# 3-byte characters straddle every 508- and 512-byte boundary.
+for _ in $(seq 1 700); do printf '€'; done >"$OUT/utf8-straddle.msg"
+msg eom "EOM"
+msg contains-eom "before EOM after EOM EOM"
+
+for name in empty one-byte one-frame one-plain-chunk three-chunks-plus-one utf8-straddle eom \
+  contains-eom 64k 256k; do
+  transfer "$name" "$OUT/$name.msg"
+done
+
+# --- reply: receive --reply X makes advertise print X -----------------------------------
+msg reply-message "ping"
+transfer reply "$OUT/reply-message.msg" --reply "pong from hci0"
+if grep -qx "pong from hci0" "$OUT/reply.adv.out"; then
+  ok "reply: advertise printed the central's reply"
+else
+  fail "reply: advertise printed: $(head -c 200 "$OUT/reply.adv.out" "$OUT/reply.adv.err" | tr '\n' ' ')"
+fi
+
+# --- JSON output -------------------------------------------------------------------------
+msg json-message "json body"
+"$BLEKIT" advertise -a hci1 --file "$OUT/json-message.msg" --once --timeout 60 \
+  >"$OUT/json.adv.out" 2>&1 &
+adv=$!
+sleep 1.5
+"$BLEKIT" receive -a hci0 --timeout 60 --json >"$OUT/json.out" 2>"$OUT/json.err"
+rc=$?
+kill -TERM "$adv" 2>/dev/null
+wait "$adv" 2>/dev/null
+if ((rc == 0)) && /usr/bin/python3 -c '
+import json, sys
+record = json.loads(open(sys.argv[1]).read())
+assert "json body" in json.dumps(record), record
+' "$OUT/json.out"; then
+  ok "receive --json prints a JSON object carrying the message"
+else
+  fail "receive --json: exit $rc: $(head -c 300 "$OUT/json.out" "$OUT/json.err" | tr '\n' ' ')"
+fi
+
+# --- security: a caller other than bluetoothd is refused -----------------------------------
+"$BLEKIT" advertise -a hci1 --message secret --timeout 60 >"$OUT/security.adv.out" 2>&1 &
+adv=$!
+sleep 2
+refused=no
+accepted=no
+for name in $(busctl --system --no-legend list --unique 2>/dev/null | awk '{print $1}'); do
+  reply=$(dbus-send --system --print-reply --dest="$name" /org/blekit/app0/service0/char0 \
+    org.bluez.GattCharacteristic1.WriteValue array:byte:0x41,0x42 dict:string:variant: 2>&1)
+  case $reply in
+    *org.bluez.Error.NotAuthorized*) refused=yes ;;
+    *"method return"*) accepted=yes ;;
+  esac
+  reply=$(dbus-send --system --print-reply --dest="$name" /org/blekit/app0/service0/char0 \
+    org.bluez.GattCharacteristic1.StartNotify 2>&1)
+  [[ $reply == *"method return"* ]] && accepted=yes
+done
+kill -TERM "$adv" 2>/dev/null
+wait "$adv" 2>/dev/null
+if [[ $refused == yes && $accepted == no ]]; then
+  ok "security: dbus-send's WriteValue on the exported characteristic gets NotAuthorized"
+else
+  fail "security: refused=$refused accepted=$accepted"
+fi
+if grep -q "AB" "$OUT/security.adv.out"; then
+  fail "security: advertise printed a write from a stranger"
+else
+  ok "security: nothing from the stranger reached the output"
+fi
+
+# --- bad input: one line on stderr, a distinct status ---------------------------------------
+# expect NAME STATUS ARGS...
+expect() {
+  local name=$1 want=$2
+  shift 2
+  timeout 60 "$BLEKIT" "$@" >"$OUT/bad-$name.out" 2>"$OUT/bad-$name.err"
+  local rc=$? lines
+  lines=$(wc -l <"$OUT/bad-$name.err")
+  if ((rc == want && lines == 1 || rc == want && lines == 2)); then
+    ok "bad input $name: exit $rc: $(head -n1 "$OUT/bad-$name.err")"
+  else
+    fail "bad input $name: exit $rc (want $want), $lines lines: $(head -c 300 "$OUT/bad-$name.err")"
+  fi
+}
+expect malformed-uuid 2 scan --service E20A39F4-XXXX --timeout 2
+expect rssi-out-of-range 2 receive --min-rssi -300
+expect unknown-adapter 3 receive --adapter hci9 --timeout 5
+expect too-large 9 advertise -a hci1 --message x --name \
+  "a-local-name-that-is-much-too-long-for-thirty-one-bytes-of-legacy-advertising-data-for-sure"
+lab-bluetoothd stop >/dev/null 2>&1
+expect bluetoothd-absent 4 receive --timeout 5
+lab-bluetoothd start >/dev/null 2>&1
+
+echo "$passed passed, $failed failed"
+((failed == 0))
