@@ -45,7 +45,10 @@ public struct ExportedInterface: Sendable {
 ///
 /// Calls whose arguments don't match `inSignature` are refused with
 /// `org.freedesktop.DBus.Error.InvalidArgs` before the handler runs. The handler runs in its own
-/// Task; its return values must match `outSignature`. Throwing a `DBusError` with code `.remote`
+/// Task, which starts on the connection's executor (its serial queue) so a quick handler replies
+/// without a thread hop: don't block in a handler (no semaphores, no sleeping threads); anything
+/// it awaits elsewhere moves it off the queue. Its return values must match `outSignature`
+/// (a mismatch is answered with `org.freedesktop.DBus.Error.Failed`). Throwing a `DBusError` with code `.remote`
 /// and a name sends that error; any other error becomes `org.freedesktop.DBus.Error.Failed`.
 public struct ExportedMethod: Sendable {
   public var name: MemberName
