@@ -13,7 +13,9 @@
 # disconnects. Prints one summary line on stderr: chunks, bytes, out-of-order count.
 # Exit: 0 done, 1 failure, 3 not found, 4 cut before the end.
 import argparse
+import faulthandler
 import os
+import signal
 import socket
 import struct
 import sys
@@ -72,15 +74,28 @@ class Central:
 
     def run(self):
         adapter = dbus.Interface(self.bus.get_object(BLUEZ, self.adapter_path), "org.bluez.Adapter1")
+        # Start from a clean slate: a device object left by an earlier run can be removed by
+        # bluetoothd's temporary-device timeout in the middle of this one, and the emulator
+        # does not report the same advertisement again (lab-notes).
+        for path, ifaces in self.objects().items():
+            dev = ifaces.get("org.bluez.Device1")
+            if dev and str(dev.get("Adapter")) == self.adapter_path:
+                try:
+                    adapter.RemoveDevice(path)
+                except dbus.DBusException:
+                    pass
         adapter.SetDiscoveryFilter({"UUIDs": dbus.Array([SERVICE], "s"), "Transport": "le"})
-        adapter.StartDiscovery()
         device_path = None
-        if self.wait(lambda: self.find_device() is not None, self.args.timeout):
-            device_path = self.find_device()
-        try:
-            adapter.StopDiscovery()
-        except dbus.DBusException:
-            pass
+        deadline = time.monotonic() + self.args.timeout
+        # Reports come when scanning is switched on: restart the scan until found.
+        while device_path is None and time.monotonic() < deadline:
+            adapter.StartDiscovery()
+            if self.wait(lambda: self.find_device() is not None, 8):
+                device_path = self.find_device()
+            try:
+                adapter.StopDiscovery()
+            except dbus.DBusException:
+                pass
         if device_path is None:
             log("no device advertising the transfer service")
             return 3
@@ -216,6 +231,8 @@ def main():
     parser.add_argument("--out")
     parser.add_argument("--timeout", type=float, default=60)
     args = parser.parse_args()
+    # Never hang a lab run: dump where we are and exit after the time allowed.
+    faulthandler.dump_traceback_later(args.timeout * 2 + 30, exit=True)
     dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
     sys.exit(Central(args).run())
 

@@ -50,7 +50,7 @@ registered_count() {
 transfer() {
   local name=$1 framing=$2 mode=$3 file=$4
   start_advertise "$name" --file "$file" --once
-  "${CENTRAL[@]}" --framing "$framing" --mode "$mode" --reply "reply-$name" \
+  timeout 240 "${CENTRAL[@]}" --framing "$framing" --mode "$mode" --reply "reply-$name" \
     --out "$OUT/$name.received" 2>"$OUT/$name.central.err"
   local crc=$?
   wait_advertise
@@ -139,7 +139,26 @@ for sig in TERM INT; do
   [[ $sig == TERM ]] && start_advertise sigint -m bye
 done
 
-# An advertisement too large: a clear error and exit 9 (needs --manufacturer, issue 4).
+# Bad input: each a one-line error and its own exit status.
+expect_status() {
+  local want=$1 what=$2
+  shift 2
+  local err
+  err=$("$BLEKIT" "$@" 2>&1 >/dev/null)
+  local rc=$?
+  if ((rc == want)) && [[ $(wc -l <<<"$err") -eq 1 ]]; then
+    ok "$what: exit $rc, \"$err\""
+  else
+    fail "$what: exit $rc (want $want), \"$err\""
+  fi
+}
+expect_status 3 "unknown adapter" advertise -a hci9 -m x
+expect_status 2 "no message" advertise -a hci1
+if command -v lab-bluetoothd >/dev/null; then
+  lab-bluetoothd stop
+  expect_status 4 "bluetoothd not running" advertise -a hci1 -m x
+  lab-bluetoothd start && lab-bluetoothd wait >/dev/null 2>&1
+fi
 
 if ((failures > 0)); then
   echo "peripheral-smoke: $failures failed"

@@ -69,11 +69,16 @@ public final class TransferPeripheral: Sendable {
   /// The message the next subscriber gets.
   public var currentMessage: [UInt8] { message.withLock { $0 } }
 
-  /// Publishes the service and advertises its UUID (and `localName`, in the scan response).
+  /// Publishes the service and advertises its UUID, general discoverable (and `localName`, in
+  /// the scan response).
   public func publish(localName: String? = nil) async throws(PeripheralManagerError) {
     try await manager.add(service)
+    // General discoverable (Flags 0x06), as CoreBluetooth advertises: an LE general discovery
+    // (bluetoothd's StartDiscovery) ignores advertisers without the flag; in the lab the
+    // reports of a Flags 0x04 advertisement reached hci0 and never became a device.
     try await manager.startAdvertising(
-      AdvertisingPayload(serviceUUIDs: [BlekitUUID.transferService], localName: localName))
+      AdvertisingPayload(
+        discoverable: true, serviceUUIDs: [BlekitUUID.transferService], localName: localName))
   }
 
   /// Serves subscribers until the manager's events end (``PeripheralManager/close()``) or the
