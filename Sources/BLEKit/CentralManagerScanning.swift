@@ -15,15 +15,22 @@ public struct ScanOptions: Sendable, Hashable {
   /// Also report peripherals bluetoothd already knows when the scan starts (it may not report
   /// a still-advertising peripheral again). Default `true`.
   public var includeKnownPeripherals: Bool
+  /// Restart the discovery session at this interval (`nil`: never). Some controllers, and the
+  /// lab's emulated ones, report an advertiser that was already advertising only at the moment
+  /// scanning is switched on, and the kernel can drop that report when it comes before its
+  /// discovery state is set; each restart is a new chance. A restart costs a few milliseconds
+  /// of scanning.
+  public var restartInterval: Duration?
 
   public init(
     services: [BluetoothUUID] = [], allowDuplicates: Bool = false, rssi: RSSIFilter = .none,
-    includeKnownPeripherals: Bool = true
+    includeKnownPeripherals: Bool = true, restartInterval: Duration? = nil
   ) {
     self.services = services
     self.allowDuplicates = allowDuplicates
     self.rssi = rssi
     self.includeKnownPeripherals = includeKnownPeripherals
+    self.restartInterval = restartInterval
   }
 
   /// The filter for `Adapter1.SetDiscoveryFilter`: transport LE, and the same UUIDs, RSSI
@@ -149,9 +156,23 @@ extension CentralManager {
       }
       continuation.finish()
     }
+    let restarter: Task<Void, Never>? = options.restartInterval.map { interval in
+      Task {
+        while !Task.isCancelled {
+          try? await Task.sleep(for: interval)
+          if Task.isCancelled { return }
+          // bluetoothd drops a client's filter with its session: set it again each time.
+          try? await adapter.stopDiscovery()
+          try? await adapter.setDiscoveryFilter(options.discoveryFilter)
+          try? await adapter.startDiscovery()
+        }
+      }
+    }
     continuation.onTermination = { [weak self] _ in
       pump.cancel()
+      restarter?.cancel()
       Task {
+        await restarter?.value
         try? await adapter.stopDiscovery()
         await self?.scanEnded()
       }

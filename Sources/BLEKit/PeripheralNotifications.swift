@@ -153,9 +153,10 @@ extension Peripheral {
     -> CentralError?
   {
     switch event {
-    case .propertiesChanged(let path, let interface, _, _, let current)
+    case .propertiesChanged(let path, let interface, let changed, _, _)
     where path == device && interface == Device1.interface:
-      if current[Device1.connected.name]?.boolValue == false {
+      // Only a reported transition counts, never the cached state.
+      if changed[Device1.connected.name]?.boolValue == false {
         return CentralError(.disconnected, "\(name) disconnected")
       }
     case .interfacesRemoved(let path, let names)

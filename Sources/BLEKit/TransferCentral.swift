@@ -77,7 +77,8 @@ public struct TransferCentral: Sendable {
   /// - Throws: ``CentralError/Code/timeout`` when none is found within `timeout`.
   public func findPeer(rssi: RSSIFilter = .none, timeout: Duration) async throws -> Discovery {
     let scan = try await manager.scan(
-      ScanOptions(services: [BlekitUUID.transferService], rssi: rssi))
+      ScanOptions(
+        services: [BlekitUUID.transferService], rssi: rssi, restartInterval: .seconds(1)))
     return try await withThrowingTaskGroup(of: Discovery?.self) { group in
       group.addTask {
         for try await discovery in scan { return discovery }

@@ -14,7 +14,9 @@ struct ScanCommand: ParsableCommand {
       applies the same filters again here, because bluetoothd merges the filters of all its \
       clients. Peripherals bluetoothd already knows when the scan starts are listed too. An \
       RSSI of 127 is HCI's "not available" and shows as "?"; with --min-rssi, an unknown \
-      RSSI passes the threshold (and the line says so). Scans until --timeout or Ctrl-C.
+      RSSI passes the threshold (and the line says so). Discovery restarts every 2 s, because \
+      some controllers report an advertiser that was already on only when scanning starts. \
+      Scans until --timeout or Ctrl-C.
       """
   )
 
@@ -32,6 +34,9 @@ struct ScanCommand: ParsableCommand {
       "--duplicates", help: "Report every advertisement, not each peripheral once.")
     let json = Flag("--json", help: "Print JSON Lines instead of text.")
   }
+
+  /// How often the discovery session restarts (see `ScanOptions.restartInterval`).
+  static let restartInterval: Duration = .seconds(2)
 
   let services: [BluetoothUUID]
   let rssi: RSSIFilter
@@ -60,7 +65,9 @@ struct ScanCommand: ParsableCommand {
     } catch {
       throw centralCLIError(error)
     }
-    let options = ScanOptions(services: services, allowDuplicates: duplicates, rssi: rssi)
+    let options = ScanOptions(
+      services: services, allowDuplicates: duplicates, rssi: rssi,
+      restartInterval: Self.restartInterval)
     let timeout = self.timeout
     let json = self.json
     do {
