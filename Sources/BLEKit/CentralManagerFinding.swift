@@ -71,10 +71,11 @@ extension CentralManager {
     while scan == nil {
       do throws(CentralError) {
         scan = try await self.scan(options)
-      } catch  where error.code == .scanInProgress && attempts < 20 {
-        // The previous round's stop is still on its way.
+      } catch  where error.code == .scanInProgress && attempts < 100 {
+        // The previous round's stop is still on its way (a D-Bus round trip; seconds on a
+        // loaded machine).
         attempts += 1
-        try? await Task.sleep(for: .milliseconds(50))
+        try? await Task.sleep(for: .milliseconds(100))
       }
     }
     let discoveries = scan!

@@ -107,8 +107,12 @@ struct GattSession: Sendable {
   /// Whether this command made the connection (and so ends it).
   let connectedHere: Bool
 
+  /// The least time connecting gets, even when finding used up most of `--timeout`.
+  static let minimumConnectTime: Duration = .seconds(5)
+
   /// Opens the central on `adapter`, finds the target (scanning if needed), optionally forgets
-  /// it and finds it again (`refresh`), then connects; all within `timeout`.
+  /// it and finds it again (`refresh`), then connects; all within `timeout` (connecting gets
+  /// at least ``minimumConnectTime`` of it).
   static func open(
     _ target: PeripheralTarget, adapter: String?, timeout: Duration, refresh: Bool = false,
     progress: @Sendable (String) -> Void = { _ in }
@@ -136,7 +140,9 @@ struct GattSession: Sendable {
       let wasConnected =
         device?[Device1.connected] == true || device?[Device1.servicesResolved] == true
       progress("connecting to \(identifier)")
-      let peripheral = try await manager.connect(to: identifier, timeout: remaining())
+      // A device found at the very end of the window still gets a fair chance to connect.
+      let connectTimeout = max(remaining(), min(timeout, Self.minimumConnectTime))
+      let peripheral = try await manager.connect(to: identifier, timeout: connectTimeout)
       return GattSession(manager: manager, peripheral: peripheral, connectedHere: !wasConnected)
     } catch {
       await shielded { await manager.close() }

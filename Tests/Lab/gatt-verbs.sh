@@ -23,9 +23,11 @@ PY=/usr/bin/python3
 
 ok() { echo "ok   $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-# check NAME CONDITION-STATUS DETAIL: ok or FAIL by the status of the last test.
+# check NAME DETAIL: ok or FAIL by $status, which the caller sets to the test's status on the
+# line before (`status=$?`): the command substitutions in check's own arguments would
+# otherwise replace $? before check could read it.
 check() {
-  local status=$? name=$1
+  local name=$1
   shift
   if ((status == 0)); then ok "$name"; else fail "$name: $*"; fi
 }
@@ -45,6 +47,7 @@ expect_status() {
   local lines
   lines=$(wc -l <"$OUT/$name.err")
   [[ $RC == "$want" ]] && ((lines >= 1 && lines <= 2)) && [[ ! -s "$OUT/$name.out" ]]
+  status=$?
   check "$name: exit $want: $(head -n1 "$OUT/$name.err")" "exit $RC: $(show "$name")"
 }
 start_advertise() {
@@ -57,30 +60,47 @@ stop_advertise() {
   kill -TERM "$ADV_PID" 2>/dev/null
   wait "$ADV_PID" 2>/dev/null
 }
-device_known() { busctl --system introspect org.bluez "$DEV" >/dev/null 2>&1; }
+# device_known: bluetoothd has hci1 as a device of hci0 (introspecting is no test: it answers
+# for any path).
+device_known() {
+  busctl --system get-property org.bluez "$DEV" org.bluez.Device1 Address >/dev/null 2>&1
+}
 # wait_for_exit PID SECONDS: waits until PID exits or SECONDS of wall-clock time pass.
 wait_for_exit() {
   local deadline=$(($(date +%s) + $2))
   while kill -0 "$1" 2>/dev/null && (($(date +%s) < deadline)); do sleep 0.2; done
 }
-# run_finding NAME ARGS...: like run, for a command that must find hci1 by scanning. The
-# emulator sends advertising reports only when scanning or advertising starts, and the kernel
-# drops those that beat its discovery state change; so when the device is still unknown after
-# 8 s, the advertisement is registered anew (REREGISTERED=yes) while the scan runs.
+# device_resolved: hci1 is connected to hci0 with its services resolved.
+device_resolved() {
+  [[ $(busctl --system get-property org.bluez "$DEV" org.bluez.Device1 ServicesResolved \
+    2>/dev/null) == "b true" ]]
+}
+# run_finding NAME ARGS...: like run, for a command that must find hci1 by scanning and then
+# connect. The emulator sends advertising reports only when scanning or advertising starts,
+# and the kernel drops those that beat its discovery state change (and needs one to start an
+# LE connection); so whenever hci1 is still not found and connected after 8 s, the
+# advertisement is registered anew (REREGISTERED=yes) while the command runs.
 run_finding() {
   local name=$1
   shift
   "$BLEKIT" "$@" >"$OUT/$name.out" 2>"$OUT/$name.err" &
   local pid=$!
   REREGISTERED=no
-  wait_for_exit "$pid" 8
-  if kill -0 "$pid" 2>/dev/null && ! device_known; then
-    REREGISTERED=yes
-    stop_advertise
-    start_advertise
-  fi
+  local round
+  for round in 1 2 3 4 5; do
+    wait_for_exit "$pid" 8
+    if kill -0 "$pid" 2>/dev/null && ! device_resolved; then
+      REREGISTERED=yes
+      $REREGISTER
+    fi
+  done
   wait "$pid"
   RC=$?
+}
+REREGISTER="restart_advertise"
+restart_advertise() {
+  stop_advertise
+  start_advertise
 }
 
 # --- adapters -------------------------------------------------------------------------------
@@ -88,6 +108,7 @@ run adapters adapters
 [[ $RC == 0 ]] && grep -q "^hci0  $HCI0  public  yes" "$OUT/adapters.out" \
   && grep -q "^hci1  $HCI1  public  yes" "$OUT/adapters.out" && head -n1 "$OUT/adapters.out" \
   | grep -qE "^NAME +ADDRESS +TYPE +POWERED +DISCOVERING +ROLES"
+status=$?
 check "adapters: table lists hci0 and hci1, powered" "$(show adapters)"
 
 run adapters-json adapters --json
@@ -99,17 +120,20 @@ hci1 = adapters[1]
 assert hci1["address"] == sys.argv[2] and hci1["powered"] is True, hci1
 assert isinstance(hci1["roles"], list) and hci1["discovering"] is False, hci1
 PY
+status=$?
 check "adapters --json: an array with hci1's address, powered, roles" "$(show adapters-json)"
 
 run power-off adapters --power off -a hci1
 [[ $RC == 0 ]] && grep -q "^hci1 .* no " "$OUT/power-off.out" \
   && [[ $(busctl --system get-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered) \
     == "b false" ]]
+status=$?
 check "adapters --power off -a hci1: Powered false" "$(show power-off)"
 run power-on adapters --power on -a hci1
 [[ $RC == 0 ]] && grep -q "^hci1 .* yes " "$OUT/power-on.out" \
   && [[ $(busctl --system get-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered) \
     == "b true" ]]
+status=$?
 check "adapters --power on -a hci1: Powered true" "$(show power-on)"
 expect_status adapters-unknown 3 adapters -a hci7
 expect_status adapters-bad-power 2 adapters --power maybe
@@ -135,11 +159,13 @@ end=$(date +%s.%N)
 kill "$MON_PID" 2>/dev/null
 [[ $RC == 0 ]] && grep -q "^$HCI1 " "$OUT/explore-name.out" \
   && grep -q "^service $TRANSFER_SERVICE  blekit Transfer Service" "$OUT/explore-name.out"
+status=$?
 check "explore NAME: found blekit-peer, listed the transfer service ($(echo "$end - $start" \
   | bc) s, advertisement re-registered: $REREGISTERED)" "exit $RC: $(show explore-name 600)"
 # The link is closed afterwards (explore connected it, so explore disconnects it).
 sleep 1
 [[ $(busctl --system get-property org.bluez "$DEV" org.bluez.Device1 Connected) == "b false" ]]
+status=$?
 check "explore: disconnected at the end" "$(busctl --system get-property org.bluez "$DEV" \
   org.bluez.Device1 Connected 2>&1)"
 
@@ -149,12 +175,15 @@ out="$OUT/explore.out"
 [[ $RC == 0 ]] && grep -q "^service 1801  Generic Attribute" "$out" \
   && grep -q "^  characteristic 2b2a  Database Hash  \[read\]" "$out" \
   && grep -q "^    value  [0-9a-f][0-9a-f] " "$out"
+status=$?
 check "explore: Generic Attribute service with Database Hash and its value" "$(show explore 600)"
 grep -A1 "^  characteristic $TRANSFER_CHAR" "$out" | grep -q "^    error  Read not permitted"
+status=$?
 check "explore: the transfer characteristic's read error on its own line, walk went on" \
   "$(grep -A2 "$TRANSFER_CHAR" "$out" | tr '\n' ' ')"
 grep -A3 "^  characteristic $TRANSFER_CHAR" "$out" \
   | grep -q "^    descriptor 2902  Client Characteristic Configuration"
+status=$?
 check "explore: descriptors listed (2902 under the transfer characteristic)" \
   "$(grep -A4 "$TRANSFER_CHAR" "$out" | tr '\n' ' ')"
 
@@ -179,6 +208,7 @@ hashes = [c for c in gatt["characteristics"] if c["shortUUID"] == "2b2a"]
 assert len(hashes[0]["value"]) == 32, hashes
 print(hashes[0]["value"])
 PY
+status=$?
 check "explore --json: one object; transfer service, its error, descriptors, Database Hash" \
   "$(show explore-json 400)"
 db_hash=$($PY -c 'import json,sys; t=json.load(open(sys.argv[1])); print([c["value"] for s in t["services"] for c in s["characteristics"] if c["shortUUID"]=="2b2a"][0])' "$OUT/explore-json.out" 2>/dev/null)
@@ -186,12 +216,15 @@ db_hash=$($PY -c 'import json,sys; t=json.load(open(sys.argv[1])); print([c["val
 # --- read ------------------------------------------------------------------------------------
 run read-hash read "$HCI1" 2b2a
 [[ $RC == 0 && $(cat "$OUT/read-hash.out") == "$db_hash" && -n $db_hash ]]
+status=$?
 check "read 2b2a: prints the same hex as explore --json ($db_hash)" "$(show read-hash)"
 run read-raw read "$HCI1" 2b3a --raw
 [[ $RC == 0 && $(stat -c %s "$OUT/read-raw.out") == 1 ]]
+status=$?
 check "read --raw 2b3a: exactly 1 byte ($(xxd -p "$OUT/read-raw.out"))" "$(show read-raw)"
 run read-service read "$HCI1" 2b2a --service 1801
 [[ $RC == 0 && $(cat "$OUT/read-service.out") == "$db_hash" ]]
+status=$?
 check "read --service 1801 2b2a" "$(show read-service)"
 expect_status read-wrong-service 10 read "$HCI1" 2b2a --service 180f
 expect_status read-no-char 10 read "$HCI1" 2a99
@@ -203,23 +236,28 @@ expect_status write-not-writable 11 write "$HCI1" "$TRANSFER_CHAR" --text x
 run write-command write "$HCI1" "$TRANSFER_CHAR" --text pong --without-response
 sleep 0.5
 [[ $RC == 0 && ! -s "$OUT/write-command.out" ]] && grep -qx pong "$OUT/advertise.out"
+status=$?
 check "write --without-response --text pong: silent, advertise printed the reply" \
   "exit $RC: $(show write-command) advertise: $(head -c 200 "$OUT/advertise.out")"
 run write-request write "$HCI1" 2b29 07
 run write-readback read "$HCI1" 2b29
 [[ $RC == 0 && $(cat "$OUT/write-readback.out") == 07 ]]
+status=$?
 check "write 2b29 07 (write request), read back 07" "$(show write-request) $(show write-readback)"
 
 # --- notify ----------------------------------------------------------------------------------
 # The advertiser replaced its message with the reply "pong" (as the sample does).
 run notify-text notify "$HCI1" "$TRANSFER_CHAR" --count 2 --text --timeout 20
 [[ $RC == 0 && $(cat "$OUT/notify-text.out") == $'pong\nEOM' ]]
+status=$?
 check "notify --count 2 --text: the message then EOM" "exit $RC: $(show notify-text)"
 run notify-hex notify "$HCI1" "$TRANSFER_CHAR" --count 2
 [[ $RC == 0 && $(cat "$OUT/notify-hex.out") == $'706f6e67\n454f4d' ]]
+status=$?
 check "notify --count 2: hex lines" "exit $RC: $(show notify-hex)"
 run notify-duration notify "$HCI1" "$TRANSFER_CHAR" --count 5 --duration 4
 [[ $RC == 6 && $(wc -l <"$OUT/notify-duration.out") == 2 ]]
+status=$?
 check "notify --count 5 --duration 4: two values, then exit 6: $(head -n1 "$OUT/notify-duration.err")" \
   "exit $RC: $(show notify-duration)"
 
@@ -232,6 +270,7 @@ rc=$?
 notifying=$(busctl --system get-property org.bluez "$DEV/service0015/char0016" \
   org.bluez.GattCharacteristic1 NotifyAcquired 2>/dev/null)
 [[ $rc == 0 && $(wc -l <"$OUT/notify-int.out") == 2 ]]
+status=$?
 check "notify without --count, Ctrl-C: exit 0 after the values (NotifyAcquired now: $notifying)" \
   "exit $rc: $(show notify-int)"
 
@@ -244,6 +283,7 @@ wait "$pid"
 rc=$?
 "$BLEKIT" adapters --power on -a hci1 >/dev/null 2>&1
 [[ $rc == 7 ]]
+status=$?
 check "notify: the peer powered off mid-listen: exit 7: $(cat "$OUT/notify-cut.err")" \
   "exit $rc: $(show notify-cut)"
 stop_advertise
@@ -253,6 +293,7 @@ start_advertise
 run explore-listen explore "$HCI1" --listen 5 --timeout 30
 grep -q "^notify  +[0-9.]*s  $TRANSFER_CHAR  blekit Transfer Characteristic  68 65 6c 6c 6f  \"hello\"" \
   "$OUT/explore-listen.out" && [[ $RC == 0 ]]
+status=$?
 check "explore --listen 5: the transfer characteristic's notifications printed" \
   "exit $RC: $(grep '^notify' "$OUT/explore-listen.out" | head -n 4 | tr '\n' ' ') $(show explore-listen 100)"
 run explore-listen-json explore "$HCI1" --listen 5 --json --timeout 30
@@ -263,11 +304,13 @@ assert objects[0]["type"] == "explore", objects[0]
 values = [o for o in objects[1:] if o["type"] == "notification" and o["characteristic"] == sys.argv[2]]
 assert [v["text"] for v in values][:2] == ["hello", "EOM"], values
 PY
+status=$?
 check "explore --listen --json: JSON Lines, tree then notifications (hello, EOM)" \
   "exit $RC: $(show explore-listen-json 300)"
 
 # --- explore --refresh -----------------------------------------------------------------------
 device_known
+status=$?
 check "before --refresh: bluetoothd has $DEV cached" "not cached"
 "$BLEKIT" explore "$HCI1" --refresh --timeout 30 >"$OUT/explore-refresh.out" \
   2>"$OUT/explore-refresh.err" &
@@ -290,11 +333,135 @@ wait "$pid"
 rc=$?
 [[ $rc == 0 && $removed == yes ]] \
   && grep -q "^service $TRANSFER_SERVICE" "$OUT/explore-refresh.out"
+status=$?
 check "explore --refresh: removed the cached device, rediscovered (advertisement re-registered: $restarted)" \
   "exit $rc, removed $removed: $(show explore-refresh)"
 expect_status read-no-name 6 read no-such-device 2a00 --timeout 4
 
 stop_advertise
+
+# --- an independent peripheral (gatt-peer.py): long values, text, errors, notifications -----
+PEER_SERVICE=7b1e0000-9c1f-4d2a-8f3e-5a6b7c8d9e00
+LONG=${PEER_SERVICE%00}01
+TEXT=${PEER_SERVICE%00}02
+COUNTER=${PEER_SERVICE%00}03
+SECRET=${PEER_SERVICE%00}04
+SINK=${PEER_SERVICE%00}05
+start_peer() {
+  : >"$OUT/peer.out"
+  $PY Tests/Lab/gatt-peer.py --adapter hci1 >>"$OUT/peer.out" 2>>"$OUT/peer.err" &
+  PEER_PID=$!
+  local deadline=$(($(date +%s) + 40))
+  until grep -q '^ready' "$OUT/peer.out" || (($(date +%s) > deadline)); do sleep 0.2; done
+}
+stop_peer() {
+  kill -TERM "$PEER_PID" 2>/dev/null
+  wait "$PEER_PID" 2>/dev/null
+}
+restart_peer() {
+  stop_peer
+  start_peer
+}
+# A value longer than the MTU needs read-blob requests, but the lab's MTU is 517 and a value
+# holds at most 512 bytes: restart bluetoothd with ExchangeMTU = 100 (Channels = 1) for this
+# part, through the lab's own state file, and put the stock configuration back afterwards.
+printf '[GATT]\nExchangeMTU = 100\nChannels = 1\n' >"$OUT/main-mtu100.conf"
+cp /run/lab/state "$OUT/lab-state.orig"
+sed -i "s|^LAB_BLUETOOTHD_CONF=.*|LAB_BLUETOOTHD_CONF=$OUT/main-mtu100.conf|" /run/lab/state
+lab-bluetoothd restart >/dev/null 2>&1
+status=$?
+check "bluetoothd restarted with ExchangeMTU = 100" "lab-bluetoothd restart failed"
+start_peer
+grep -q '^ready' "$OUT/peer.out"
+status=$?
+check "gatt-peer.py registered its application and advertisement on hci1" "$(cat "$OUT/peer.err")"
+
+# The peer's services differ from what bluetoothd cached for hci1: --refresh rediscovers.
+REREGISTER=restart_peer
+run_finding peer-explore explore "$HCI1" --refresh --timeout 40
+out="$OUT/peer-explore.out"
+[[ $RC == 0 ]] && grep -q "^service $PEER_SERVICE" "$out" \
+  && grep -q "^service 181a  Environmental Sensing" "$out" \
+  && ! grep -q "^service $TRANSFER_SERVICE" "$out"
+status=$?
+check "explore --refresh after the peer changed: the new services, not the cached ones (advertisement re-registered: $REREGISTERED)" \
+  "exit $RC: $(show peer-explore 500)"
+grep -A1 "^  characteristic 2a6e  Temperature  \[read\]" "$out" | grep -q "^    value  68 09$"
+status=$?
+check "explore: Temperature (2a6e) named, value 68 09" "$(grep -A1 2a6e "$out" | tr '\n' ' ')"
+grep -A1 "^  characteristic $LONG  \[read\]" "$out" | grep -q "(512 bytes)$" \
+  && grep -q '^    text   "0123456789abcdefghij' "$out" && grep -q "  MTU 100$" "$out"
+status=$?
+check "explore: a 512-byte value wrapped, with its text (MTU 100)" \
+  "$(head -n1 "$out") $(grep -A2 "$LONG" "$out" | tr '\n' ' ')"
+grep -A1 "^    descriptor 2901  Characteristic User Description" "$out" \
+  | grep -q '^      value  6c 6f 6e 67 20 76 61 6c 75 65  "long value"$'
+status=$?
+check "explore: descriptor 2901 read, shown as text" "$(grep -A1 2901 "$out" | tr '\n' ' ')"
+grep -A1 "^  characteristic $SECRET  \[read\]" "$out" | grep -q "^    error  " \
+  && grep -A1 "^  characteristic $SINK  \[write\]" "$out" | grep -q "^    error  " \
+  && grep -A1 "^  characteristic $TEXT  \[read, write\]" "$out" \
+  | grep -q '"hello gatt-peer"$'
+status=$?
+check "explore: refused reads (secret, write-only) on their own lines; the walk went on" \
+  "$(grep -A1 "$SECRET\|$SINK\|$TEXT" "$out" | tr '\n' ' ')"
+
+expected_long=$($PY -c 'print((("0123456789abcdefghijklmnopqrstuvwxyz" * 15)[:512]).encode().hex())')
+run read-long read "$HCI1" "$LONG"
+[[ $RC == 0 && $(cat "$OUT/read-long.out") == "$expected_long" ]] \
+  && grep -q "^read $LONG offset [1-9]" "$OUT/peer.out"
+status=$?
+check "read: a 512-byte value whole at MTU 100, through read-blob (offsets read: $(grep "^read $LONG" \
+  "$OUT/peer.out" | tail -n 6 | awk '{print $4}' | tr '\n' ' '))" \
+  "exit $RC: $(wc -c <"$OUT/read-long.out") chars"
+run read-text read "$HCI1" "$TEXT" --text
+[[ $RC == 0 && $(cat "$OUT/read-text.out") == "hello gatt-peer" ]]
+status=$?
+check "read --text: hello gatt-peer" "$(show read-text)"
+run write-text write "$HCI1" "$TEXT" --text "written by blekit"
+run read-back read "$HCI1" "$TEXT" --text
+[[ $RC == 0 && $(cat "$OUT/read-back.out") == "written by blekit" ]] \
+  && grep -q "^write $TEXT $(printf 'written by blekit' | xxd -p)" "$OUT/peer.out"
+status=$?
+check "write --text then read --text: the peer got it, it reads back" \
+  "$(show write-text) $(show read-back)"
+run write-sink write "$HCI1" "$SINK" 01:02:03
+sleep 0.3
+[[ $RC == 0 ]] && grep -q "^write $SINK 010203" "$OUT/peer.out"
+status=$?
+check "write to a write-only characteristic (write request)" "$(show write-sink)"
+expect_status read-sink 11 read "$HCI1" "$SINK"
+run read-secret read "$HCI1" "$SECRET"
+[[ $RC == 5 || $RC == 8 ]] && [[ ! -s "$OUT/read-secret.out" ]]
+status=$?
+check "read of a refused characteristic: exit $RC: $(cat "$OUT/read-secret.err")" "exit $RC"
+run read-temperature read "$HCI1" 2a6e
+[[ $RC == 0 && $(cat "$OUT/read-temperature.out") == 6809 ]]
+status=$?
+check "read 2a6e: 6809" "$(show read-temperature)"
+run notify-counter notify "$HCI1" "$COUNTER" --count 3
+$PY - "$OUT/notify-counter.out" <<'PY'
+import sys
+values = [int(line, 16) for line in open(sys.argv[1]).read().split()]
+assert len(values) == 3, values
+assert all((b - a) % 256 == 1 for a, b in zip(values, values[1:])), values
+PY
+status=$?
+check "notify --count 3: three counter values, each one more ($(tr '\n' ' ' <"$OUT/notify-counter.out"))" \
+  "exit $RC: $(show notify-counter)"
+run peer-listen explore "$HCI1" --listen 2 --json
+$PY - "$OUT/peer-listen.out" "$COUNTER" <<'PY'
+import json, sys
+objects = [json.loads(line) for line in open(sys.argv[1]).read().splitlines()]
+counts = [o for o in objects if o["type"] == "notification" and o["characteristic"] == sys.argv[2]]
+assert len(counts) >= 3, objects[1:]
+PY
+status=$?
+check "explore --listen 2 --json: the counter's notifications as JSON Lines" \
+  "exit $RC: $(show peer-listen 300)"
+stop_peer
+cp "$OUT/lab-state.orig" /run/lab/state
+lab-bluetoothd restart >/dev/null 2>&1
 
 # --- bluetoothd not running ------------------------------------------------------------------
 lab-bluetoothd stop >/dev/null 2>&1
