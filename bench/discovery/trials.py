@@ -1,0 +1,362 @@
+#!/usr/bin/python3
+# Inside the lab (scripts/bench-discovery runs it, with 3 controllers):
+#
+# 1. Discovery latency, TRIALS trials per scanner, the scanners taking turns: `blekit scan`,
+#    `bluetoothctl` (typed `scan on` on a pty, as a user would) and bench/discovery/
+#    bleak_scanner.py, each scanning on hci0. Per trial: no advertisement and no device object
+#    left over; start the scanner (its output read through a pty, so nothing is block-buffered;
+#    every line stamped with CLOCK_MONOTONIC as it arrives); wait until hci0 reports
+#    Discovering; register a fresh advertisement on hci1 (bench/discovery/advertiser.py); the
+#    latency runs from the moment RegisterAdvertisement returned to the arrival of the scanner's
+#    first line naming hci1's address. The scan is started first because the emulator sends its
+#    advertising reports when advertising or scanning is switched on, not repeatedly.
+# 2. Resident memory of a long-running scanner (`blekit monitor --json` if this blekit has it,
+#    else `blekit scan --duplicates --json`) with two advertisers (advertiser.py on hci1 and
+#    hci2, each registering anew every ~1.2 s so that reports keep coming), sampled from /proc
+#    every 10 s; printed at 1 minute and at the end.
+#
+#   trials.py --blekit PATH --pylib DIR [--trials N] [--memory-minutes M] [--out DIR]
+import argparse
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+import dbus
+
+BLUEZ = "org.bluez"
+HERE = os.path.dirname(os.path.abspath(__file__))
+SERVICE = "E20A39F4-73F5-4BC4-A12F-17D1AD07A961"
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x01|\x02|\r")
+
+
+def log(text):
+    print(text, flush=True)
+
+
+def addresses():
+    pairs = os.environ.get("LAB_ADDRESSES", "hci0=00:AA:01:00:00:00 hci1=00:AA:01:01:00:01")
+    return dict(p.split("=", 1) for p in pairs.split())
+
+
+class Bus:
+    def __init__(self):
+        self.bus = dbus.SystemBus()
+
+    def props(self, path):
+        return dbus.Interface(self.bus.get_object(BLUEZ, path), "org.freedesktop.DBus.Properties")
+
+    def discovering(self, adapter):
+        return bool(self.props(f"/org/bluez/{adapter}").Get("org.bluez.Adapter1", "Discovering"))
+
+    def remove_devices(self, adapter):
+        path = f"/org/bluez/{adapter}"
+        iface = dbus.Interface(self.bus.get_object(BLUEZ, path), "org.bluez.Adapter1")
+        om = dbus.Interface(self.bus.get_object(BLUEZ, "/"), "org.freedesktop.DBus.ObjectManager")
+        for obj, ifaces in om.GetManagedObjects().items():
+            dev = ifaces.get("org.bluez.Device1")
+            if dev and str(dev.get("Adapter")) == path:
+                try:
+                    iface.RemoveDevice(obj)
+                except dbus.DBusException:
+                    pass
+
+
+def wait_for(predicate, seconds, step=0.02):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return predicate()
+
+
+class PtyProcess:
+    """A child on a pty; every output line is kept with the monotonic time it was read."""
+
+    def __init__(self, argv, env=None, transcript=None):
+        master, slave = os.openpty()
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
+                                     start_new_session=True, close_fds=True)
+        os.close(slave)
+        self.master = master
+        self.lines = []
+        self.cond = threading.Condition()
+        self.transcript = transcript
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        pending = b""
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                data = b""
+            now = time.monotonic()
+            if not data:
+                break
+            pending += data
+            *complete, pending = pending.split(b"\n")
+            with self.cond:
+                for raw in complete:
+                    line = ANSI.sub("", raw.decode(errors="replace"))
+                    self.lines.append((now, line))
+                    if self.transcript:
+                        self.transcript.write(f"{now:.6f} {line}\n")
+                self.cond.notify_all()
+
+    def first(self, predicate, after, timeout):
+        """The first (time, line) at or after `after` matching predicate, or None."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for stamp, line in self.lines:
+                    if stamp >= after and predicate(line):
+                        return stamp, line
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.cond.wait(left)
+
+    def write(self, text):
+        os.write(self.master, text.encode())
+
+    def stop(self, graceful=None):
+        if graceful:
+            graceful()
+        else:
+            self.signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=8)
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGKILL)
+            self.proc.wait()
+        self.thread.join(timeout=2)
+        os.close(self.master)
+
+    def signal(self, sig):
+        try:
+            os.kill(self.proc.pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+class Advertiser:
+    def __init__(self, adapter):
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(HERE, "advertiser.py"), "--adapter", adapter],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        assert self.proc.stdout.readline().strip() == "ready"
+
+    def call(self, command):
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline().split()
+        if not answer or answer[0] == "error":
+            return None
+        return float(answer[1])
+
+    def close(self):
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.flush()
+        self.proc.wait(timeout=10)
+
+
+def scanners(args, hci1):
+    env = dict(os.environ, PYTHONPATH=args.pylib)
+    hci0 = addresses()["hci0"]
+    return {
+        "blekit scan": dict(argv=[args.blekit, "scan", "-a", "hci0", "--service", SERVICE],
+                            env=None, start=None, stop=None),
+        "bluetoothctl": dict(
+            argv=["bluetoothctl"], env=None,
+            # bluetoothctl's default controller is whichever it saw first: select hci0.
+            start=lambda p: (p.first(lambda l: hci0 in l, 0, 20), p.write(f"select {hci0}\n"),
+                             time.sleep(0.3), p.write("scan on\n")),
+            stop=lambda p: p.write("scan off\nquit\n")),
+        "bleak": dict(argv=[sys.executable, os.path.join(HERE, "bleak_scanner.py"), "--adapter",
+                            "hci0"], env=env, start=None, stop=None),
+    }
+
+
+def latency_trial(bus, adv, name, spec, hci1, transcript):
+    bus.remove_devices("hci0")
+    if not wait_for(lambda: not bus.discovering("hci0"), 15):
+        return {"scanner": name, "error": "hci0 still discovering before the trial"}
+    transcript.write(f"--- {name}\n")
+    p = PtyProcess(spec["argv"], env=spec["env"], transcript=transcript)
+    spawned = time.monotonic()
+    if spec["start"]:
+        spec["start"](p)
+    row = {"scanner": name}
+    # Start-up under TCG on a loaded host can take long (python imports over 9p): be patient.
+    if not wait_for(lambda: bus.discovering("hci0") or p.proc.poll() is not None, 120) \
+            or p.proc.poll() is not None:
+        row["error"] = f"hci0 never started discovering (scanner exit {p.proc.poll()})"
+    else:
+        row["discovering_after"] = round(time.monotonic() - spawned, 3)
+        registered = adv.call("register")
+        if registered is None:
+            row["error"] = "RegisterAdvertisement failed"
+        else:
+            # A line about the device (bluetoothctl also prints hci1 as a Controller).
+            names = lambda l: hci1 in l.upper() and "CONTROLLER" not in l.upper()
+            early = p.first(names, 0, 0)
+            if early and early[0] < registered:
+                row["early_line"] = early[1]
+            hit = p.first(names, registered, 30)
+            if hit is None:
+                row["error"] = "not reported within 30 s"
+            else:
+                row["latency"] = round(hit[0] - registered, 4)
+                row["line"] = hit[1].strip()[:120]
+    p.stop(graceful=(lambda: spec["stop"](p)) if spec["stop"] else None)
+    adv.call("unregister")
+    return row
+
+
+def latency(args, bus):
+    hci1 = addresses()["hci1"].upper()
+    adv = Advertiser("hci1")
+    specs = scanners(args, hci1)
+    names = list(specs)
+    rows = []
+    with open(f"{args.out}/transcript.txt", "w") as transcript:
+        for index in range(args.trials):
+            # Rotate who goes first, so drift in machine load spreads over all three.
+            order = names[index % 3:] + names[:index % 3]
+            for name in order:
+                row = latency_trial(bus, adv, name, specs[name], hci1, transcript)
+                row["trial"] = index
+                log(json.dumps(row))
+                rows.append(row)
+    adv.close()
+    with open(f"{args.out}/latency.json", "w") as f:
+        json.dump(rows, f, indent=1)
+    log("")
+    log(f"discovery latency, {args.trials} trials each: RegisterAdvertisement returned -> "
+        "first line naming the advertiser")
+    log(f"{'scanner':14} {'found':>6} {'median s':>9} {'worst s':>8} {'best s':>7}")
+    medians = {}
+    for name in names:
+        mine = [r for r in rows if r["scanner"] == name]
+        got = sorted(r["latency"] for r in mine if "latency" in r)
+        if not got:
+            log(f"{name:14} {0:>3}/{len(mine):<2}")
+            continue
+        medians[name] = statistics.median(got)
+        worst = f"{got[-1]:.3f}" if len(got) == len(mine) else f">30 ({len(mine) - len(got)} missed)"
+        log(f"{name:14} {len(got):>3}/{len(mine):<2} {medians[name]:>9.3f} {worst:>8} "
+            f"{got[0]:>7.3f}")
+    if "blekit scan" in medians and len(medians) == 3:
+        met = all(medians["blekit scan"] <= v for v in medians.values())
+        log(f"target (blekit's median at or below both): {'met' if met else 'NOT met'}")
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def memory(args):
+    has_monitor = subprocess.run([args.blekit, "help", "monitor"], capture_output=True).returncode == 0
+    if has_monitor:
+        command = [args.blekit, "monitor", "-a", "hci0", "--json"]
+        what = "blekit monitor -a hci0 --json"
+    else:
+        command = [args.blekit, "scan", "-a", "hci0", "--duplicates", "--json"]
+        what = "blekit scan -a hci0 --duplicates --json (no `blekit monitor` in this binary)"
+    # The emulator reports an advertisement when advertising is switched on, not repeatedly:
+    # to keep reports (duplicates) flowing, each advertiser registers anew every ~1.2 s.
+    cycling = threading.Event()
+    advertisers = [Advertiser(adapter) for adapter in ("hci1", "hci2")]
+
+    def cycle(adv):
+        while not cycling.is_set():
+            adv.call("register")
+            cycling.wait(1.0)
+            adv.call("unregister")
+            cycling.wait(0.2)
+
+    cyclers = [threading.Thread(target=cycle, args=(a,), daemon=True) for a in advertisers]
+    for thread in cyclers:
+        thread.start()
+    time.sleep(3)
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=open(f"{args.out}/mem.err", "w"))
+    counts = {"lines": 0, "addresses": set()}
+
+    def drain():
+        for line in proc.stdout:
+            counts["lines"] += 1
+            for address in re.findall(rb"[0-9A-F]{2}(?::[0-9A-F]{2}){5}", line.upper()):
+                counts["addresses"].add(address.decode())
+
+    threading.Thread(target=drain, daemon=True).start()
+    start = time.monotonic()
+    samples = []
+    total = args.memory_minutes * 60
+    next_sample = 10
+    while True:
+        now = time.monotonic() - start
+        if proc.poll() is not None:
+            log(f"memory: {what} exited with {proc.returncode}")
+            break
+        if now >= next_sample:
+            samples.append((round(now), rss_kib(proc.pid), counts["lines"]))
+            log(f"memory: t={round(now)} s rss={samples[-1][1]} KiB lines={counts['lines']}")
+            next_sample += 10
+            if now >= total:
+                break
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    cycling.set()
+    for thread in cyclers:
+        thread.join(timeout=5)
+    for adv in advertisers:
+        adv.close()
+    with open(f"{args.out}/memory.json", "w") as f:
+        json.dump({"command": what, "samples": samples}, f)
+    at = lambda t: next((s for s in samples if s[0] >= t), samples[-1] if samples else None)
+    one, last = at(60), samples[-1] if samples else None
+    log("")
+    log(f"resident memory of {what}, advertisers on hci1 and hci2")
+    if one and last:
+        log(f"  after {one[0]} s: {one[1]} KiB ({one[2]} lines so far)")
+        log(f"  after {last[0]} s: {last[1]} KiB ({last[2]} lines so far; "
+            f"addresses seen: {' '.join(sorted(counts['addresses']))})")
+        growth = last[1] - one[1]
+        log(f"  growth from 1 min to the end: {growth} KiB (limit 1024 KiB: "
+            f"{'met' if growth <= 1024 else 'NOT met'})")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--blekit", required=True)
+    parser.add_argument("--pylib", required=True)
+    parser.add_argument("--trials", type=int, default=20)
+    parser.add_argument("--memory-minutes", type=float, default=1.5)
+    parser.add_argument("--out", default=os.environ.get("LAB_RESULTS", "/tmp") + "/bench-discovery")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    bus = Bus()
+    if args.trials > 0:
+        latency(args, bus)
+    if args.memory_minutes > 0:
+        memory(args)
+
+
+if __name__ == "__main__":
+    main()
