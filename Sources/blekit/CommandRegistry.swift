@@ -9,6 +9,7 @@ enum CommandRegistry {
     AdaptersCommand.self,
     AdvertiseCommand.self,
     ExploreCommand.self,
+    MonitorCommand.self,
     NotifyCommand.self,
     PairCommand.self,
     ReadCommand.self,

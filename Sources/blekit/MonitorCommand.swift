@@ -1,0 +1,193 @@
+// `blekit monitor`: a contact monitor (seed 004): scan with duplicates, decode one company's
+// manufacturer data (FolkBears' TempUserId by default) or count a service's advertisers, and
+// print per-ID statistics at the end.
+
+import ArgumentParsing
+import BLEKit
+import Bluetooth
+
+extension ManufacturerLayout: ExpressibleByArgument {}
+
+/// Counts sightings per temporary ID (or per device advertising a service), as FolkBears'
+/// monitor does, in bounded memory.
+struct MonitorCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    name: "monitor",
+    abstract: "Count sightings per advertised ID (FolkBears TempUserId by default).",
+    discussion: """
+      Scans with duplicates and reads the manufacturer data of one company (--company, \
+      default 0xFFFF). For 0xFFFF the FolkBears layout is decoded: type 0x02, length 0x10, \
+      then a 16-byte temporary ID; for other companies the whole payload is the ID. A \
+      payload that does not decode is counted by reason and skipped. With --service, every \
+      report of a device advertising that service is a sighting of its address. Controllers \
+      filter duplicate reports within one scan, so discovery restarts every --restart \
+      seconds. At the end (Ctrl-C, SIGTERM or --timeout; exit 0) a summary gives, per ID, \
+      times seen, first and last seen (seconds after the start), RSSI min/mean/max (? when \
+      unknown, as HCI's 127) and sightings per minute over the whole run. At most --max-ids \
+      IDs are kept; the least recently seen is evicted first. If bluetoothd stops or the \
+      adapter is powered off, the summary is printed and the command fails.
+      """
+  )
+
+  struct Arguments: ArgumentList {
+    let company = Option<UInt16>(
+      "--company", short: "c", value: "ID",
+      help: "Company ID whose manufacturer data to decode (default 0xFFFF).")
+    let layout = Option<ManufacturerLayout>(
+      "--layout", value: "LAYOUT",
+      help: "folkbears (default for 0xFFFF) or raw (the whole payload is the ID).")
+    let service = Option<String>(
+      "--service", short: "s", value: "UUID",
+      help: "Count sightings of devices advertising this service instead.")
+    let timeout = Option<Duration>(
+      "--timeout", short: "t", value: "SECONDS", help: "Stop after this long.")
+    let adapter = Option<String>(
+      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci1 (default hci0).")
+    let restart = Option<Duration>(
+      "--restart", value: "SECONDS", help: "Restart discovery this often (default 1).")
+    let maxIDs = Option<Int>(
+      "--max-ids", value: "N", help: "Most IDs kept in the table (default 4096).")
+    let json = Flag(
+      "--json", help: "Print each sighting, malformed payload and the summary as JSON Lines.")
+  }
+
+  let target: MonitorTarget
+  let timeout: Duration?
+  let adapter: String?
+  let restart: Duration
+  let maxIDs: Int
+  let json: Bool
+
+  init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
+    if let text = arguments.service {
+      guard arguments.company == nil, arguments.layout == nil else {
+        throw .invalid("--service counts a service's advertisers; drop --company and --layout")
+      }
+      target = .service(try parseServiceUUIDs([text])[0])
+    } else {
+      let company = arguments.company ?? FolkBearsTempUserID.companyID
+      target = .manufacturer(
+        companyID: company,
+        layout: arguments.layout ?? MonitorTarget.defaultLayout(for: company))
+    }
+    for (name, value) in [("--timeout", arguments.timeout), ("--restart", arguments.restart)] {
+      if let value, value <= .zero { throw .invalid("\(name) must be more than 0 seconds") }
+    }
+    if let maxIDs = arguments.maxIDs, maxIDs < 1 { throw .invalid("--max-ids must be at least 1") }
+    timeout = arguments.timeout
+    adapter = arguments.adapter
+    restart = arguments.restart ?? .seconds(1)
+    maxIDs = arguments.maxIDs ?? 4096
+    json = arguments.json
+  }
+
+  /// How a scan ended: the statistics, and the error that stopped it, if any.
+  private struct Ending: Sendable {
+    var table: MonitorOutput.Table
+    var error: (any Error)?
+  }
+
+  func run() async throws {
+    let manager: CentralManager
+    do {
+      manager = try await CentralManager.open(adapter: adapter)
+      try await manager.requirePoweredOn()
+    } catch {
+      throw centralCLIError(error)
+    }
+    var services: [BluetoothUUID] = []
+    if case .service(let uuid) = target { services = [uuid] }
+    let options = ScanOptions(
+      services: services, allowDuplicates: true, includeKnownPeripherals: false,
+      restartInterval: restart)
+    let scan: DiscoveryStream
+    do {
+      scan = try await manager.scan(options)
+    } catch {
+      await manager.close()
+      throw centralCLIError(error)
+    }
+    let adapterName = await manager.adapterName
+    if standardErrorIsTerminal {
+      writeStandardError(
+        "monitoring \(target) on \(adapterName); Ctrl-C or --timeout for the summary\n")
+    }
+    let start = ContinuousClock.now
+    let startUnix = unixTime()
+    let ending = await consume(scan)
+    let run = MonitorOutput.Run(
+      target: target, adapter: adapterName, start: start, startUnix: startUnix,
+      duration: ContinuousClock.now - start)
+    printLine(
+      json
+        ? MonitorOutput.summaryJSON(ending.table, run: run)
+        : MonitorOutput.summaryText(ending.table, run: run))
+    await manager.close()
+    if let error = ending.error {
+      throw centralCLIError(error)
+    }
+  }
+
+  /// Reads the scan until it ends, the timeout passes, or the task is cancelled (Ctrl-C).
+  private func consume(_ scan: DiscoveryStream) async -> Ending {
+    let target = self.target
+    let json = self.json
+    let capacity = maxIDs
+    let timeout = self.timeout
+    return await withTaskGroup(of: Ending?.self) { group in
+      group.addTask {
+        var ending = Ending(table: MonitorOutput.Table(capacity: capacity))
+        do {
+          for try await discovery in scan {
+            Self.count(discovery, in: &ending.table, target: target, json: json)
+          }
+        } catch {
+          ending.error = error
+        }
+        return ending
+      }
+      if let timeout {
+        group.addTask {
+          try? await Task.sleep(for: timeout)
+          return nil
+        }
+      }
+      var result: Ending?
+      while let next = await group.next() {
+        if let next {
+          result = next
+        }
+        group.cancelAll()
+      }
+      return result ?? Ending(table: MonitorOutput.Table(capacity: capacity))
+    }
+  }
+
+  /// Counts one report and prints what it means.
+  private static func count(
+    _ discovery: Discovery, in table: inout MonitorOutput.Table, target: MonitorTarget,
+    json: Bool
+  ) {
+    let address = discovery.address.rawValue
+    switch target.read(discovery) {
+    case .notTarget:
+      return
+    case .malformed(let payload):
+      table.recordMalformed(payload)
+      if json {
+        printLine(MonitorOutput.malformedJSON(payload, address: address, unixTime: unixTime()))
+      }
+    case .sighting(let id):
+      let isNew = table.record(
+        id: id, at: discovery.timestamp, rssi: discovery.reportedRSSI, address: address)
+      if json {
+        printLine(
+          MonitorOutput.sightingJSON(
+            id: id, address: address, rssi: discovery.rssi,
+            count: table[id]?.statistics.count ?? 1, unixTime: unixTime()))
+      } else if isNew {
+        printLine(MonitorOutput.newIDLine(id: id, address: address, target: target))
+      }
+    }
+  }
+}
