@@ -90,7 +90,7 @@ class Central:
         # Reports come when scanning is switched on: restart the scan until found.
         while device_path is None and time.monotonic() < deadline:
             adapter.StartDiscovery()
-            if self.wait(lambda: self.find_device() is not None, 8):
+            if self.wait(lambda: self.find_device() is not None, 30):
                 device_path = self.find_device()
             try:
                 adapter.StopDiscovery()

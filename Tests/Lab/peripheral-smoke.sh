@@ -49,9 +49,17 @@ registered_count() {
 # transfer NAME FRAMING MODE MESSAGE-FILE: one --once transfer, compared byte for byte.
 transfer() {
   local name=$1 framing=$2 mode=$3 file=$4
-  start_advertise "$name" --file "$file" --once
+  # The central scans first, the advertisement comes second: the emulator reports an
+  # advertiser only when advertising or scanning switches on, and a report that arrives while
+  # the kernel is still starting discovery is dropped (seen in btmon: report, then "Start
+  # Service Discovery" complete). An advertisement switched on under a running scan is
+  # reported reliably.
   timeout 240 "${CENTRAL[@]}" --framing "$framing" --mode "$mode" --reply "reply-$name" \
-    --out "$OUT/$name.received" 2>"$OUT/$name.central.err"
+    --out "$OUT/$name.received" 2>"$OUT/$name.central.err" &
+  local central=$!
+  sleep 3
+  start_advertise "$name" --file "$file" --once
+  wait "$central"
   local crc=$?
   wait_advertise
   if ((crc == 0)) && cmp -s "$file" "$OUT/$name.received"; then
