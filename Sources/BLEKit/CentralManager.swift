@@ -219,6 +219,28 @@ public actor CentralManager {
     }
   }
 
+  /// Removes the devices bluetoothd keeps in its cache on this adapter that are not connected,
+  /// paired, bonded or trusted (`Adapter1.RemoveDevice`), and returns how many went.
+  ///
+  /// Why: once bluetoothd has resolved a device's GATT services it stops taking service UUIDs
+  /// from its advertisements (BlueZ 5.66 `device_add_eir_uuids`), so `Device1.UUIDs` keeps the
+  /// services of the last connection. A peer that re-registers its service under the same
+  /// address then never matches a client-side service filter until bluetoothd forgets the
+  /// device. Removing such temporary entries loses nothing: bluetoothd would drop them itself.
+  @discardableResult
+  public func removeCachedPeripherals() async -> Int {
+    guard let adapter = try? await adapter() else { return 0 }
+    var removed = 0
+    for device in await objects.proxies(Device1.self, under: adapter.path) {
+      guard device[Device1.adapter] == adapter.path, device[Device1.connected] != true,
+        device[Device1.paired] != true, device[Device1.bonded] != true,
+        device[Device1.trusted] != true
+      else { continue }
+      if (try? await adapter.removeDevice(device.path)) != nil { removed += 1 }
+    }
+    return removed
+  }
+
   /// A known peripheral by address on this manager's adapter, if bluetoothd has it.
   public func peripheral(address: BluetoothAddress) async -> PeripheralIdentifier? {
     guard let adapterPath else { return nil }

@@ -75,7 +75,12 @@ public struct TransferCentral: Sendable {
   /// Scans for a peripheral advertising the transfer service and returns the first that
   /// passes `rssi`. The scan stops before this returns.
   /// - Throws: ``CentralError/Code/timeout`` when none is found within `timeout`.
+  ///
+  /// Cached, unconnected and unpaired devices are removed first (see
+  /// ``CentralManager/removeCachedPeripherals()``): bluetoothd would otherwise keep the service
+  /// UUIDs of an earlier connection and hide a peer that serves the transfer service again.
   public func findPeer(rssi: RSSIFilter = .none, timeout: Duration) async throws -> Discovery {
+    await manager.removeCachedPeripherals()
     let scan = try await manager.scan(
       ScanOptions(
         services: [BlekitUUID.transferService], rssi: rssi, restartInterval: .seconds(1)))
