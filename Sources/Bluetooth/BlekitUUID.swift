@@ -1,4 +1,4 @@
-// BlekitUUID: the UUIDs of the transfer service that blekit serves and looks for.
+// BlekitUUID: the UUIDs of the services that blekit serves and looks for.
 
 /// UUIDs used by blekit's transfer service.
 ///
@@ -22,10 +22,22 @@ public enum BlekitUUID {
   public static let sequencedTransferCharacteristic = BluetoothUUID(
     high: 0x8EAA_E4B1_B2E1_4D09, low: 0xB847_F216_76E2_4277)
 
+  /// blekit's read service, `8eaae4b2-b2e1-4d09-b847-f21676e24277`: holds the dynamic read
+  /// characteristic of `blekit advertise --read-value/--read-clock` (seed 003).
+  public static let readService = BluetoothUUID(
+    high: 0x8EAA_E4B2_B2E1_4D09, low: 0xB847_F216_76E2_4277)
+
+  /// blekit's dynamic read characteristic, `8eaae4b3-b2e1-4d09-b847-f21676e24277`: read
+  /// only; its value is produced when a read request arrives, and read-blob offsets apply.
+  public static let readCharacteristic = BluetoothUUID(
+    high: 0x8EAA_E4B3_B2E1_4D09, low: 0xB847_F216_76E2_4277)
+
   /// Names for `AssignedNumbers` look-ups.
   static let names: [BluetoothUUID: String] = [
     transferService: "blekit Transfer Service",
     transferCharacteristic: "blekit Transfer Characteristic",
     sequencedTransferCharacteristic: "blekit Sequenced Transfer Characteristic",
+    readService: "blekit Read Service",
+    readCharacteristic: "blekit Read Characteristic",
   ]
 }

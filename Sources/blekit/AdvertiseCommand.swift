@@ -4,6 +4,7 @@
 import ArgumentParsing
 import BLEKit
 import BlueZ
+import Bluetooth
 import Synchronization
 
 #if canImport(Glibc)
@@ -21,7 +22,12 @@ struct AdvertiseCommand: ParsableCommand {
       chunks of min(MTU - 3, 512) bytes then EOM, or in sequenced frames for a blekit \
       central. A reply written by a central is printed on standard output (one line each) and \
       becomes the message for the next subscriber, as in the sample. Ctrl-C or SIGTERM \
-      unregisters everything before exiting.
+      unregisters everything before exiting. --manufacturer and --service-data add fields to \
+      the advertisement (--no-service-uuid leaves the service UUID out to make room); the \
+      size is checked against the 31-byte legacy limit before bluetoothd is asked (exit 9 \
+      with a breakdown). --read-value or --read-clock adds blekit's read service, whose \
+      characteristic's value is produced at each read (offsets honoured, long values read \
+      in pieces).
       """
   )
 
@@ -35,6 +41,23 @@ struct AdvertiseCommand: ParsableCommand {
     let once = Flag("--once", help: "Exit after the first complete send (and its reply).")
     let timeout = Option<Duration>(
       "--timeout", value: "SECONDS", help: "Stop after this long (exit 6 if nothing was sent).")
+    let manufacturer = RepeatedOption<String>(
+      "--manufacturer", value: "ID:HEX",
+      help: "Advertise manufacturer data, e.g. 0xFFFF:0210... (bytes after the company ID).")
+    let serviceData = RepeatedOption<String>(
+      "--service-data", value: "UUID:HEX", help: "Advertise service data, e.g. 180f:64.")
+    let noServiceUUID = Flag(
+      "--no-service-uuid", help: "Leave the transfer service UUID out of the advertisement.")
+    let readValue = Option<String>(
+      "--read-value", value: "TEXT", help: "Add a readable characteristic holding TEXT.")
+    let readClock = Flag(
+      "--read-clock", help: "Add a readable characteristic holding the time of each read.")
+  }
+
+  /// What the dynamic read characteristic answers.
+  enum ReadSource: Sendable {
+    case text(String)
+    case clock
   }
 
   enum Source: Sendable {
@@ -47,6 +70,8 @@ struct AdvertiseCommand: ParsableCommand {
   let adapter: String?
   let once: Bool
   let timeout: Duration?
+  let payload: AdvertisingPayload
+  let readSource: ReadSource?
 
   /// How long `--once` waits for the central to unsubscribe after the last value went out.
   static let onceGrace: Duration = .seconds(10)
@@ -65,9 +90,62 @@ struct AdvertiseCommand: ParsableCommand {
     adapter = arguments.adapter
     once = arguments.once
     timeout = arguments.timeout
+    var manufacturerData: [UInt16: [UInt8]] = [:]
+    for value in arguments.manufacturer {
+      let (key, bytes) = try Self.keyAndBytes(value, option: "--manufacturer")
+      guard let company = try? UInt16(argument: key) else {
+        throw .invalid("--manufacturer: '\(key)' is not a company ID (e.g. 0xFFFF)")
+      }
+      guard manufacturerData[company] == nil else {
+        throw .invalid("--manufacturer: company \(HexBytes.companyID(company)) given twice")
+      }
+      manufacturerData[company] = bytes
+    }
+    var serviceData: [BluetoothUUID: [UInt8]] = [:]
+    for value in arguments.serviceData {
+      let (key, bytes) = try Self.keyAndBytes(value, option: "--service-data")
+      let uuid = try parseServiceUUIDs([key])[0]
+      guard serviceData[uuid] == nil else {
+        throw .invalid("--service-data: service \(key) given twice")
+      }
+      serviceData[uuid] = bytes
+    }
+    // General discoverable (Flags 0x06), as TransferPeripheral.publish advertises.
+    payload = AdvertisingPayload(
+      discoverable: true,
+      serviceUUIDs: arguments.noServiceUUID ? [] : [BlekitUUID.transferService],
+      manufacturerData: manufacturerData, serviceData: serviceData, localName: name)
+    switch (arguments.readValue, arguments.readClock) {
+    case (let text?, false): readSource = .text(text)
+    case (nil, true): readSource = .clock
+    case (nil, false): readSource = nil
+    case (.some, true): throw .invalid("give either --read-value or --read-clock, not both")
+    }
+  }
+
+  /// Splits `KEY:HEX` at its last colon-free key (`0xFFFF:0210..`, `180f:64`; the 128-bit
+  /// UUID form has dashes, not colons).
+  static func keyAndBytes(_ value: String, option: String) throws(UsageError)
+    -> (String, [UInt8])
+  {
+    guard let colon = value.firstIndex(of: ":") else {
+      throw .invalid("\(option): '\(value)' is not KEY:HEX")
+    }
+    let key = String(value[..<colon])
+    do {
+      return (key, try HexBytes.parse(String(value[value.index(after: colon)...])))
+    } catch {
+      throw .invalid("\(option): \(error.description)")
+    }
   }
 
   func run() async throws {
+    // Before bluetoothd is asked: an advertisement that cannot fit fails here, with its sizes.
+    do {
+      _ = try payload.validateLegacySize()
+    } catch {
+      throw CLIError(.advertisementTooLarge, error.description)
+    }
     let bytes: [UInt8]
     switch source {
     case .text(let text): bytes = Array(text.utf8)
@@ -83,7 +161,11 @@ struct AdvertiseCommand: ParsableCommand {
     let report = StatusReport()
     let outcome: Outcome
     do {
-      try await transfer.publish(localName: name)
+      try await manager.add(transfer.service)
+      if let readSource {
+        try await manager.add(Self.readService(readSource).service)
+      }
+      try await manager.startAdvertising(payload)
       report.line(
         "advertising the transfer service on \(manager.adapterName); waiting for a central")
       outcome = await serve(transfer, report: report)
@@ -191,6 +273,33 @@ struct AdvertiseCommand: ParsableCommand {
       return CLIError(.failure, error.description)
     }
   }
+}
+
+extension AdvertiseCommand {
+  /// blekit's read service for `--read-value` or `--read-clock`.
+  static func readService(_ source: ReadSource) -> DynamicReadService {
+    switch source {
+    case .text(let text):
+      let bytes = Array(text.utf8)
+      return DynamicReadService { bytes }
+    case .clock:
+      return DynamicReadService { Array(utcTimestamp().utf8) }
+    }
+  }
+}
+
+/// The current time as ISO 8601 UTC with milliseconds, e.g. `2026-11-29T18:30:05.123Z`.
+func utcTimestamp() -> String {
+  var spec = timespec()
+  clock_gettime(CLOCK_REALTIME, &spec)
+  var parts = tm()
+  var seconds = spec.tv_sec
+  gmtime_r(&seconds, &parts)
+  func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+  let millis = Int(spec.tv_nsec / 1_000_000)
+  let milliText = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
+  return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
+    + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(milliText)Z"
 }
 
 /// Status lines on standard error, only when it is a terminal (piped runs stay quiet).
