@@ -3,6 +3,7 @@
 
 import ArgumentParsing
 import BLEKit
+import BlueZ
 import Bluetooth
 
 /// Dumps a device's whole GATT tree with its values, as the seed explorers do.
@@ -74,12 +75,11 @@ struct ExploreCommand: ParsableCommand {
       } catch {
         throw gattCLIError(error)
       }
-      let firstCharacteristic = tree.lazy.flatMap(\.characteristics).first?.characteristic
       let device = ExploredDevice(
         address: peripheral.identifier.address,
         name: await peripheral.name(),
         adapter: await session.manager.adapterName,
-        mtu: firstCharacteristic == nil ? nil : await peripheral.mtu(for: firstCharacteristic!))
+        mtu: await Self.linkMTU(tree, objects: session.manager.objects))
       printLine(
         json
           ? JSON.text(Self.json(device: device, tree: tree))
@@ -93,6 +93,17 @@ struct ExploreCommand: ParsableCommand {
       await session.close()
       throw error
     }
+  }
+
+  /// The ATT MTU bluetoothd reports on the characteristics (the largest: one that was never
+  /// updated can still show the initial 23), or `nil` when none reports one.
+  static func linkMTU(_ tree: [ExploredService], objects: BlueZObjectTree) async -> Int? {
+    var best: Int?
+    for item in tree.flatMap(\.characteristics) {
+      let proxy = try? await objects.proxy(GattCharacteristic1.self, at: item.characteristic.path)
+      if let mtu = proxy?[GattCharacteristic1.mtu].map(Int.init) { best = max(best ?? mtu, mtu) }
+    }
+    return best
   }
 
   /// The device line's facts.

@@ -69,11 +69,14 @@ enum ValueFormat: Sendable, Equatable {
   }
 }
 
-/// The value as text when it is printable (``HexBytes/printableText(_:)``), after dropping
-/// trailing NULs: devices often send C strings (`"name\0"`). `nil` otherwise.
+/// The value as text when it is printable (``HexBytes/printableText(_:)``) and holds no tab,
+/// after dropping trailing NULs: devices often send C strings (`"name\0"`), while a short
+/// binary value can happen to decode as letters and a tab (`68 09` is not `"h\t"`). `nil`
+/// otherwise.
 func printableText(_ value: [UInt8]) -> String? {
   var bytes = value[...]
   while bytes.last == 0 { bytes = bytes.dropLast() }
+  guard !bytes.contains(0x09) else { return nil }
   return HexBytes.printableText(Array(bytes))
 }
 

@@ -43,6 +43,7 @@ import Testing
     #expect(printableText([0x6F, 0x75, 0x5D, 0x92]) == nil)  // not UTF-8
     #expect(printableText([0x61, 0x00, 0x62]) == nil)  // NUL inside
     #expect(printableText(Array("a\u{1B}[2J".utf8)) == nil)  // terminal escape
+    #expect(printableText([0x68, 0x09]) == nil)  // 24.08 degrees C, not "h\t"
   }
 
   @Test func threeDecimalsPadsTheFraction() {
