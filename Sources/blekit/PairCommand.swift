@@ -29,7 +29,7 @@ struct PairCommand: ParsableCommand {
       "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci0 (default hci0).")
     let timeout = DefaultedOption<Duration>(
       "--timeout", short: "t", value: "SECONDS", default: .seconds(60),
-      help: "Give up finding and pairing after this long.")
+      help: "Give up finding the device, then pairing, after this long each.")
     let capability = DefaultedOption<CapabilityArgument>(
       "--capability", value: "CAP", default: CapabilityArgument(.noInputNoOutput),
       help: "What the agent can show and take in (BlueZ's names).")
@@ -85,11 +85,9 @@ struct PairCommand: ParsableCommand {
   }
 
   private func pair(_ manager: CentralManager) async throws {
-    let deadline = ContinuousClock.now + timeout
     let peripheral = try await manager.find(device, timeout: timeout)
     let before = try await manager.pairingState(of: peripheral)
-    let remaining = max(deadline - .now, .seconds(5))
-    let (state, newlyPaired) = try await manager.pair(peripheral, timeout: remaining)
+    let (state, newlyPaired) = try await manager.pair(peripheral, timeout: timeout)
     if trust && !state.trusted { try await manager.setTrusted(true, for: peripheral) }
     if newlyPaired && !before.connected { await manager.disconnectQuietly(peripheral) }
     let after = try await manager.pairingState(of: peripheral)
