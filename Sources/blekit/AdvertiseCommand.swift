@@ -116,7 +116,12 @@ struct AdvertiseCommand: ParsableCommand {
       serviceUUIDs: arguments.noServiceUUID ? [] : [BlekitUUID.transferService],
       manufacturerData: manufacturerData, serviceData: serviceData, localName: name)
     switch (arguments.readValue, arguments.readClock) {
-    case (let text?, false): readSource = .text(text)
+    case (let text?, false):
+      guard text.utf8.count <= 512 else {
+        throw .invalid(
+          "--read-value: \(text.utf8.count) bytes; an attribute value holds at most 512")
+      }
+      readSource = .text(text)
     case (nil, true): readSource = .clock
     case (nil, false): readSource = nil
     case (.some, true): throw .invalid("give either --read-value or --read-clock, not both")

@@ -44,7 +44,7 @@ struct MonitorCommand: ParsableCommand {
     let adapter = Option<String>(
       "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci1 (default hci0).")
     let restart = Option<Duration>(
-      "--restart", value: "SECONDS", help: "Restart discovery this often (default 1).")
+      "--restart", value: "SECONDS", help: "Restart discovery this often (default 2).")
     let maxIDs = Option<Int>(
       "--max-ids", value: "N", help: "Most IDs kept in the table (default 4096).")
     let json = Flag(
@@ -76,7 +76,7 @@ struct MonitorCommand: ParsableCommand {
     if let maxIDs = arguments.maxIDs, maxIDs < 1 { throw .invalid("--max-ids must be at least 1") }
     timeout = arguments.timeout
     adapter = arguments.adapter
-    restart = arguments.restart ?? .seconds(1)
+    restart = arguments.restart ?? .seconds(2)
     maxIDs = arguments.maxIDs ?? 4096
     json = arguments.json
   }
@@ -114,7 +114,10 @@ struct MonitorCommand: ParsableCommand {
     }
     let start = ContinuousClock.now
     let startUnix = unixTime()
-    let ending = await consume(scan)
+    if json {
+      printLine(MonitorOutput.startJSON(target: target, adapter: adapterName, unixTime: startUnix))
+    }
+    var ending = await consume(scan)
     let run = MonitorOutput.Run(
       target: target, adapter: adapterName, start: start, startUnix: startUnix,
       duration: ContinuousClock.now - start)
@@ -122,6 +125,13 @@ struct MonitorCommand: ParsableCommand {
       json
         ? MonitorOutput.summaryJSON(ending.table, run: run)
         : MonitorOutput.summaryText(ending.table, run: run))
+    if let error = ending.error as? CentralError, error.code == .poweredOff {
+      // bluetoothd powers its adapters off as it stops: tell that apart from a power-off.
+      try? await Task.sleep(for: .milliseconds(500))
+      if await manager.state == .serviceUnavailable {
+        ending.error = CentralError(.serviceUnavailable, "bluetoothd stopped during the monitor")
+      }
+    }
     await manager.close()
     if let error = ending.error {
       throw centralCLIError(error)

@@ -31,6 +31,17 @@ enum MonitorOutput {
     }
   }
 
+  /// The first JSON line, once discovery runs: what is monitored, where, since when.
+  static func startJSON(target: MonitorTarget, adapter: String, unixTime: Double) -> String {
+    JSON.text(
+      .object([
+        ("type", .string("start")),
+        ("timestamp", .number(unixTime)),
+        ("target", .string(target.description)),
+        ("adapter", .string(adapter)),
+      ]))
+  }
+
   /// One JSON line per sighting.
   static func sightingJSON(
     id: String, address: String, rssi: Int?, count: Int, unixTime: Double
