@@ -165,9 +165,25 @@ public struct TransferCentral: Sendable {
       throw error
     }
     let duration = ContinuousClock.now - start
+    // As in the sample: the reply goes out while still subscribed, then unsubscribe.
+    do {
+      try await writeReply(options.reply, plain: plain, on: peripheral)
+    } catch {
+      await notifications.stop()
+      throw error
+    }
     await notifications.stop()
+    return Received(
+      message: outcome.text, byteCount: outcome.bytes, framing: framing,
+      method: notifications.method, duration: duration, peripheral: peripheral.identifier,
+      framesOutOfOrder: outcome.outOfOrder)
+  }
 
-    if let reply = options.reply, let plain {
+  /// Writes the reply without response to the plain characteristic (the sample's).
+  private func writeReply(
+    _ reply: String?, plain: RemoteCharacteristic?, on peripheral: Peripheral
+  ) async throws {
+    if let reply = reply, let plain {
       let bytes = Array(reply.utf8)
       let limit = await peripheral.maximumWriteValueLength(
         for: .withoutResponse, characteristic: plain)
@@ -177,14 +193,10 @@ public struct TransferCentral: Sendable {
           "the reply is \(bytes.count) bytes; one write without response holds at most \(limit)")
       }
       try await peripheral.writeValue(bytes, for: plain, type: .withoutResponse)
-    } else if options.reply != nil {
+    } else if reply != nil {
       throw CentralError(
         .attributeNotFound, "the peer has no characteristic to write the reply to")
     }
-    return Received(
-      message: outcome.text, byteCount: outcome.bytes, framing: framing,
-      method: notifications.method, duration: duration, peripheral: peripheral.identifier,
-      framesOutOfOrder: outcome.outOfOrder)
   }
 
   /// Reads notifications until the message is complete; a stop before that, or a silence
