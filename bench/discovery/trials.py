@@ -2,8 +2,8 @@
 # Inside the lab (scripts/bench-discovery runs it, with 3 controllers):
 #
 # 1. Discovery latency, TRIALS trials per scanner, the scanners taking turns: `blekit scan`,
-#    `bluetoothctl` (typed `scan on` on a pty, as a user would) and bench/discovery/
-#    bleak_scanner.py, each scanning on hci0. Per trial: no advertisement and no device object
+#    `bluetoothctl` (typed `scan.uuids SERVICE` and `scan on` on a pty, as a user would) and
+#    bench/discovery/bleak_scanner.py, each scanning on hci0 for the transfer service. Per trial: no advertisement and no device object
 #    left over; start the scanner (its output read through a pty, so nothing is block-buffered;
 #    every line stamped with CLOCK_MONOTONIC as it arrives); wait until hci0 reports
 #    Discovering; register a fresh advertisement on hci1 (bench/discovery/advertiser.py); the
@@ -12,7 +12,8 @@
 #    advertising reports when advertising or scanning is switched on, not repeatedly.
 # 2. Resident memory of a long-running scanner (`blekit monitor --json` if this blekit has it,
 #    else `blekit scan --duplicates --json`) with two advertisers (advertiser.py on hci1 and
-#    hci2, each registering anew every ~1.2 s so that reports keep coming), sampled from /proc
+#    hci2: FolkBears manufacturer data for monitor, the transfer service for scan; each
+#    registering anew every ~1.2 s so that reports keep coming), sampled from /proc
 #    every 10 s; printed at 1 minute and at the end.
 #
 #   trials.py --blekit PATH --pylib DIR [--trials N] [--memory-minutes M] [--out DIR]
@@ -109,6 +110,7 @@ class PtyProcess:
                     self.lines.append((now, line))
                     if self.transcript:
                         self.transcript.write(f"{now:.6f} {line}\n")
+                        self.transcript.flush()
                 self.cond.notify_all()
 
     def first(self, predicate, after, timeout):
@@ -148,9 +150,9 @@ class PtyProcess:
 
 
 class Advertiser:
-    def __init__(self, adapter):
+    def __init__(self, adapter, extra=()):
         self.proc = subprocess.Popen(
-            [sys.executable, os.path.join(HERE, "advertiser.py"), "--adapter", adapter],
+            [sys.executable, os.path.join(HERE, "advertiser.py"), "--adapter", adapter, *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         assert self.proc.stdout.readline().strip() == "ready"
 
@@ -177,7 +179,10 @@ def scanners(args, hci1):
         "bluetoothctl": dict(
             argv=["bluetoothctl"], env=None,
             # bluetoothctl's default controller is whichever it saw first: select hci0.
+            # The same service filter as the other two (a filtered discovery also lists
+            # advertisers without the discoverable flag).
             start=lambda p: (p.first(lambda l: hci0 in l, 0, 20), p.write(f"select {hci0}\n"),
+                             time.sleep(0.3), p.write(f"scan.uuids {SERVICE}\n"),
                              time.sleep(0.3), p.write("scan on\n")),
             stop=lambda p: p.write("scan off\nquit\n")),
         "bleak": dict(argv=[sys.executable, os.path.join(HERE, "bleak_scanner.py"), "--adapter",
@@ -271,14 +276,19 @@ def memory(args):
     has_monitor = subprocess.run([args.blekit, "help", "monitor"], capture_output=True).returncode == 0
     if has_monitor:
         command = [args.blekit, "monitor", "-a", "hci0", "--json"]
-        what = "blekit monitor -a hci0 --json"
+        what = "blekit monitor -a hci0 --json (two FolkBears IDs)"
     else:
-        command = [args.blekit, "scan", "-a", "hci0", "--duplicates", "--json"]
+        command = [args.blekit, "scan", "-a", "hci0", "--duplicates", "--json", "--service",
+                   SERVICE]
         what = "blekit scan -a hci0 --duplicates --json (no `blekit monitor` in this binary)"
     # The emulator reports an advertisement when advertising is switched on, not repeatedly:
     # to keep reports (duplicates) flowing, each advertiser registers anew every ~1.2 s.
     cycling = threading.Event()
-    advertisers = [Advertiser(adapter) for adapter in ("hci1", "hci2")]
+    # monitor counts FolkBears IDs (manufacturer data); scan wants the service.
+    advertisers = [
+        Advertiser(adapter, ["--folkbears", f"b1e4{index:02x}" * 5 + "00"] if has_monitor else [])
+        for index, adapter in enumerate(("hci1", "hci2"))
+    ]
 
     def cycle(adv):
         while not cycling.is_set():

@@ -47,10 +47,27 @@ async def find(adapter, timeout):
 
 
 async def run(args):
-    device = await find(args.adapter, args.timeout)
-    if device is None:
-        print("bleak_central: no peripheral advertising the transfer service", file=sys.stderr)
-        return 3, {}
+    # In the lab, connecting sometimes ends with "failed to discover services, device
+    # disconnected": find and connect again, up to 3 times, as a careful bleak user would.
+    for attempt in range(1, 4):
+        device = await find(args.adapter, args.timeout)
+        if device is None:
+            print("bleak_central: no peripheral advertising the transfer service",
+                  file=sys.stderr)
+            return 3, {}
+        try:
+            status, result = await receive(args, device)
+        except Exception as error:
+            print(f"bleak_central: attempt {attempt}: {error!r}", file=sys.stderr, flush=True)
+            if attempt == 3:
+                raise
+            await asyncio.sleep(1)
+            continue
+        result["attempts"] = attempt
+        return status, result
+
+
+async def receive(args, device):
     values = []
     done = asyncio.Event()
     marks = {}
