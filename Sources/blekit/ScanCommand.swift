@@ -4,6 +4,10 @@ import ArgumentParsing
 import BLEKit
 import Bluetooth
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Scans for LE peripherals, as the seed apps' `scanForPeripherals(withServices:options:)`.
 struct ScanCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
@@ -16,7 +20,10 @@ struct ScanCommand: ParsableCommand {
       RSSI of 127 is HCI's "not available" and shows as "?"; with --min-rssi, an unknown \
       RSSI passes the threshold (and the line says so). Discovery restarts every 2 s, because \
       some controllers report an advertiser that was already on only when scanning starts. \
-      Scans until --timeout or Ctrl-C.
+      Scans until --timeout or Ctrl-C. On a terminal (without --json) the peripherals are \
+      a live table (address, RSSI, times seen, last seen, name) redrawn at most 4 times a \
+      second, with duplicates on; piped, each discovery is one line, with known company IDs \
+      and 16-bit UUIDs named.
       """
   )
 
@@ -33,6 +40,8 @@ struct ScanCommand: ParsableCommand {
     let duplicates = Flag(
       "--duplicates", help: "Report every advertisement, not each peripheral once.")
     let json = Flag("--json", help: "Print JSON Lines instead of text.")
+    let name = Option<String>(
+      "--name", short: "n", value: "TEXT", help: "Only peripherals whose name contains TEXT.")
   }
 
   /// How often the discovery session restarts (see `ScanOptions.restartInterval`).
@@ -44,6 +53,7 @@ struct ScanCommand: ParsableCommand {
   let adapter: String?
   let duplicates: Bool
   let json: Bool
+  let name: String?
 
   init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
     services = try parseServiceUUIDs(arguments.service)
@@ -55,6 +65,14 @@ struct ScanCommand: ParsableCommand {
     adapter = arguments.adapter
     duplicates = arguments.duplicates
     json = arguments.json
+    name = arguments.name
+  }
+
+  /// Whether a discovery passes `--name` (a case-insensitive substring of the name).
+  static func nameMatches(_ discovery: Discovery, _ filter: String?) -> Bool {
+    guard let filter, !filter.isEmpty else { return true }
+    guard let name = discovery.name else { return false }
+    return name.lowercased().contains(filter.lowercased())
   }
 
   func run() async throws {
@@ -65,18 +83,35 @@ struct ScanCommand: ParsableCommand {
     } catch {
       throw centralCLIError(error)
     }
+    let live = !json && isatty(STDOUT_FILENO) == 1 ? ScanLiveTable() : nil
     let options = ScanOptions(
-      services: services, allowDuplicates: duplicates, rssi: rssi,
+      services: services, allowDuplicates: duplicates || live != nil, rssi: rssi,
       restartInterval: Self.restartInterval)
     let timeout = self.timeout
     let json = self.json
+    let nameFilter = name
     do {
       let scan = try await manager.scan(options)
       try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask {
-          for try await discovery in scan {
-            printLine(
-              json ? Self.jsonLine(discovery, options: options) : Self.textLine(discovery, options))
+          for try await discovery in scan where Self.nameMatches(discovery, nameFilter) {
+            if let live {
+              live.note(discovery)
+            } else {
+              printLine(
+                json
+                  ? Self.jsonLine(discovery, options: options) : Self.textLine(discovery, options))
+            }
+          }
+        }
+        if let live {
+          live.redrawIfNeeded(force: true)
+          group.addTask {
+            defer { live.redrawIfNeeded() }
+            while true {
+              try await Task.sleep(for: ScanLiveTable.redrawInterval)
+              live.redrawIfNeeded()
+            }
           }
         }
         if let timeout {
@@ -103,13 +138,19 @@ struct ScanCommand: ParsableCommand {
     if let name = discovery.name { parts.append(JSON.quoted(name)) }
     if let txPower = discovery.txPower { parts.append("tx \(txPower)") }
     if !discovery.serviceUUIDs.isEmpty {
-      parts.append("services " + discovery.serviceUUIDs.map(\.shortString).joined(separator: ","))
+      parts.append(
+        "services "
+          + discovery.serviceUUIDs.map { uuid in
+            uuid.shortString + (AssignedNumbers.serviceName(uuid).map { " (\($0))" } ?? "")
+          }.joined(separator: ","))
     }
     for (company, bytes) in discovery.manufacturerData.sorted(by: { $0.key < $1.key }) {
-      parts.append("manufacturer \(hex4(company)):\(hexString(bytes))")
+      let label = hex4(company) + (AssignedNumbers.companyName(company).map { " (\($0))" } ?? "")
+      parts.append("manufacturer \(label):\(hexString(bytes))")
     }
     for (uuid, bytes) in discovery.serviceData.sorted(by: { $0.key < $1.key }) {
-      parts.append("service-data \(uuid.shortString):\(hexString(bytes))")
+      let label = uuid.shortString + (AssignedNumbers.serviceName(uuid).map { " (\($0))" } ?? "")
+      parts.append("service-data \(label):\(hexString(bytes))")
     }
     return parts.joined(separator: "  ")
   }
