@@ -33,12 +33,14 @@ def cpu():
 
 async def find(adapter, timeout):
     # The emulator reports an advertiser only when scanning is switched on, so a scan that
-    # started before the report can miss it: rescan in short rounds until the deadline.
+    # started before the report can miss it: rescan in 2 s rounds (blekit's central restarts
+    # every 1 s) until the deadline.
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         device = await BleakScanner.find_device_by_filter(
             lambda d, ad: SERVICE in [u.lower() for u in ad.service_uuids],
-            timeout=min(4.0, max(0.5, deadline - time.monotonic())),
+            timeout=min(2.0, max(0.5, deadline - time.monotonic())),
+            service_uuids=[SERVICE],
             bluez={"adapter": adapter},
         )
         if device is not None:
