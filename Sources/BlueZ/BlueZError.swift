@@ -83,6 +83,9 @@ public struct BlueZError: Error, Sendable, CustomStringConvertible {
         self.init(Self.knownCodes.contains(known) ? known : .other, error.message, name: name)
       } else if name == "org.freedesktop.DBus.Error.ServiceUnknown"
         || name == "org.freedesktop.DBus.Error.NameHasNoOwner"
+        // The bus tried to start bluetoothd by D-Bus activation and failed (seen in the lab
+        // with bluetoothd stopped: Spawn.ChildExited).
+        || name.hasPrefix("org.freedesktop.DBus.Error.Spawn.")
       {
         self.init(.serviceUnavailable, "bluetoothd is not running (org.bluez is not on the bus)", name: name)
       } else if name == "org.freedesktop.DBus.Error.AccessDenied" {
