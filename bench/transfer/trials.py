@@ -5,9 +5,10 @@
 #
 #   trials.py --blekit PATH --pylib DIR [--trials N] [--size BYTES] [--out DIR]
 #
-# Per trial: remove every device object on hci0 (a fresh start for either central), start
-# `blekit advertise -a hci1 --file MSG --once`, wait until hci1 has an active advertising
-# instance, run the central to completion and take its CPU (user+sys, the whole process: start,
+# Per trial: remove every device object on hci0 (a fresh start for either central), start the
+# central, wait until hci0 is discovering, then start `blekit advertise -a hci1 --file MSG
+# --once` (the emulator reports an advertisement reliably only to a scan already running;
+# docs/lab.md), wait for the central to finish and take its CPU (user+sys, the whole process: start,
 # discovery, connect, transfer, exit) from wait4's rusage. Throughput is each central's own
 # figure over the same span: from the subscription call's return to the last byte.
 import argparse
@@ -47,6 +48,11 @@ class Bus:
                 except dbus.DBusException:
                     pass
 
+    def discovering(self, adapter):
+        props = dbus.Interface(self.bus.get_object(BLUEZ, f"/org/bluez/{adapter}"),
+                               "org.freedesktop.DBus.Properties")
+        return bool(props.Get("org.bluez.Adapter1", "Discovering"))
+
     def active_instances(self, adapter):
         props = dbus.Interface(self.bus.get_object(BLUEZ, f"/org/bluez/{adapter}"),
                                "org.freedesktop.DBus.Properties")
@@ -65,37 +71,37 @@ def wait_for(predicate, seconds, step=0.05):
     return predicate()
 
 
-def run_child(argv, env, stdout_path, stderr_path, timeout):
-    """Runs argv; returns (status, wall seconds, cpu seconds of the process and its children)."""
-    with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-        start = time.monotonic()
-        proc = subprocess.Popen(argv, env=env, stdout=out, stderr=err)
-        deadline = start + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                proc.kill()
-                pid, status, usage = os.wait4(proc.pid, 0)
-                break
-            time.sleep(0.02)
-        wall = time.monotonic() - start
+def start_child(argv, env, stdout_path, stderr_path):
+    out, err = open(stdout_path, "wb"), open(stderr_path, "wb")
+    return time.monotonic(), subprocess.Popen(argv, env=env, stdout=out, stderr=err)
+
+
+def exited(proc):
+    """True once proc has exited, without reaping it (finish_child needs its rusage)."""
+    return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def finish_child(started, proc, timeout):
+    """Waits for proc; returns (status, wall seconds, CPU seconds of the process)."""
+    deadline = started + timeout
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+            pid, status, usage = os.wait4(proc.pid, 0)
+            break
+        time.sleep(0.02)
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, wall, usage.ru_utime + usage.ru_stime
+    return proc.returncode, time.monotonic() - started, usage.ru_utime + usage.ru_stime
 
 
 def trial(args, bus, central, index, message_path, expected):
     tag = f"{central}-{index}"
     bus.remove_devices("hci0")
     wait_for(lambda: bus.active_instances("hci1") == 0, 10)
-    adv = subprocess.Popen(
-        [args.blekit, "advertise", "-a", "hci1", "--file", message_path, "--once",
-         "--timeout", "180"],
-        stdout=open(f"{args.out}/{tag}.adv.out", "wb"),
-        stderr=open(f"{args.out}/{tag}.adv.err", "wb"))
-    if not wait_for(lambda: bus.active_instances("hci1") >= 1, 30):
-        log(f"{tag}: advertisement never became active")
+    wait_for(lambda: not bus.discovering("hci0"), 10)
     env = dict(os.environ)
     if central == "blekit":
         argv = [args.blekit, "receive", "-a", "hci0", "--timeout", "60", "--json"]
@@ -105,8 +111,16 @@ def trial(args, bus, central, index, message_path, expected):
                 "--expect", message_path, "--timeout", "60"]
         if args.bleak_acquire:
             argv.append("--acquire")
-    status, wall, cpu = run_child(argv, env, f"{args.out}/{tag}.out", f"{args.out}/{tag}.err",
-                                  150)
+    # The lab's reliable order (docs/lab.md): the central's scan first, then the advertisement.
+    started, proc = start_child(argv, env, f"{args.out}/{tag}.out", f"{args.out}/{tag}.err")
+    if not wait_for(lambda: bus.discovering("hci0") or exited(proc), 90):
+        log(f"{tag}: hci0 never started discovering")
+    adv = subprocess.Popen(
+        [args.blekit, "advertise", "-a", "hci1", "--file", message_path, "--once",
+         "--timeout", "180"],
+        stdout=open(f"{args.out}/{tag}.adv.out", "wb"),
+        stderr=open(f"{args.out}/{tag}.adv.err", "wb"))
+    status, wall, cpu = finish_child(started, proc, 150)
     try:
         adv.wait(timeout=15)
     except subprocess.TimeoutExpired:
