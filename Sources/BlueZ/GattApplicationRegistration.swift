@@ -63,6 +63,14 @@ public final class GattApplicationRegistration: Sendable {
     }
   }
 
+  /// Registers the still-exported application again, with the bluetoothd that owns `org.bluez`
+  /// now (after a restart, the old one's registrations are gone). Does nothing once
+  /// ``unregister()`` ran.
+  public func registerAgain() async throws(BlueZError) {
+    guard isRegistered.withLock({ $0 }) else { return }
+    try await manager.registerApplication(root)
+  }
+
   /// Unregisters the application, then removes its objects. Idempotent; errors from
   /// bluetoothd (already gone, application unknown) are returned but the objects are removed
   /// in any case.

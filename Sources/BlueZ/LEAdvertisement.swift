@@ -157,6 +157,15 @@ public final class LEAdvertisementRegistration: Sendable {
     registered.withLock { $0 = false }
   }
 
+  /// Registers the still-exported advertisement again, with the bluetoothd that owns
+  /// `org.bluez` now (after a restart, the old one's registrations are gone). Does nothing
+  /// once ``unregister()`` ran.
+  public func registerAgain() async throws(BlueZError) {
+    guard exported.withLock({ $0 }) else { return }
+    try await manager.registerAdvertisement(path)
+    registered.withLock { $0 = true }
+  }
+
   /// Unregisters (unless bluetoothd already released it) and unexports. Idempotent.
   @discardableResult
   public func unregister() async -> BlueZError? {

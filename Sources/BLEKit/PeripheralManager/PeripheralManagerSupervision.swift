@@ -1,0 +1,157 @@
+// Keeping a PeripheralManager's registrations alive: when bluetoothd restarts, every service
+// and the advertisement are registered again with the new one; a power-off is reported.
+import BlueZ
+import DBus
+
+/// What happened to bluetoothd or the adapter under a supervised ``PeripheralManager``.
+public enum PeripheralSupervisionEvent: Sendable, Equatable {
+  /// bluetoothd left the bus; registrations wait for it to return.
+  case bluetoothdStopped
+  /// bluetoothd returned and every service and the advertisement are registered again.
+  case registeredAgain
+  /// bluetoothd returned but registering again failed (the stream ends).
+  case registrationFailed(String)
+  /// bluetoothd did not return within the wait (the stream ends).
+  case bluetoothdDidNotReturn(Duration)
+  /// The adapter was powered off while bluetoothd kept running (the stream ends).
+  case adapterPoweredOff
+}
+
+/// The inputs the supervisor reacts to, in arrival order.
+private enum SupervisionInput: Sendable {
+  case owner(BusName?)
+  case poweredOff
+  case powerCheck
+  case deadline(Int)
+}
+
+extension PeripheralManager {
+  /// How long a power-off waits for bluetoothd to leave before it counts as a power-off
+  /// (bluetoothd powers its adapters off as it stops).
+  static let powerOffGrace: Duration = .seconds(2)
+
+  /// Follows bluetoothd (`NameOwnerChanged` of `org.bluez`) and the adapter's `Powered`.
+  ///
+  /// When bluetoothd leaves, the exported objects stay; when it returns within `returnWithin`
+  /// and the adapter is powered again, every published service and the current advertisement
+  /// are registered again. The stream ends after a terminal event (power-off, no return,
+  /// failed registration), or when the iteration ends; ending it removes its match rules.
+  public func supervise(returnWithin: Duration = .seconds(30)) async throws(
+    PeripheralManagerError
+  ) -> AsyncStream<PeripheralSupervisionEvent> {
+    let owners: AsyncStream<BusName?>
+    let powered: SignalStream
+    do throws(DBusError) {
+      owners = try await connection.nameOwnerChanges(BlueZ.service)
+      powered = try await connection.signals(
+        MatchRule(
+          path: adapterPath, interface: .properties, member: "PropertiesChanged",
+          arg0: BlueZ.Interface.adapter.rawValue))
+    } catch {
+      throw .bluez(BlueZError(error))
+    }
+    let (inputs, input) = AsyncStream.makeStream(
+      of: SupervisionInput.self, bufferingPolicy: .unbounded)
+    let ownerFeed = Task {
+      for await owner in owners { input.yield(.owner(owner)) }
+    }
+    let powerFeed = Task {
+      for await signal in powered {
+        let changed = signal.arguments.count > 1 ? signal.arguments[1].stringVariantDictionary : nil
+        if changed?["Powered"]?.boolValue == false { input.yield(.poweredOff) }
+      }
+    }
+    let (events, output) = AsyncStream.makeStream(
+      of: PeripheralSupervisionEvent.self, bufferingPolicy: .unbounded)
+    let loop = Task {
+      var stopped = false
+      var generation = 0
+      var timers: [Task<Void, Never>] = []
+      defer { for timer in timers { timer.cancel() } }
+      for await next in inputs {
+        switch next {
+        case .owner(nil):
+          guard !stopped else { continue }
+          stopped = true
+          generation += 1
+          let current = generation
+          output.yield(.bluetoothdStopped)
+          timers.append(
+            Task {
+              try? await Task.sleep(for: returnWithin)
+              input.yield(.deadline(current))
+            })
+        case .owner(let name?):
+          guard stopped else { continue }
+          stopped = false
+          generation += 1
+          let remaining = returnWithin
+          if let failure = await registerAgain(owner: name, within: remaining) {
+            output.yield(.registrationFailed(failure))
+            output.finish()
+            return
+          }
+          output.yield(.registeredAgain)
+        case .poweredOff:
+          guard !stopped else { continue }
+          timers.append(
+            Task {
+              try? await Task.sleep(for: Self.powerOffGrace)
+              input.yield(.powerCheck)
+            })
+        case .powerCheck:
+          guard !stopped else { continue }
+          // Still owned and still off: a real power-off (not bluetoothd on its way out).
+          if (try? await connection.nameOwner(BlueZ.service)) == nil { continue }
+          if await adapterIsPowered() { continue }
+          output.yield(.adapterPoweredOff)
+          output.finish()
+          return
+        case .deadline(let of):
+          guard stopped, of == generation else { continue }
+          output.yield(.bluetoothdDidNotReturn(returnWithin))
+          output.finish()
+          return
+        }
+      }
+      output.finish()
+    }
+    output.onTermination = { _ in
+      loop.cancel()
+      ownerFeed.cancel()
+      powerFeed.cancel()
+      input.finish()
+    }
+    return events
+  }
+
+  /// Whether the adapter is powered now (false when it cannot be read).
+  private func adapterIsPowered() async -> Bool {
+    (try? await Self.findAdapter(adapterName, on: connection)) != nil
+  }
+
+  /// Waits until the new bluetoothd has the adapter powered (and the caller check follows the
+  /// new owner), then registers every service and the advertisement again.
+  /// - Returns: nil on success, else why it failed.
+  private func registerAgain(owner: BusName, within limit: Duration) async -> String? {
+    let deadline = ContinuousClock.now + limit
+    while true {
+      if Task.isCancelled || isClosed { return "the peripheral closed" }
+      if callerCheck.currentOwner == owner, await adapterIsPowered() { break }
+      if ContinuousClock.now >= deadline {
+        return "adapter \(adapterName) was not powered within \(limit) after bluetoothd returned"
+      }
+      try? await Task.sleep(for: .milliseconds(250))
+    }
+    let (applications, advertisement) = state.withLock { state in
+      (state.services.values.map(\.registration), state.advertisement)
+    }
+    do throws(BlueZError) {
+      for application in applications { try await application.registerAgain() }
+      try await advertisement?.registerAgain()
+    } catch {
+      return "registering again with bluetoothd: \(error.description)"
+    }
+    return nil
+  }
+}

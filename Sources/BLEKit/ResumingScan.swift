@@ -1,0 +1,108 @@
+// A scan that survives a bluetoothd restart: it pauses while org.bluez is gone and starts
+// discovery again when bluetoothd returns (within a bounded wait).
+import BlueZ
+
+/// A pause or resumption of a ``CentralManager/resumingScan(_:returnWithin:onInterruption:)``.
+public enum ScanInterruption: Sendable, Equatable {
+  /// bluetoothd left; the scan waits for it (the text says how long).
+  case paused(String)
+  /// bluetoothd returned and discovery runs again.
+  case resumed
+}
+
+extension CentralManager {
+  /// How long a power-off waits to see whether bluetoothd is stopping (it powers its adapters
+  /// off as it stops).
+  static let serviceStopGrace: Duration = .seconds(2)
+
+  /// Scans like ``scan(_:)``, but when bluetoothd stops, waits up to `returnWithin` for it to
+  /// return with the adapter powered and then scans again; peripherals are reported again after
+  /// the restart (bluetoothd forgot them). `onInterruption` is told of each pause and resume.
+  ///
+  /// The stream ends with ``CentralError/Code/serviceUnavailable`` when bluetoothd does not
+  /// return in time, and with the scan's own error for a power-off or a removed adapter.
+  public func resumingScan(
+    _ options: ScanOptions, returnWithin: Duration = .seconds(30),
+    onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in }
+  ) async throws(CentralError) -> DiscoveryStream {
+    let first = try await scan(options)
+    let (stream, continuation) = AsyncThrowingStream.makeStream(
+      of: Discovery.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
+    let task = Task {
+      var current = first
+      while true {
+        do {
+          for try await discovery in current { continuation.yield(discovery) }
+          continuation.finish()
+          return
+        } catch {
+          guard let error = error as? CentralError, await bluetoothdLeft(after: error) else {
+            continuation.finish(throwing: error)
+            return
+          }
+        }
+        onInterruption(.paused("bluetoothd stopped; waiting up to \(returnWithin) for it"))
+        guard let next = await scanAfterReturn(options, within: returnWithin) else {
+          if Task.isCancelled {
+            continuation.finish()
+          } else {
+            continuation.finish(
+              throwing: CentralError(
+                .serviceUnavailable, "bluetoothd did not return within \(returnWithin)"))
+          }
+          return
+        }
+        onInterruption(.resumed)
+        current = next
+      }
+    }
+    continuation.onTermination = { _ in task.cancel() }
+    return DiscoveryStream(stream: stream)
+  }
+
+  /// Whether a scan's error means bluetoothd left (rather than a power-off or a removal).
+  private func bluetoothdLeft(after error: CentralError) async -> Bool {
+    switch error.code {
+    case .serviceUnavailable: return true
+    case .poweredOff, .adapterNotFound:
+      return await becomes(.serviceUnavailable, within: Self.serviceStopGrace)
+    default: return false
+    }
+  }
+
+  /// Waits up to `limit` for the state to be `wanted`.
+  private func becomes(_ wanted: CentralState, within limit: Duration) async -> Bool {
+    if state == wanted { return true }
+    let updates = stateUpdates()
+    let waiter = Task {
+      for await state in updates where state == wanted { return true }
+      return false
+    }
+    let timer = Task {
+      try? await Task.sleep(for: limit)
+      waiter.cancel()
+    }
+    _ = await waiter.value
+    timer.cancel()
+    return state == wanted
+  }
+
+  /// Starts a new scan once bluetoothd is back with the adapter powered; retries the start
+  /// (the old session may still be stopping, a fresh adapter may not be ready) until `limit`.
+  private func scanAfterReturn(_ options: ScanOptions, within limit: Duration) async
+    -> DiscoveryStream?
+  {
+    let deadline = ContinuousClock.now + limit
+    while !Task.isCancelled {
+      let left = deadline - ContinuousClock.now
+      guard left > .zero else { return nil }
+      if (try? await waitUntilPoweredOn(timeout: left)) != nil,
+        let scan = try? await scan(options)
+      {
+        return scan
+      }
+      try? await Task.sleep(for: .milliseconds(250))
+    }
+    return nil
+  }
+}
