@@ -75,6 +75,9 @@ struct AdvertiseCommand: ParsableCommand {
 
   /// How long `--once` waits for the central to unsubscribe after the last value went out.
   static let onceGrace: Duration = .seconds(10)
+  /// How long a released advertisement waits for the supervision to explain it (bluetoothd
+  /// stopping, a power-off) before it counts as bluetoothd dropping it.
+  static let releaseGrace: Duration = .seconds(4)
 
   init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
     switch (arguments.message, arguments.file) {
@@ -164,6 +167,7 @@ struct AdvertiseCommand: ParsableCommand {
     }
     let transfer = TransferPeripheral(manager: manager, message: bytes)
     let report = StatusReport()
+    let faults = AdvertiseFaults()
     let outcome: Outcome
     do {
       try await manager.add(transfer.service)
@@ -171,14 +175,18 @@ struct AdvertiseCommand: ParsableCommand {
         try await manager.add(Self.readService(readSource).service)
       }
       try await manager.startAdvertising(payload)
+      let supervision = try await manager.supervise(returnWithin: AdvertiseFaults.returnWithin)
+      let watcher = Task { await faults.follow(supervision, manager: manager) }
+      defer { watcher.cancel() }
       report.line(
         "advertising the transfer service on \(manager.adapterName); waiting for a central")
-      outcome = await serve(transfer, report: report)
+      outcome = await serve(transfer, report: report, faults: faults)
     } catch {
       await manager.close()
       throw Self.cliError(error)
     }
     await manager.close()
+    if let ending = faults.ending { throw ending }
     if Task.isCancelled { throw CancellationError() }
     if outcome.advertisingStopped && outcome.completedSends == 0 {
       throw CLIError(.remoteError, "bluetoothd stopped the advertisement")
@@ -195,11 +203,14 @@ struct AdvertiseCommand: ParsableCommand {
   }
 
   /// Handles transfer events until `--once` is satisfied, the timeout passes, or Ctrl-C.
-  private func serve(_ transfer: TransferPeripheral, report: StatusReport) async -> Outcome {
+  private func serve(
+    _ transfer: TransferPeripheral, report: StatusReport, faults: AdvertiseFaults
+  ) async -> Outcome {
     let manager = transfer.manager
     var outcome = Outcome()
     var timers: [Task<Void, Never>] = []
     let timedOut = SharedFlag()
+    let released = SharedFlag()
     if let timeout {
       timers.append(
         Task {
@@ -242,14 +253,21 @@ struct AdvertiseCommand: ParsableCommand {
         print(String(decoding: value, as: UTF8.self))
         fflush(nil)
       case .advertisingStopped:
-        outcome.advertisingStopped = true
-        report.line("bluetoothd stopped the advertisement")
-        break loop
+        // bluetoothd also releases it as it stops or powers off: the supervision decides then.
+        timers.append(
+          Task {
+            try? await Task.sleep(for: Self.releaseGrace)
+            guard !Task.isCancelled, faults.isQuiet else { return }
+            released.set()
+            await manager.close()
+          })
       }
     }
     progress.finish()
     for timer in timers { timer.cancel() }
     outcome.timedOut = timedOut.isSet
+    outcome.advertisingStopped = released.isSet
+    if released.isSet { report.line("bluetoothd stopped the advertisement") }
     return outcome
   }
 

@@ -102,7 +102,7 @@ struct MonitorCommand: ParsableCommand {
       restartInterval: restart)
     let scan: DiscoveryStream
     do {
-      scan = try await manager.scan(options)
+      scan = try await manager.resumingScan(options, onInterruption: noteScanInterruption)
     } catch {
       await manager.close()
       throw centralCLIError(error)

@@ -91,7 +91,7 @@ struct ScanCommand: ParsableCommand {
     let json = self.json
     let nameFilter = name
     do {
-      let scan = try await manager.scan(options)
+      let scan = try await manager.resumingScan(options, onInterruption: noteScanInterruption)
       try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask {
           for try await discovery in scan where Self.nameMatches(discovery, nameFilter) {
