@@ -7,8 +7,8 @@
 #
 # Registers one application and one advertisement (type peripheral, the test service UUID,
 # the local name) on the adapter, prints "ready" on stdout once both are registered, and
-# serves until SIGTERM/SIGINT. Every read is printed on stdout as "read UUID offset N", every
-# value written as "write UUID HEX".
+# serves until SIGTERM/SIGINT; SIGUSR1 registers the advertisement anew. Every read is printed
+# on stdout as "read UUID offset N", every value written as "write UUID HEX".
 #
 # Service 7b1e0000-9c1f-4d2a-8f3e-5a6b7c8d9e00 (test service):
 #   ...01 long      read             512 bytes of text (the most an attribute holds); honours
@@ -261,8 +261,22 @@ def main():
         app.path, {}, reply_handler=registered, error_handler=failed)
     dbus.Interface(adapter, "org.bluez.LEAdvertisingManager1").RegisterAdvertisement(
         adv.path, {}, reply_handler=registered, error_handler=failed)
+    manager = dbus.Interface(adapter, "org.bluez.LEAdvertisingManager1")
+
+    def readvertise():
+        # Unregister and register the advertisement again (the application stays): the
+        # emulator sends advertising reports only when advertising starts.
+        try:
+            manager.UnregisterAdvertisement(adv.path)
+        except dbus.exceptions.DBusException:
+            pass
+        manager.RegisterAdvertisement(adv.path, {}, reply_handler=lambda: say("readvertised"),
+                                      error_handler=failed)
+        return True
+
     for number in (signal.SIGTERM, signal.SIGINT):
         GLib.unix_signal_add(GLib.PRIORITY_HIGH, number, loop.quit)
+    GLib.unix_signal_add(GLib.PRIORITY_HIGH, signal.SIGUSR1, readvertise)
     loop.run()
 
 

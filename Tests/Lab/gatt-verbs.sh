@@ -362,8 +362,8 @@ stop_peer() {
   wait "$PEER_PID" 2>/dev/null
 }
 restart_peer() {
-  stop_peer
-  start_peer
+  # The advertisement only: restarting the application could race the connection.
+  kill -USR1 "$PEER_PID"
 }
 # A value longer than the MTU needs read-blob requests, but the lab's MTU is 517 and a value
 # holds at most 512 bytes: restart bluetoothd with ExchangeMTU = 100 (Channels = 1) for this
