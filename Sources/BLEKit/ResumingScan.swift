@@ -11,9 +11,9 @@ public enum ScanInterruption: Sendable, Equatable {
 }
 
 extension CentralManager {
-  /// How long a power-off waits to see whether bluetoothd is stopping (it powers its adapters
-  /// off as it stops).
-  static let serviceStopGrace: Duration = .seconds(2)
+  /// How long a power-off waits to see whether bluetoothd is stopping: it powers its adapters
+  /// off, then removes them, then leaves the bus, and on a loaded machine that takes seconds.
+  static let serviceStopGrace: Duration = .seconds(10)
 
   /// Scans like ``scan(_:)``, but when bluetoothd stops, waits up to `returnWithin` for it to
   /// return with the adapter powered and then scans again; peripherals are reported again after
@@ -60,22 +60,24 @@ extension CentralManager {
     return DiscoveryStream(stream: stream)
   }
 
-  /// Whether a scan's error means bluetoothd left (rather than a power-off or a removal).
+  /// Whether a scan's error means bluetoothd left or took the adapter away (rather than a
+  /// power-off that stays). A removed adapter counts: bluetoothd removes its adapters as it
+  /// stops, and an adapter that comes back within the wait is scanned again.
   private func bluetoothdLeft(after error: CentralError) async -> Bool {
     switch error.code {
-    case .serviceUnavailable: return true
-    case .poweredOff, .adapterNotFound:
-      return await becomes(.serviceUnavailable, within: Self.serviceStopGrace)
+    case .serviceUnavailable, .adapterNotFound: return true
+    case .poweredOff:
+      return await becomes([.serviceUnavailable, .unsupported], within: Self.serviceStopGrace)
     default: return false
     }
   }
 
-  /// Waits up to `limit` for the state to be `wanted`.
-  private func becomes(_ wanted: CentralState, within limit: Duration) async -> Bool {
-    if state == wanted { return true }
+  /// Waits up to `limit` for the state to be one of `wanted`.
+  private func becomes(_ wanted: Set<CentralState>, within limit: Duration) async -> Bool {
+    if wanted.contains(state) { return true }
     let updates = stateUpdates()
     let waiter = Task {
-      for await state in updates where state == wanted { return true }
+      for await state in updates where wanted.contains(state) { return true }
       return false
     }
     let timer = Task {
@@ -84,7 +86,7 @@ extension CentralManager {
     }
     _ = await waiter.value
     timer.cancel()
-    return state == wanted
+    return wanted.contains(state)
   }
 
   /// Starts a new scan once bluetoothd is back with the adapter powered; retries the start

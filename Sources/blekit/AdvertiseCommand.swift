@@ -77,7 +77,7 @@ struct AdvertiseCommand: ParsableCommand {
   static let onceGrace: Duration = .seconds(10)
   /// How long a released advertisement waits for the supervision to explain it (bluetoothd
   /// stopping, a power-off) before it counts as bluetoothd dropping it.
-  static let releaseGrace: Duration = .seconds(4)
+  static let releaseGrace: Duration = PeripheralManager.powerOffGrace + .seconds(5)
 
   init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
     switch (arguments.message, arguments.file) {

@@ -26,9 +26,10 @@ private enum SupervisionInput: Sendable {
 }
 
 extension PeripheralManager {
-  /// How long a power-off waits for bluetoothd to leave before it counts as a power-off
-  /// (bluetoothd powers its adapters off as it stops).
-  static let powerOffGrace: Duration = .seconds(2)
+  /// How long a power-off waits for bluetoothd to leave before it counts as a power-off:
+  /// bluetoothd powers its adapters off, removes them, then leaves the bus, and on a loaded
+  /// machine that takes seconds.
+  public static let powerOffGrace: Duration = .seconds(10)
 
   /// Follows bluetoothd (`NameOwnerChanged` of `org.bluez`) and the adapter's `Powered`.
   ///
@@ -101,9 +102,10 @@ extension PeripheralManager {
             })
         case .powerCheck:
           guard !stopped else { continue }
-          // Still owned and still off: a real power-off (not bluetoothd on its way out).
+          // Still owned, the adapter still there and off: a real power-off (bluetoothd on its
+          // way out removes the adapter first, then leaves the bus).
           if (try? await connection.nameOwner(BlueZ.service)) == nil { continue }
-          if await adapterIsPowered() { continue }
+          guard await adapterIsPresentAndOff() else { continue }
           output.yield(.adapterPoweredOff)
           output.finish()
           return
@@ -123,6 +125,16 @@ extension PeripheralManager {
       input.finish()
     }
     return events
+  }
+
+  /// Whether the adapter object exists with `Powered` false.
+  private func adapterIsPresentAndOff() async -> Bool {
+    do {
+      _ = try await Self.findAdapter(adapterName, on: connection)
+      return false
+    } catch {
+      return error.code == .notReady
+    }
   }
 
   /// Whether the adapter is powered now (false when it cannot be read).
