@@ -34,9 +34,11 @@ let package = Package(
     .executableTarget(
       name: "blekit", dependencies: ["BLEKit", "ArgumentParsing"], swiftSettings: strict),
     .executableTarget(name: "dbus-bench", dependencies: ["DBus"], path: "bench/dbus/swift"),
-    .testTarget(name: "DBusTests", dependencies: ["DBus"]),
+    // A private dbus-daemon for tests (never outlives the test process).
+    .target(name: "TestSupport", dependencies: ["DBus"], path: "Tests/TestSupport"),
+    .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
     .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
-    .testTarget(name: "BLEKitTests", dependencies: ["BLEKit"]),
+    .testTarget(name: "BLEKitTests", dependencies: ["BLEKit", "TestSupport"]),
     .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing"]),
     .testTarget(name: "BlekitCLITests", dependencies: ["blekit", "BLEKit", "ArgumentParsing"]),
   ]

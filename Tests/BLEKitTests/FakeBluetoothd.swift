@@ -6,62 +6,7 @@ import BlueZ
 import DBus
 import Foundation
 import Synchronization
-
-/// A private dbus-daemon for one test.
-final class PrivateBus: Sendable {
-  let address: String
-  private let directory: URL
-  private let process: Process
-
-  init() throws {
-    let directory = FileManager.default.temporaryDirectory
-      .appendingPathComponent("blekit-peripheral-\(UUID().uuidString.prefix(8))")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    let config = """
-      <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-       "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-      <busconfig>
-        <type>session</type>
-        <listen>unix:path=\(directory.path)/bus</listen>
-        <auth>EXTERNAL</auth>
-        <policy context="default">
-          <allow send_destination="*" eavesdrop="true"/>
-          <allow eavesdrop="true"/>
-          <allow own="*"/>
-        </policy>
-      </busconfig>
-      """
-    let configURL = directory.appendingPathComponent("bus.conf")
-    try config.write(to: configURL, atomically: true, encoding: .utf8)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-    process.arguments = ["--config-file=\(configURL.path)", "--nofork", "--print-address=1"]
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    var line = Data()
-    while true {
-      let byte = output.fileHandleForReading.readData(ofLength: 1)
-      if byte.isEmpty || byte == Data([0x0A]) { break }
-      line.append(byte)
-    }
-    self.address = String(decoding: line, as: UTF8.self)
-    self.directory = directory
-    self.process = process
-  }
-
-  func connect() throws -> DBusConnection { try DBusConnection(address: address) }
-
-  func stop() {
-    if process.isRunning {
-      // SIGKILL: the daemon can inherit a blocked SIGTERM from the test runner's threads, and
-      // then `terminate()` leaves it running (and `waitUntilExit()` waiting) for ever.
-      kill(process.processIdentifier, SIGKILL)
-      process.waitUntilExit()
-    }
-    try? FileManager.default.removeItem(at: directory)
-  }
-}
+import TestSupport
 
 /// The fake daemon: one adapter, `/org/bluez/hci0`.
 final class FakeBluetoothd: Sendable {

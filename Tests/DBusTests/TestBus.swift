@@ -1,69 +1,14 @@
-// A private dbus-daemon per test, started from a config written into a temp directory.
+// Test helpers: a private bus per test (TestSupport) and running external clients.
 import DBus
 import Foundation
+import TestSupport
 
-/// A private message bus for one test. Stop it with `stop()` (done by `withTestBus`).
-final class TestBus: Sendable {
-  let address: String
-  let directory: URL
-  private let process: Process
-
-  init() throws {
-    let directory = FileManager.default.temporaryDirectory
-      .appendingPathComponent("blekit-dbus-\(UUID().uuidString.prefix(8))")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    let config = """
-      <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-       "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-      <busconfig>
-        <type>session</type>
-        <listen>unix:path=\(directory.path)/bus</listen>
-        <auth>EXTERNAL</auth>
-        <policy context="default">
-          <allow send_destination="*" eavesdrop="true"/>
-          <allow eavesdrop="true"/>
-          <allow own="*"/>
-        </policy>
-      </busconfig>
-      """
-    let configURL = directory.appendingPathComponent("bus.conf")
-    try config.write(to: configURL, atomically: true, encoding: .utf8)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-    process.arguments = ["--config-file=\(configURL.path)", "--nofork", "--print-address=1"]
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    // The daemon prints its address once it listens.
-    var line = Data()
-    while true {
-      let byte = output.fileHandleForReading.readData(ofLength: 1)
-      if byte.isEmpty || byte == Data([0x0A]) { break }
-      line.append(byte)
-    }
-    self.address = String(decoding: line, as: UTF8.self)
-    self.directory = directory
-    self.process = process
-  }
-
-  /// A new client connection to this bus.
-  func connect() throws -> DBusConnection { try DBusConnection(address: address) }
-
-  func stop() {
-    // SIGKILL: the daemon may inherit a signal mask that blocks SIGTERM from the test runner.
-    if process.isRunning {
-      kill(process.processIdentifier, SIGKILL)
-      process.waitUntilExit()
-    }
-    try? FileManager.default.removeItem(at: directory)
-  }
-}
+/// A private message bus for one test (see TestSupport's ``PrivateBus``).
+typealias TestBus = PrivateBus
 
 /// Runs `body` with a fresh private bus, stopping it afterwards.
 func withTestBus<T>(_ body: (TestBus) async throws -> T) async throws -> T {
-  let bus = try TestBus()
-  defer { bus.stop() }
-  return try await body(bus)
+  try await withPrivateBus(name: "dbus", body)
 }
 
 /// Runs an external command (dbus-send, python3) and returns its standard output.
