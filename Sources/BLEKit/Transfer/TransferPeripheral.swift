@@ -52,15 +52,20 @@ public final class TransferPeripheral: Sendable {
   private let message: Mutex<[UInt8]>
 
   /// Creates the service for `message` (UTF-8 text or any bytes). Nothing is published yet.
-  public init(manager: PeripheralManager, message: [UInt8]) {
+  /// With `requireEncryption`, subscribing and writing need an encrypted (paired) link
+  /// (`encrypt-notify`, `encrypt-write`).
+  public init(manager: PeripheralManager, message: [UInt8], requireEncryption: Bool = false) {
     self.manager = manager
     self.message = Mutex(message)
+    let secure: CharacteristicProperties = requireEncryption ? [.notifyEncryptionRequired] : []
     plainCharacteristic = MutableCharacteristic(
-      type: BlekitUUID.transferCharacteristic, properties: [.notify, .writeWithoutResponse],
-      permissions: [.readable, .writeable])
+      type: BlekitUUID.transferCharacteristic,
+      properties: CharacteristicProperties([.notify, .writeWithoutResponse]).union(secure),
+      permissions: requireEncryption
+        ? [.readable, .writeable, .writeEncryptionRequired] : [.readable, .writeable])
     sequencedCharacteristic = MutableCharacteristic(
-      type: BlekitUUID.sequencedTransferCharacteristic, properties: [.notify],
-      permissions: [.readable])
+      type: BlekitUUID.sequencedTransferCharacteristic,
+      properties: CharacteristicProperties.notify.union(secure), permissions: [.readable])
     service = MutableService(
       type: BlekitUUID.transferService,
       characteristics: [plainCharacteristic, sequencedCharacteristic])
