@@ -254,10 +254,11 @@ struct AdvertiseCommand: ParsableCommand {
         fflush(nil)
       case .advertisingStopped:
         // bluetoothd also releases it as it stops or powers off: the supervision decides then.
+        let stops = faults.stops
         timers.append(
           Task {
             try? await Task.sleep(for: Self.releaseGrace)
-            guard !Task.isCancelled, faults.isQuiet else { return }
+            guard !Task.isCancelled, faults.isQuiet, faults.stops == stops else { return }
             released.set()
             await manager.close()
           })

@@ -9,6 +9,7 @@ import Synchronization
 final class AdvertiseFaults: Sendable {
   private struct State {
     var away = false
+    var stops = 0
     var ending: CLIError?
   }
   private let state = Mutex(State())
@@ -19,6 +20,9 @@ final class AdvertiseFaults: Sendable {
   /// True while nothing is going on (bluetoothd present, no fault ending the command): a
   /// released advertisement then really means bluetoothd dropped it.
   var isQuiet: Bool { state.withLock { !$0.away && $0.ending == nil } }
+
+  /// How many times bluetoothd stopped so far (a release from before a stop is explained).
+  var stops: Int { state.withLock { $0.stops } }
 
   /// The error the command exits with, when a fault ended it.
   var ending: CLIError? { state.withLock { $0.ending } }
@@ -32,7 +36,10 @@ final class AdvertiseFaults: Sendable {
       var ending: CLIError?
       switch event {
       case .bluetoothdStopped:
-        state.withLock { $0.away = true }
+        state.withLock {
+          $0.away = true
+          $0.stops += 1
+        }
         writeStandardError(
           "blekit: bluetoothd stopped; waiting up to \(Self.returnWithin) to register again\n")
       case .registeredAgain:

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Lab test of blekit under faults (issue 5), in one boot: bluetoothd restarted under a running
+# `scan --json` and under `advertise`; the adapter powered off under `advertise`; `advertise`
+# killed mid-transfer; and a soak of 20 receives from one long-running `advertise` whose file
+# descriptors, bus match rules and exported objects must not grow. Runs inside the lab:
+#
+#   scripts/lab run --env BLEKIT=$PWD/.build/debug/blekit --timeout 900 -- Tests/Lab/faults.sh
+#
+# Each check prints "ok" or "FAIL"; the last line is "N passed, M failed"; exit 1 on failure.
+# Outputs are kept in $LAB_RESULTS/faults.
+set -u
+cd "$(dirname "$0")/../.."
+BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
+OUT=${LAB_RESULTS:-/tmp}/faults
+mkdir -p "$OUT"
+passed=0
+failed=0
+ok() { echo "ok   $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+check() { if eval "$2"; then ok "$1"; else fail "$1"; fi; }
+HCI1_ADDR=00:AA:01:01:00:01
+HCI1_DEV=/org/bluez/hci0/dev_00_AA_01_01_00_01
+
+# wait_for SECONDS COMMAND...: polls COMMAND every 0.2 s until it succeeds or time runs out.
+wait_for() {
+  local n=$(($1 * 5))
+  shift
+  while ((n-- > 0)); do
+    "$@" && return 0
+    sleep 0.2
+  done
+  return 1
+}
+active_instances() {
+  busctl --system call org.bluez /org/bluez/hci1 org.freedesktop.DBus.Properties Get ss \
+    org.bluez.LEAdvertisingManager1 ActiveInstances 2>/dev/null | awk '{print $NF}'
+}
+instances_are() { [[ $(active_instances) == "$1" ]]; }
+discovering() {
+  busctl --system get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Discovering \
+    2>/dev/null | grep -q true
+}
+connected() {
+  busctl --system get-property org.bluez "$HCI1_DEV" org.bluez.Device1 Connected 2>/dev/null |
+    grep -q true
+}
+powered() {
+  busctl --system get-property org.bluez "/org/bluez/$1" org.bluez.Adapter1 Powered \
+    2>/dev/null | grep -q true
+}
+# stop_pid PID: SIGTERM, then waits (bounded) and sets STATUS.
+stop_pid() {
+  kill -TERM "$1" 2>/dev/null
+  local n=100
+  while kill -0 "$1" 2>/dev/null && ((n-- > 0)); do sleep 0.1; done
+  kill -KILL "$1" 2>/dev/null
+  wait "$1" 2>/dev/null
+  STATUS=$?
+}
+# wait_exit PID SECONDS: waits for PID to exit by itself; sets STATUS (255 when it did not).
+wait_exit() {
+  local n=$(($2 * 10))
+  while kill -0 "$1" 2>/dev/null && ((n-- > 0)); do sleep 0.1; done
+  if kill -0 "$1" 2>/dev/null; then
+    STATUS=255
+    stop_pid "$1"
+    STATUS=255
+  else
+    wait "$1"
+    STATUS=$?
+  fi
+}
+# receive NAME: one receive on hci0; sets RC.
+receive() {
+  "$BLEKIT" receive -a hci0 --timeout 60 >"$OUT/$1.out" 2>"$OUT/$1.err"
+  RC=$?
+}
+
+echo "# blekit: $BLEKIT"
+
+# --- 1. bluetoothd restarts under scan --json and advertise ---------------------------------
+"$BLEKIT" scan -a hci0 --json >"$OUT/scan.out" 2>"$OUT/scan.err" &
+scan=$!
+wait_for 20 discovering || echo "# hci0 not discovering after 20 s"
+"$BLEKIT" advertise -a hci1 -m "after restart" --timeout 600 \
+  >"$OUT/adv-restart.out" 2>"$OUT/adv-restart.err" &
+adv=$!
+seen_in_scan() { tail -n +"$1" "$OUT/scan.out" | grep -q "$HCI1_ADDR"; }
+check "scan: reports the advertiser before the restart" "wait_for 30 seen_in_scan 1"
+lines=$(wc -l <"$OUT/scan.out")
+start=$SECONDS
+lab-bluetoothd restart >"$OUT/restart1.log" 2>&1
+echo "# bluetoothd restarted in $((SECONDS - start)) s"
+check "scan: reports the advertiser again after the restart" \
+  "wait_for 40 seen_in_scan $((lines + 1))"
+check "scan: still running after the restart" "kill -0 $scan"
+check "scan: stderr notes the pause and the resumption" \
+  "grep -q 'scan paused' $OUT/scan.err && grep -q 'scan resumed' $OUT/scan.err"
+check "advertise: still running after the restart" "kill -0 $adv"
+check "advertise: stderr says it registered again" \
+  "wait_for 20 grep -q 'registered again' $OUT/adv-restart.err"
+check "advertise: one advertisement active with the new bluetoothd" "wait_for 10 instances_are 1"
+receive after-restart
+check "receive after the restart: exit 0 and the message (exit $RC)" \
+  "((RC == 0)) && grep -qx 'after restart' $OUT/after-restart.out"
+stop_pid "$scan"
+check "scan: SIGINT/SIGTERM ends it (exit $STATUS)" "((STATUS == 143 || STATUS == 130 || STATUS == 0))"
+stop_pid "$adv"
+check "advertise: SIGTERM after the restart exits 143 (exit $STATUS)" "((STATUS == 143))"
+check "advertise: nothing left registered after SIGTERM" "wait_for 10 instances_are 0"
+
+# --- 2. the adapter powered off under advertise --------------------------------------------
+"$BLEKIT" advertise -a hci1 -m "power" --timeout 300 >"$OUT/adv-power.out" 2>"$OUT/adv-power.err" &
+adv=$!
+wait_for 20 instances_are 1 || echo "# advertisement not active after 20 s"
+busctl --system set-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered b false
+wait_exit "$adv" 40
+check "power-off: advertise exits 1 (exit $STATUS)" "((STATUS == 1))"
+check "power-off: stderr says the adapter was powered off" \
+  "grep -q 'hci1 was powered off' $OUT/adv-power.err"
+echo "# stderr: $(head -c 300 "$OUT/adv-power.err" | tr '\n' ' ')"
+check "power-off: nothing left registered (ActiveInstances $(active_instances))" \
+  "instances_are 0"
+busctl --system set-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered b true
+wait_for 20 powered hci1 || echo "# hci1 not powered again after 20 s"
+
+# --- 3. advertise killed mid-transfer of 256 KiB -------------------------------------------
+seq 1 300000 | tr '\n' ' ' | head -c 262144 >"$OUT/256k.msg"
+"$BLEKIT" advertise -a hci1 --file "$OUT/256k.msg" --timeout 120 \
+  >"$OUT/adv-kill.out" 2>"$OUT/adv-kill.err" &
+adv=$!
+sleep 1.5
+"$BLEKIT" receive -a hci0 --timeout 60 >"$OUT/cut.out" 2>"$OUT/cut.err" &
+recv=$!
+wait_for 60 connected || echo "# never connected"
+sleep 1.5
+kill -KILL "$adv"
+wait "$adv" 2>/dev/null
+wait_exit "$recv" 60
+echo "# receive stderr: $(head -c 300 "$OUT/cut.err" | tr '\n' ' ')"
+check "cut: receive exits 7 (exit $STATUS)" "((STATUS == 7))"
+check "cut: receive says how many bytes arrived" "grep -qE '[0-9]+ bytes' $OUT/cut.err"
+check "cut: no partial text on stdout" "[[ ! -s $OUT/cut.out ]]"
+# The killed process's advertisement goes with its bus connection.
+check "cut: nothing left registered after the kill" "wait_for 10 instances_are 0"
+
+# --- 4. soak: 20 receives from one long-running advertise ----------------------------------
+"$BLEKIT" advertise -a hci1 -m "soak" --timeout 800 >"$OUT/adv-soak.out" 2>"$OUT/adv-soak.err" &
+adv=$!
+wait_for 20 instances_are 1 || echo "# advertisement not active after 20 s"
+unique=$(busctl --system list --no-legend 2>/dev/null | awk -v p="$adv" '$1 ~ /^:/ && $2 == p {print $1; exit}')
+echo "# advertise pid $adv, bus name ${unique:-?}"
+fds() { ls "/proc/$adv/fd" | wc -l; }
+matches() {
+  busctl --system call org.freedesktop.DBus /org/freedesktop/DBus \
+    org.freedesktop.DBus.Debug.Stats GetConnectionStats s "$unique" 2>/dev/null |
+    grep -oE '"MatchRules" u [0-9]+' | awk '{print $NF}'
+}
+objects() { busctl --system tree "$unique" 2>/dev/null | grep -c '/'; }
+soak_ok=0
+for i in $(seq 1 20); do
+  receive "soak-$i"
+  if ((RC == 0)) && grep -qx soak "$OUT/soak-$i.out"; then soak_ok=$((soak_ok + 1)); fi
+  sleep 0.5
+  if ((i == 2)); then fd2=$(fds); m2=$(matches); o2=$(objects); fi
+done
+sleep 1
+fd20=$(fds); m20=$(matches); o20=$(objects)
+echo "# after receive 2: fds $fd2, match rules ${m2:-n/a}, objects $o2;" \
+  "after receive 20: fds $fd20, match rules ${m20:-n/a}, objects $o20"
+check "soak: 20 of 20 receives got the message ($soak_ok)" "((soak_ok == 20))"
+check "soak: advertise's fd count did not grow ($fd2 -> $fd20)" "((fd20 <= fd2))"
+if [[ -n $m2 && -n $m20 ]]; then
+  check "soak: advertise's bus match rules did not grow ($m2 -> $m20)" "((m20 <= m2))"
+else
+  echo "# Debug.Stats not available: match rules not counted"
+fi
+check "soak: advertise's exported objects did not grow ($o2 -> $o20)" "((o20 <= o2))"
+stop_pid "$adv"
+check "soak: advertise exits 143 on SIGTERM (exit $STATUS)" "((STATUS == 143))"
+check "soak: nothing left registered" "wait_for 10 instances_are 0"
+
+echo "$passed passed, $failed failed"
+((failed == 0))
