@@ -96,7 +96,9 @@ enum MonitorOutput {
       }
     }
     if table.malformedTotal > 0 {
-      let parts = table.malformed.sorted { $0.key < $1.key }.map { "\($0.key.rawValue) \($0.value)" }
+      let parts = table.malformed.sorted { $0.key < $1.key }.map {
+        "\($0.key.rawValue) \($0.value)"
+      }
       lines.append("malformed payloads skipped: " + parts.joined(separator: ", "))
     }
     if table.evictedIDs > 0 {

@@ -151,20 +151,21 @@ check "text mode: a line for the new ID and a summary row" \
 sed 's/^/     | /' "$OUT/monitor.txt"
 
 # --- scan --name ----------------------------------------------------------------------------
-# Two scans at once (bluetoothd merges their sessions): one whose filter matches, one not.
-"$BLEKIT" scan -a hci0 --name lab-MON --timeout 20 --json >"$OUT/scan-name.json" 2>&1 &
-SCAN1=$!
-"$BLEKIT" scan -a hci0 --name no-such-name --timeout 20 >"$OUT/scan-noname.out" 2>&1 &
-SCAN2=$!
-wait_for 60 discovering hci0
-sleep 2
-"$BLEKIT" advertise -a hci1 --message x --name lab-monitor-peer --timeout 6 >/dev/null 2>&1
-wait "$SCAN1"
-wait "$SCAN2"
-rc=$?
+# scan_named FILTER OUTPUT: a scan with --name FILTER while hci1 advertises lab-monitor-peer.
+scan_named() {
+  "$BLEKIT" scan -a hci0 --name "$1" --timeout 15 --json >"$2" 2>&1 &
+  local scan=$!
+  wait_for 60 discovering hci0
+  sleep 2
+  "$BLEKIT" advertise -a hci1 --message x --name lab-monitor-peer --timeout 5 >/dev/null 2>&1
+  wait "$scan"
+}
+scan_named lab-MON "$OUT/scan-name.json"
 check "scan --name lab-MON finds lab-monitor-peer (case-insensitive)" \
   grep -q "\"address\":\"$HCI1\",\"addressType\":\"[a-z]*\",\"name\":\"lab-monitor-peer\"" \
   "$OUT/scan-name.json"
+scan_named no-such-name "$OUT/scan-noname.out"
+rc=$?
 check "scan --name no-such-name leaves it out (exit $rc)" \
   bash -c "[[ $rc == 0 ]] && ! grep -q '$HCI1' '$OUT/scan-noname.out'"
 
@@ -180,7 +181,7 @@ read_char_path() {
 }
 connect_dev() {
   busctl call org.bluez "$DEV" org.bluez.Device1 Connect >>"$OUT/connect.out" 2>&1
-  wait_for 30 bash -c "busctl get-property org.bluez $DEV org.bluez.Device1 ServicesResolved | grep -q true"
+  wait_for 30 bash -c "busctl get-property org.bluez $DEV org.bluez.Device1 ServicesResolved 2>/dev/null | grep -q true"
 }
 # forget_dev: disconnect and remove the device, so the next server's handles are not cached.
 forget_dev() {
@@ -214,10 +215,14 @@ forget_dev
 kill -INT "$ADV"
 wait "$ADV"
 
+# The device was removed: blekit read scans first, then the advertisement registers.
+"$BLEKIT" read -a hci0 "$HCI1" "$READ_CHAR" --text --timeout 40 >"$OUT/clock1.out" 2>&1 &
+READER=$!
+wait_for 60 discovering hci0
+sleep 2
 "$BLEKIT" advertise -a hci1 --message x --read-clock --timeout 90 >"$OUT/clock-adv.log" 2>&1 &
 ADV=$!
-sleep 2
-"$BLEKIT" read -a hci0 "$HCI1" "$READ_CHAR" --text --timeout 30 >"$OUT/clock1.out" 2>&1
+wait "$READER"
 connect_dev
 CHAR=$(read_char_path)
 c1=$(cat "$OUT/clock1.out")
