@@ -44,6 +44,10 @@ connected() {
   busctl --system get-property org.bluez "$HCI1_DEV" org.bluez.Device1 Connected 2>/dev/null |
     grep -q true
 }
+subscribed() {
+  busctl --system call org.bluez / org.freedesktop.DBus.ObjectManager GetManagedObjects \
+    2>/dev/null | grep -qE '"(NotifyAcquired|Notifying)" (v )?b true'
+}
 powered() {
   busctl --system get-property org.bluez "/org/bluez/$1" org.bluez.Adapter1 Powered \
     2>/dev/null | grep -q true
@@ -132,8 +136,9 @@ adv=$!
 sleep 1.5
 "$BLEKIT" receive -a hci0 --timeout 60 >"$OUT/cut.out" 2>"$OUT/cut.err" &
 recv=$!
-wait_for 60 connected || echo "# never connected"
-sleep 1.5
+# Kill once the central has subscribed (bytes are flowing), not merely connected.
+wait_for 90 subscribed || echo "# never subscribed"
+sleep 0.5
 kill -KILL "$adv"
 wait "$adv" 2>/dev/null
 wait_exit "$recv" 60
@@ -148,7 +153,13 @@ check "cut: nothing left registered after the kill" "wait_for 10 instances_are 0
 "$BLEKIT" advertise -a hci1 -m "soak" --timeout 800 >"$OUT/adv-soak.out" 2>"$OUT/adv-soak.err" &
 adv=$!
 wait_for 20 instances_are 1 || echo "# advertisement not active after 20 s"
-unique=$(busctl --system list --no-legend 2>/dev/null | awk -v p="$adv" '$1 ~ /^:/ && $2 == p {print $1; exit}')
+unique=
+for name in $(busctl --system call org.freedesktop.DBus /org/freedesktop/DBus \
+  org.freedesktop.DBus ListNames | grep -oE '":1\.[0-9]+"' | tr -d '"'); do
+  pid=$(busctl --system call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus \
+    GetConnectionUnixProcessID s "$name" 2>/dev/null | awk '{print $NF}')
+  if [[ $pid == "$adv" ]]; then unique=$name; fi
+done
 echo "# advertise pid $adv, bus name ${unique:-?}"
 fds() { ls "/proc/$adv/fd" | wc -l; }
 matches() {
