@@ -128,28 +128,7 @@ check "power-off: nothing left registered (ActiveInstances $(active_instances))"
 busctl --system set-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered b true
 wait_for 20 powered hci1 || echo "# hci1 not powered again after 20 s"
 
-# --- 3. advertise killed mid-transfer of 256 KiB -------------------------------------------
-seq 1 300000 | tr '\n' ' ' | head -c 262144 >"$OUT/256k.msg"
-"$BLEKIT" advertise -a hci1 --file "$OUT/256k.msg" --timeout 120 \
-  >"$OUT/adv-kill.out" 2>"$OUT/adv-kill.err" &
-adv=$!
-sleep 1.5
-"$BLEKIT" receive -a hci0 --timeout 60 >"$OUT/cut.out" 2>"$OUT/cut.err" &
-recv=$!
-# Kill once the central has subscribed (bytes are flowing), not merely connected.
-wait_for 90 subscribed || echo "# never subscribed"
-sleep 0.5
-kill -KILL "$adv"
-wait "$adv" 2>/dev/null
-wait_exit "$recv" 60
-echo "# receive stderr: $(head -c 300 "$OUT/cut.err" | tr '\n' ' ')"
-check "cut: receive exits 7 (exit $STATUS)" "((STATUS == 7))"
-check "cut: receive says how many bytes arrived" "grep -qE '[0-9]+ bytes' $OUT/cut.err"
-check "cut: no partial text on stdout" "[[ ! -s $OUT/cut.out ]]"
-# The killed process's advertisement goes with its bus connection.
-check "cut: nothing left registered after the kill" "wait_for 10 instances_are 0"
-
-# --- 4. soak: 20 receives from one long-running advertise ----------------------------------
+# --- 3. soak: 20 receives from one long-running advertise ----------------------------------
 "$BLEKIT" advertise -a hci1 -m "soak" --timeout 800 >"$OUT/adv-soak.out" 2>"$OUT/adv-soak.err" &
 adv=$!
 wait_for 20 instances_are 1 || echo "# advertisement not active after 20 s"
@@ -180,7 +159,8 @@ fd20=$(fds); m20=$(matches); o20=$(objects)
 echo "# after receive 2: fds $fd2, match rules ${m2:-n/a}, objects $o2;" \
   "after receive 20: fds $fd20, match rules ${m20:-n/a}, objects $o20"
 check "soak: 20 of 20 receives got the message ($soak_ok)" "((soak_ok == 20))"
-check "soak: advertise's fd count did not grow ($fd2 -> $fd20)" "((fd20 <= fd2))"
+check "soak: advertise still running after 20 receives" "kill -0 $adv"
+check "soak: advertise's fd count did not grow ($fd2 -> $fd20)" "((fd20 > 0 && fd20 <= fd2))"
 if [[ -n $m2 && -n $m20 ]]; then
   check "soak: advertise's bus match rules did not grow ($m2 -> $m20)" "((m20 <= m2))"
 else
@@ -190,6 +170,34 @@ check "soak: advertise's exported objects did not grow ($o2 -> $o20)" "((o20 <= 
 stop_pid "$adv"
 check "soak: advertise exits 143 on SIGTERM (exit $STATUS)" "((STATUS == 143))"
 check "soak: nothing left registered" "wait_for 10 instances_are 0"
+
+# --- 4. advertise killed mid-transfer of 256 KiB -------------------------------------------
+seq 1 300000 | tr '\n' ' ' | head -c 262144 >"$OUT/256k.msg"
+"$BLEKIT" advertise -a hci1 --file "$OUT/256k.msg" --timeout 120 \
+  >"$OUT/adv-kill.out" 2>"$OUT/adv-kill.err" &
+adv=$!
+sleep 1.5
+"$BLEKIT" receive -a hci0 --timeout 60 >"$OUT/cut.out" 2>"$OUT/cut.err" &
+recv=$!
+# Kill once the central has subscribed (bytes are flowing), not merely connected.
+wait_for 90 subscribed || echo "# never subscribed"
+sleep 0.5
+kill -KILL "$adv"
+wait "$adv" 2>/dev/null
+wait_exit "$recv" 60
+echo "# receive stderr: $(head -c 300 "$OUT/cut.err" | tr '\n' ' ')"
+check "cut: receive exits 7 (exit $STATUS)" "((STATUS == 7))"
+check "cut: receive says how many bytes arrived" "grep -qE '[0-9]+ bytes' $OUT/cut.err"
+check "cut: no partial text on stdout" "[[ ! -s $OUT/cut.out ]]"
+# The killed process's advertisement goes with its bus connection.
+check "cut: nothing left registered after the kill" "wait_for 10 instances_are 0"
+
+if lab-bluetoothd status >/dev/null 2>&1; then
+  echo "# bluetoothd survived the cut"
+else
+  echo "# bluetoothd died during the cut (a bluetoothd bug, see dmesg.log); restarting it"
+  lab-bluetoothd start >/dev/null 2>&1
+fi
 
 echo "$passed passed, $failed failed"
 ((failed == 0))
