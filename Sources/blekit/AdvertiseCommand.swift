@@ -52,6 +52,10 @@ struct AdvertiseCommand: ParsableCommand {
       "--read-value", value: "TEXT", help: "Add a readable characteristic holding TEXT.")
     let readClock = Flag(
       "--read-clock", help: "Add a readable characteristic holding the time of each read.")
+    let pairable = Flag(
+      "--pairable", help: "Register a pairing agent (the default one) so centrals can pair.")
+    let secure = Flag(
+      "--secure", help: "Subscribing and replying need an encrypted (paired) link.")
   }
 
   /// What the dynamic read characteristic answers.
@@ -72,6 +76,8 @@ struct AdvertiseCommand: ParsableCommand {
   let timeout: Duration?
   let payload: AdvertisingPayload
   let readSource: ReadSource?
+  let pairable: Bool
+  let secure: Bool
 
   /// How long `--once` waits for the central to unsubscribe after the last value went out.
   static let onceGrace: Duration = .seconds(10)
@@ -93,6 +99,8 @@ struct AdvertiseCommand: ParsableCommand {
     adapter = arguments.adapter
     once = arguments.once
     timeout = arguments.timeout
+    pairable = arguments.pairable
+    secure = arguments.secure
     var manufacturerData: [UInt16: [UInt8]] = [:]
     for value in arguments.manufacturer {
       let (key, bytes) = try Self.keyAndBytes(value, option: "--manufacturer")
@@ -165,7 +173,16 @@ struct AdvertiseCommand: ParsableCommand {
     } catch {
       throw Self.cliError(error)
     }
-    let transfer = TransferPeripheral(manager: manager, message: bytes)
+    var agent: PairingAgent?
+    if pairable {
+      do {
+        agent = try await registerPairableAgent(manager)
+      } catch {
+        await manager.close()
+        throw error
+      }
+    }
+    let transfer = TransferPeripheral(manager: manager, message: bytes, requireEncryption: secure)
     let report = StatusReport()
     let faults = AdvertiseFaults()
     let outcome: Outcome
@@ -182,9 +199,11 @@ struct AdvertiseCommand: ParsableCommand {
         "advertising the transfer service on \(manager.adapterName); waiting for a central")
       outcome = await serve(transfer, report: report, faults: faults)
     } catch {
+      await agent?.unregister()
       await manager.close()
       throw Self.cliError(error)
     }
+    await agent?.unregister()
     await manager.close()
     if let ending = faults.ending { throw ending }
     if Task.isCancelled { throw CancellationError() }
