@@ -84,8 +84,10 @@ struct ScanCommand: ParsableCommand {
       throw centralCLIError(error)
     }
     let live = !json && isatty(STDOUT_FILENO) == 1 ? ScanLiveTable() : nil
+    // A name can arrive after the first report (in the scan response): with --name the stream
+    // gives every report, and each address is printed once here unless --duplicates.
     let options = ScanOptions(
-      services: services, allowDuplicates: duplicates || live != nil, rssi: rssi,
+      services: services, allowDuplicates: duplicates || live != nil || name != nil, rssi: rssi,
       restartInterval: Self.restartInterval)
     let timeout = self.timeout
     let json = self.json
@@ -93,8 +95,14 @@ struct ScanCommand: ParsableCommand {
     do {
       let scan = try await manager.resumingScan(options, onInterruption: noteScanInterruption)
       try await withThrowingTaskGroup(of: Void.self) { group in
+        let printOnce = !duplicates && live == nil && nameFilter != nil
         group.addTask {
+          var printed = Set<String>()
           for try await discovery in scan where Self.nameMatches(discovery, nameFilter) {
+            if printOnce {
+              guard printed.count < 4096, printed.insert(discovery.address.rawValue).inserted
+              else { continue }
+            }
             if let live {
               live.note(discovery)
             } else {
