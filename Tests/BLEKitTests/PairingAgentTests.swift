@@ -1,6 +1,7 @@
 // The pairing agent: decoding bluetoothd's questions, the answer policy, the exported
 // org.bluez.Agent1 (bluetoothd-only) and its registration, on a private bus with a stand-in
 // AgentManager1.
+import TestSupport
 import BlueZ
 import Bluetooth
 import DBus
@@ -264,54 +265,4 @@ private final class EventLog: Sendable {
 }
 
 /// A private dbus-daemon for one test.
-private final class AgentTestBus: Sendable {
-  let address: String
-  private let directory: URL
-  private let process: Process
-
-  init() throws {
-    let directory = FileManager.default.temporaryDirectory
-      .appendingPathComponent("blekit-agent-\(UUID().uuidString.prefix(8))")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    let config = """
-      <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-       "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-      <busconfig>
-        <type>session</type>
-        <listen>unix:path=\(directory.path)/bus</listen>
-        <auth>EXTERNAL</auth>
-        <policy context="default">
-          <allow send_destination="*" eavesdrop="true"/>
-          <allow eavesdrop="true"/>
-          <allow own="*"/>
-        </policy>
-      </busconfig>
-      """
-    let configURL = directory.appendingPathComponent("bus.conf")
-    try config.write(to: configURL, atomically: true, encoding: .utf8)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
-    process.arguments = ["--config-file=\(configURL.path)", "--nofork", "--print-address=1"]
-    let output = Pipe()
-    process.standardOutput = output
-    try process.run()
-    var line = Data()
-    while true {
-      let byte = output.fileHandleForReading.readData(ofLength: 1)
-      if byte.isEmpty || byte == Data([0x0A]) { break }
-      line.append(byte)
-    }
-    self.address = String(decoding: line, as: UTF8.self)
-    self.directory = directory
-    self.process = process
-  }
-
-  func connect() throws -> DBusConnection { try DBusConnection(address: address) }
-
-  /// Stops the daemon. Not waiting for it: `waitUntilExit` spins a run loop, which can hang
-  /// on a cooperative thread; SIGTERM ends dbus-daemon by itself.
-  func stop() {
-    if process.isRunning { process.terminate() }
-    try? FileManager.default.removeItem(at: directory)
-  }
-}
+private typealias AgentTestBus = PrivateBus
