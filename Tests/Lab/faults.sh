@@ -181,7 +181,6 @@ sleep 1.5
 recv=$!
 # Kill once the central has subscribed (bytes are flowing), not merely connected.
 wait_for 90 subscribed || echo "# never subscribed"
-sleep 0.5
 kill -KILL "$adv"
 wait "$adv" 2>/dev/null
 wait_exit "$recv" 60
