@@ -24,12 +24,16 @@ fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 transfer() {
   local name=$1 file=$2
   shift 2
+  # The scanner first, then the advertisement: the emulated controller reports an advertiser
+  # only when advertising or scanning is switched on (docs/lab.md).
+  local start=$SECONDS
+  "$BLEKIT" receive -a hci0 --timeout 60 "$@" >"$OUT/$name.out" 2>"$OUT/$name.err" &
+  local recv=$!
+  sleep 2
   "$BLEKIT" advertise -a hci1 --file "$file" --once --timeout 120 \
     >"$OUT/$name.adv.out" 2>"$OUT/$name.adv.err" &
   local adv=$!
-  sleep 1.5
-  local start=$SECONDS
-  "$BLEKIT" receive -a hci0 --timeout 60 "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+  wait "$recv"
   RC=$?
   local took=$((SECONDS - start))
   # advertise --once exits after the send; give it a bounded while, then stop it.
@@ -77,11 +81,13 @@ fi
 
 # --- JSON output -------------------------------------------------------------------------
 msg json-message "json body"
+"$BLEKIT" receive -a hci0 --timeout 60 --json >"$OUT/json.out" 2>"$OUT/json.err" &
+recv=$!
+sleep 2
 "$BLEKIT" advertise -a hci1 --file "$OUT/json-message.msg" --once --timeout 60 \
   >"$OUT/json.adv.out" 2>&1 &
 adv=$!
-sleep 1.5
-"$BLEKIT" receive -a hci0 --timeout 60 --json >"$OUT/json.out" 2>"$OUT/json.err"
+wait "$recv"
 rc=$?
 kill -TERM "$adv" 2>/dev/null
 wait "$adv" 2>/dev/null
@@ -142,8 +148,9 @@ expect() {
 expect malformed-uuid 2 scan --service E20A39F4-XXXX --timeout 2
 expect rssi-out-of-range 2 receive --min-rssi -300
 expect unknown-adapter 3 receive --adapter hci9 --timeout 5
-expect too-large 9 advertise -a hci1 --message x --name \
-  "a-local-name-that-is-much-too-long-for-thirty-one-bytes-of-legacy-advertising-data-for-sure"
+# flags 3 + the 128-bit service UUID 18 + manufacturer data 22 = 43 > 31 (said before bluetoothd is asked)
+expect too-large 9 advertise -a hci1 --message x \
+  --manufacturer 0xFFFF:02100102030405060708090a0b0c0d0e0f10
 lab-bluetoothd stop >/dev/null 2>&1
 expect bluetoothd-absent 4 receive --timeout 5
 lab-bluetoothd start >/dev/null 2>&1
