@@ -87,7 +87,9 @@ public struct BlueZError: Error, Sendable, CustomStringConvertible {
         // with bluetoothd stopped: Spawn.ChildExited).
         || name.hasPrefix("org.freedesktop.DBus.Error.Spawn.")
       {
-        self.init(.serviceUnavailable, "bluetoothd is not running (org.bluez is not on the bus)", name: name)
+        self.init(
+          .serviceUnavailable, "bluetoothd is not running (org.bluez is not on the bus)", name: name
+        )
       } else if name == "org.freedesktop.DBus.Error.AccessDenied" {
         self.init(.accessDenied, error.message, name: name)
       } else if name == "org.freedesktop.DBus.Error.UnknownObject"

@@ -1,12 +1,12 @@
-// The pairing agent: decoding bluetoothd's questions, the answer policy, the exported
-// org.bluez.Agent1 (bluetoothd-only) and its registration, on a private bus with a stand-in
-// AgentManager1.
-import TestSupport
 import BlueZ
 import Bluetooth
 import DBus
 import Foundation
 import Synchronization
+// The pairing agent: decoding bluetoothd's questions, the answer policy, the exported
+// org.bluez.Agent1 (bluetoothd-only) and its registration, on a private bus with a stand-in
+// AgentManager1.
+import TestSupport
 import Testing
 
 @testable import BLEKit

@@ -1,10 +1,10 @@
-// PeripheralManager against a fake bluetoothd on a private bus: reads with offsets, writes,
-// the caller check, AcquireNotify with back-pressure, advertising, and cleanup.
-import TestSupport
 import BlueZ
 import Bluetooth
 import DBus
 import Foundation
+// PeripheralManager against a fake bluetoothd on a private bus: reads with offsets, writes,
+// the caller check, AcquireNotify with back-pressure, advertising, and cleanup.
+import TestSupport
 import Testing
 
 @testable import BLEKit

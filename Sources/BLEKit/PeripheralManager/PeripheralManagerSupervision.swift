@@ -37,9 +37,9 @@ extension PeripheralManager {
   /// and the adapter is powered again, every published service and the current advertisement
   /// are registered again. The stream ends after a terminal event (power-off, no return,
   /// failed registration), or when the iteration ends; ending it removes its match rules.
-  public func supervise(returnWithin: Duration = .seconds(30)) async throws(
-    PeripheralManagerError
-  ) -> AsyncStream<PeripheralSupervisionEvent> {
+  public func supervise(returnWithin: Duration = .seconds(30)) async throws(PeripheralManagerError)
+    -> AsyncStream<PeripheralSupervisionEvent>
+  {
     let owners: AsyncStream<BusName?>
     let powered: SignalStream
     do throws(DBusError) {
