@@ -78,6 +78,19 @@ if ((rc == 3)); then ok "unknown adapter: exit 3: $(cat "$OUT/bad-adapter.out")"
   fail "unknown adapter: exit $rc: $(cat "$OUT/bad-adapter.out")"; fi
 
 # --- receive from blekit advertise on hci1 ---------------------------------------------------
+# wait_discovering: waits (at most 30 s) until hci0 is discovering, i.e. until receive's scan is
+# on. The emulated controller reports an advertiser only at the moment advertising or scanning
+# switches on, and the kernel drops a report that comes while its discovery is still starting;
+# so the advertisement must switch on under a running scan (docs/lab.md).
+wait_discovering() {
+  local n=150
+  until busctl --system get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Discovering \
+    2>/dev/null | grep -q true; do
+    ((n-- > 0)) || { echo "# hci0 was not discovering after 30 s"; return 1; }
+    sleep 0.2
+  done
+}
+
 # receive_check NAME FILE [RECEIVE-ARGS...]: advertise FILE --once on hci1, receive on hci0,
 # compare stdout with FILE plus one newline.
 receive_check() {
@@ -87,7 +100,7 @@ receive_check() {
   start=$(date +%s.%N)
   "$BLEKIT" receive -a hci0 --timeout 30 "$@" >"$OUT/$name.out" 2>"$OUT/$name.err" &
   local rcv=$!
-  sleep 2
+  wait_discovering
   "$BLEKIT" advertise -a hci1 --file "$file" --once >"$OUT/$name.adv.out" 2>"$OUT/$name.adv.err" &
   local adv=$!
   wait "$rcv"
@@ -95,7 +108,7 @@ receive_check() {
   end=$(date +%s.%N)
   { cat "$file"; printf '\n'; } >"$OUT/$name.expected"
   if ((rc == 0)) && cmp -s "$OUT/$name.expected" "$OUT/$name.out"; then
-    ok "$name: $(stat -c %s "$file") bytes byte-exact ($(echo "$end - $start" | bc) s with 2 s head start)"
+    ok "$name: $(stat -c %s "$file") bytes byte-exact ($(echo "$end - $start" | bc) s from the start of receive)"
   else
     fail "$name: exit $rc: $(head -c 300 "$OUT/$name.err") / $(cmp "$OUT/$name.expected" "$OUT/$name.out" 2>&1 | head -n1)"
   fi
@@ -123,7 +136,7 @@ receive_check 64k "$OUT/64k.msg"
 printf 'json message' >"$OUT/json.msg"
 "$BLEKIT" receive -a hci0 --timeout 30 --json >"$OUT/json.out" 2>"$OUT/json.err" &
 rcv=$!
-sleep 2
+wait_discovering
 "$BLEKIT" advertise -a hci1 --file "$OUT/json.msg" --once >"$OUT/json.adv.out" 2>&1 &
 adv=$!
 wait "$rcv"
@@ -139,7 +152,7 @@ wait "$adv" 2>/dev/null
 head -c 300000 /dev/urandom | base64 -w 0 | head -c 262144 >"$OUT/cut.msg"
 "$BLEKIT" receive -a hci0 --timeout 30 >"$OUT/cut.out" 2>"$OUT/cut.err" &
 rcv=$!
-sleep 2
+wait_discovering
 "$BLEKIT" advertise -a hci1 --file "$OUT/cut.msg" >"$OUT/cut.adv.out" 2>&1 &
 adv=$!
 # Kill the advertiser once the receiver is connected and data flows.

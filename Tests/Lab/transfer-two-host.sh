@@ -15,13 +15,30 @@ mkdir -p "$OUT"
 # Multi-byte text, an EOM inside, and more than one chunk: 3 x 1000 characters.
 message=$(for i in $(seq 1 60); do printf 'Grüße %02d from host B — EOM is just text here. ' "$i"; done)
 
+# A scans first and says so in $LAB_SHARED/a-scanning; B switches its advertisement on only
+# then: the emulated radio reports an advertiser at the moment its advertising switches on, and
+# a scan that starts later can miss it (docs/lab.md).
+SHARED=${LAB_SHARED:-/tmp}
 case ${LAB_HOST:-} in
   b)
+    n=600
+    until [[ -e $SHARED/a-scanning ]]; do
+      ((n-- > 0)) || { echo "B: host A never started scanning" >&2; exit 1; }
+      sleep 0.2
+    done
     "$BLEKIT" advertise --message "$message" --once --timeout 150 --name blekit-b
     ;;
   a)
-    sleep 2
-    "$BLEKIT" receive --timeout 120 >"$OUT/received.txt" 2>"$OUT/receive.err"
+    "$BLEKIT" receive --timeout 120 >"$OUT/received.txt" 2>"$OUT/receive.err" &
+    receiver=$!
+    n=150
+    until busctl --system get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 \
+      Discovering 2>/dev/null | grep -q true; do
+      ((n-- > 0)) || break
+      sleep 0.2
+    done
+    : >"$SHARED/a-scanning"
+    wait "$receiver"
     rc=$?
     cat "$OUT/receive.err" >&2
     if ((rc == 0)) && cmp -s <(printf '%s\n' "$message") "$OUT/received.txt"; then

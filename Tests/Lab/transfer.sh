@@ -19,17 +19,29 @@ failed=0
 ok() { echo "ok   $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 
+# wait_discovering: waits (at most 30 s) until hci0 is discovering, i.e. until receive's scan is
+# on. The emulated controller reports an advertiser only at the moment advertising or scanning
+# switches on, and the kernel drops a report that comes while its discovery is still starting;
+# so the advertisement must switch on under a running scan (docs/lab.md).
+wait_discovering() {
+  local n=150
+  until busctl --system get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Discovering \
+    2>/dev/null | grep -q true; do
+    ((n-- > 0)) || { echo "# hci0 was not discovering after 30 s"; return 1; }
+    sleep 0.2
+  done
+}
+
 # transfer NAME FILE [RECEIVE-ARGS...]: advertise FILE once on hci1, receive it on hci0, and
 # check that stdout is exactly the message plus one newline. Sets RC (receive's status).
 transfer() {
   local name=$1 file=$2
   shift 2
-  # The scanner first, then the advertisement: the emulated controller reports an advertiser
-  # only when advertising or scanning is switched on (docs/lab.md).
+  # The scanner first, then the advertisement (see wait_discovering).
   local start=$SECONDS
   "$BLEKIT" receive -a hci0 --timeout 60 "$@" >"$OUT/$name.out" 2>"$OUT/$name.err" &
   local recv=$!
-  sleep 2
+  wait_discovering
   "$BLEKIT" advertise -a hci1 --file "$file" --once --timeout 120 \
     >"$OUT/$name.adv.out" 2>"$OUT/$name.adv.err" &
   local adv=$!
@@ -83,7 +95,7 @@ fi
 msg json-message "json body"
 "$BLEKIT" receive -a hci0 --timeout 60 --json >"$OUT/json.out" 2>"$OUT/json.err" &
 recv=$!
-sleep 2
+wait_discovering
 "$BLEKIT" advertise -a hci1 --file "$OUT/json-message.msg" --once --timeout 60 \
   >"$OUT/json.adv.out" 2>&1 &
 adv=$!
