@@ -21,7 +21,8 @@ struct ReceiveCommand: ParsableCommand {
       guaranteed. A transfer cut before its end is an error (exit 7) that says how many \
       bytes arrived; partial text is never printed. --min-rssi is off by default; an \
       unknown RSSI (127, as in the lab) passes a threshold. On a terminal, transfers longer \
-      than a second show progress on standard error.
+      than a second show progress on standard error. --from ADDRESS|NAME receives from that \
+      peripheral only: an address bluetoothd already knows is connected without a scan.
       """
   )
 
@@ -39,6 +40,9 @@ struct ReceiveCommand: ParsableCommand {
       "--count", short: "n", value: "N", default: 1,
       help: "Receive N times, reconnecting each time, as the sample does (default 1).")
     let json = Flag("--json", help: "Print one JSON object per message instead of the text.")
+    let from = Option<String>(
+      "--from", value: "ADDRESS|NAME",
+      help: "Receive from this peripheral only (a known address connects without a scan).")
   }
 
   let adapter: String?
@@ -47,8 +51,13 @@ struct ReceiveCommand: ParsableCommand {
   let reply: String?
   let count: Int
   let json: Bool
+  let from: PeripheralTarget?
 
   init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
+    from = try arguments.from.map { text throws(UsageError) in try parsePeripheralTarget(text) }
+    if from != nil, arguments.minRSSI != nil {
+      throw .invalid("--min-rssi filters the scan for any peer; drop it with --from")
+    }
     adapter = arguments.adapter
     rssi = try parseRSSIFilter(arguments.minRSSI)
     guard arguments.timeout > .zero else { throw .invalid("--timeout must be more than 0 seconds") }
@@ -95,8 +104,13 @@ struct ReceiveCommand: ParsableCommand {
       }
       let received: TransferCentral.Received
       do {
-        let peer = try await central.findPeer(rssi: rssi, timeout: timeout)
-        received = try await central.receive(from: peer.peripheral, options: options)
+        let peer: PeripheralIdentifier
+        if let from {
+          peer = try await manager.find(from, timeout: timeout)
+        } else {
+          peer = try await central.findPeer(rssi: rssi, timeout: timeout).peripheral
+        }
+        received = try await central.receive(from: peer, options: options)
       } catch {
         progress.finish()
         throw centralCLIError(error)

@@ -115,9 +115,9 @@ struct ScanCommand: ParsableCommand {
         if let live {
           live.redrawIfNeeded(force: true)
           group.addTask {
-            defer { live.redrawIfNeeded() }
+            defer { live.redrawIfNeeded(force: true) }
             while true {
-              try await Task.sleep(for: ScanLiveTable.redrawInterval)
+              try await Task.sleep(for: ScanLiveTable.tickInterval)
               live.redrawIfNeeded()
             }
           }

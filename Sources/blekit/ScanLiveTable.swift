@@ -15,6 +15,8 @@ final class ScanLiveTable: Sendable {
   static let maximumRows = 256
   /// The shortest time between two redraws (4 Hz).
   static let redrawInterval: Duration = .milliseconds(250)
+  /// How often the scan command checks for a due redraw.
+  static let tickInterval: Duration = .milliseconds(50)
 
   struct Row: Sendable {
     var address: String
@@ -30,39 +32,60 @@ final class ScanLiveTable: Sendable {
     var notShown = 0
     var dirty = false
     var drawnLines = 0
+    var lastDrawn: ContinuousClock.Instant?
   }
 
   private let state = Mutex(State())
   private let start = ContinuousClock.now
+  private let output: @Sendable ([UInt8]) -> Void
 
-  /// Notes a discovery; the next redraw shows it.
+  /// A table that draws through `output` (standard output by default).
+  init(output: @escaping @Sendable ([UInt8]) -> Void = { writeStandardOutput($0) }) {
+    self.output = output
+  }
+
+  /// Notes a discovery. The table is redrawn at once when the last drawing is at least
+  /// ``redrawInterval`` old, so a first sighting shows without waiting for a timer tick;
+  /// otherwise the next due redraw shows it.
   func note(_ discovery: Discovery) {
-    let address = discovery.address.rawValue
+    note(
+      address: discovery.address.rawValue, name: discovery.name, rssi: discovery.rssi,
+      at: discovery.timestamp)
+  }
+
+  /// Notes one report of `address` (see ``note(_:)``).
+  func note(address: String, name: String?, rssi: Int?, at timestamp: ContinuousClock.Instant) {
     state.withLock { state in
       if var row = state.rows[address] {
         row.seen += 1
-        row.lastSeen = discovery.timestamp
-        row.rssi = discovery.rssi ?? row.rssi
-        row.name = discovery.name ?? row.name
+        row.lastSeen = timestamp
+        row.rssi = rssi ?? row.rssi
+        row.name = name ?? row.name
         state.rows[address] = row
       } else if state.rows.count < Self.maximumRows {
         state.rows[address] = Row(
-          address: address, name: discovery.name, rssi: discovery.rssi, seen: 1,
-          lastSeen: discovery.timestamp)
+          address: address, name: name, rssi: rssi, seen: 1, lastSeen: timestamp)
         state.order.append(address)
       } else {
         state.notShown += 1
       }
       state.dirty = true
     }
+    redrawIfNeeded()
   }
 
-  /// Redraws the table when something changed (call at most every ``redrawInterval``).
+  /// Redraws the table when something changed and the last drawing is at least
+  /// ``redrawInterval`` old (or always, with `force`). Call it often (e.g. every
+  /// ``tickInterval``): the rate stays bounded by ``redrawInterval``.
   func redrawIfNeeded(force: Bool = false) {
     let now = ContinuousClock.now
     let text: String? = state.withLock { state in
-      guard state.dirty || force else { return nil }
+      if !force {
+        guard state.dirty else { return nil }
+        if let last = state.lastDrawn, now - last < Self.redrawInterval { return nil }
+      }
       state.dirty = false
+      state.lastDrawn = now
       let rows = state.order.compactMap { state.rows[$0] }
       var lines = [Self.header] + rows.map { Self.line($0, now: now) }
       if state.notShown > 0 { lines.append("(\(state.notShown) more reports not shown)") }
@@ -71,7 +94,7 @@ final class ScanLiveTable: Sendable {
       state.drawnLines = lines.count
       return up + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\n") + "\n\u{1B}[J"
     }
-    if let text { writeStandardOutput(Array(text.utf8)) }
+    if let text { output(Array(text.utf8)) }
   }
 
   static let header = "ADDRESS            RSSI  SEEN  LAST    NAME"

@@ -1,5 +1,6 @@
-// `blekit scan`'s live table rows and its --name filter.
+// `blekit scan`'s live table rows, its redraw rate, and its --name filter.
 
+import Synchronization
 import Testing
 
 @testable import blekit
@@ -15,6 +16,42 @@ import Testing
       address: "00:AA:01:01:00:01", name: nil, rssi: -61, seen: 1, lastSeen: now)
     #expect(ScanLiveTable.line(fresh, now: now) == "00:AA:01:01:00:01  -61   1     now     ")
     #expect(ScanLiveTable.header.hasPrefix("ADDRESS"))
+  }
+
+  /// The drawings a table made, in order.
+  final class Drawings: Sendable {
+    let texts = Mutex<[String]>([])
+    var count: Int { texts.withLock { $0.count } }
+    var last: String { texts.withLock { $0.last ?? "" } }
+  }
+
+  @Test func firstSightingDrawsAtOnceThenTheRateIsBounded() async throws {
+    let drawings = Drawings()
+    let table = ScanLiveTable { bytes in
+      drawings.texts.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
+    }
+    let start = ContinuousClock.now
+    table.note(address: "00:AA:01:01:00:01", name: "peer", rssi: nil, at: .now)
+    // The first sighting is on screen without any timer tick.
+    #expect(drawings.count == 1)
+    #expect(drawings.last.contains("00:AA:01:01:00:01"))
+    // A second report right after waits for the interval: no drawing now...
+    table.note(address: "00:AA:01:02:00:02", name: nil, rssi: -50, at: .now)
+    table.redrawIfNeeded()
+    let early = ContinuousClock.now - start < ScanLiveTable.redrawInterval
+    if early { #expect(drawings.count == 1) }
+    // ...and once the interval has passed, one drawing shows both rows.
+    try await Task.sleep(for: ScanLiveTable.redrawInterval)
+    table.redrawIfNeeded()
+    #expect(drawings.count == 2)
+    #expect(drawings.last.contains("00:AA:01:02:00:02"))
+    // Nothing changed: no drawing, however often it is asked.
+    try await Task.sleep(for: ScanLiveTable.redrawInterval)
+    table.redrawIfNeeded()
+    #expect(drawings.count == 2)
+    // Forced (the final drawing at exit): drawn even so.
+    table.redrawIfNeeded(force: true)
+    #expect(drawings.count == 3)
   }
 
   @Test func nameFilterArguments() throws {
