@@ -146,6 +146,13 @@ public final class PairingAgent: Sendable {
   /// The object path the agent is exported at.
   public var path: ObjectPath { registration.path }
 
+  /// Registers the agent again with a bluetoothd that restarted (a new bluetoothd knows no
+  /// agents). The corresponding D-Bus members are `org.bluez.AgentManager1.RegisterAgent`
+  /// and, for a default agent, `RequestDefaultAgent`.
+  public func registerAgain() async throws(BlueZError) {
+    try await registration.registerAgain()
+  }
+
   /// Unregisters the agent and removes the exported object. Idempotent; errors (bluetoothd
   /// gone) are returned, not thrown, because there is nothing left to undo.
   @discardableResult

@@ -209,7 +209,8 @@ extension AgentManager1 {
     _ agent: Agent1, at path: ObjectPath, capability: AgentCapability, asDefault: Bool = false,
     callerCheck: BluetoothdCallerCheck
   ) async throws(BlueZError) -> AgentRegistration {
-    let registration = AgentRegistration(manager: self, path: path)
+    let registration = AgentRegistration(
+      manager: self, path: path, capability: capability, asDefault: asDefault)
     var exported = agent
     let release = agent.release
     exported.release = { [weak registration] in
@@ -243,13 +244,32 @@ extension AgentManager1 {
 /// A registered agent. ``unregister()`` unregisters it and removes the exported object.
 public final class AgentRegistration: Sendable {
   public let path: ObjectPath
+  /// The capability it was registered with.
+  public let capability: AgentCapability
+  /// Whether it asked to be the default agent.
+  public let asDefault: Bool
   private let manager: AgentManager1
   private let registered = Mutex(true)
   private let exported = Mutex(true)
 
-  init(manager: AgentManager1, path: ObjectPath) {
+  init(manager: AgentManager1, path: ObjectPath, capability: AgentCapability, asDefault: Bool) {
     self.manager = manager
     self.path = path
+    self.capability = capability
+    self.asDefault = asDefault
+  }
+
+  /// Registers the still-exported agent again, with the same capability (and as the default
+  /// agent again if it was): for a bluetoothd that restarted and so forgot every agent.
+  /// - Throws: ``BlueZError/Code/doesNotExist`` after ``unregister()``; bluetoothd's error
+  ///   otherwise (`AlreadyExists` when it still knows the agent).
+  public func registerAgain() async throws(BlueZError) {
+    guard exported.withLock({ $0 }) else {
+      throw BlueZError(.doesNotExist, "the agent at \(path) was unregistered")
+    }
+    try await manager.registerAgent(path, capability: capability)
+    registered.withLock { $0 = true }
+    if asDefault { try await manager.requestDefaultAgent(path) }
   }
 
   /// False once unregistered or released by bluetoothd.

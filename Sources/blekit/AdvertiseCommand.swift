@@ -193,7 +193,9 @@ struct AdvertiseCommand: ParsableCommand {
       }
       try await manager.startAdvertising(payload)
       let supervision = try await manager.supervise(returnWithin: AdvertiseFaults.returnWithin)
-      let watcher = Task { await faults.follow(supervision, manager: manager) }
+      let watcher = Task { [agent] in
+        await faults.follow(supervision, manager: manager, agent: agent)
+      }
       defer { watcher.cancel() }
       report.line(
         "advertising the transfer service on \(manager.adapterName); waiting for a central")

@@ -28,10 +28,12 @@ final class AdvertiseFaults: Sendable {
   var ending: CLIError? { state.withLock { $0.ending } }
 
   /// Follows `events` until they end; a terminal fault closes `manager` (which unregisters
-  /// what it can and ends the serving loop).
-  func follow(_ events: AsyncStream<PeripheralSupervisionEvent>, manager: PeripheralManager)
-    async
-  {
+  /// what it can and ends the serving loop). `agent` (advertise --pairable) is registered
+  /// again whenever bluetoothd returns; a failure there ends the command.
+  func follow(
+    _ events: AsyncStream<PeripheralSupervisionEvent>, manager: PeripheralManager,
+    agent: PairingAgent? = nil
+  ) async {
     for await event in events {
       var ending: CLIError?
       switch event {
@@ -46,6 +48,14 @@ final class AdvertiseFaults: Sendable {
         state.withLock { $0.away = false }
         writeStandardError(
           "blekit: bluetoothd is back; service and advertisement registered again\n")
+        if let agent {
+          do {
+            try await agent.registerAgain()
+            writeStandardError("blekit: pairing agent registered again\n")
+          } catch {
+            ending = CLIError(.remoteError, "registering the pairing agent again: \(error)")
+          }
+        }
       case .registrationFailed(let why):
         ending = CLIError(.remoteError, why)
       case .bluetoothdDidNotReturn(let limit):

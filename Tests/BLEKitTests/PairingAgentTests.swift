@@ -240,9 +240,18 @@ struct PairingAgentTests {
       member: "RequestAuthorization", arguments: [.objectPath(Self.device)])
     #expect(reply == [])
 
+    // A restarted bluetoothd knows no agents: registering again repeats both calls, with the
+    // same capability, on the same exported object.
+    calls.withLock { $0.removeAll() }
+    try await agent.registerAgain()
+    #expect(agent.isRegistered)
+    #expect(calls.withLock { $0 } == ["register DisplayYesNo", "default"])
+
     #expect(await agent.unregister() == nil)
     #expect(!agent.isRegistered)
     #expect(calls.withLock { $0.last } == "unregister")
+    // Once unregistered, it cannot come back.
+    await #expect(throws: BlueZError.self) { try await agent.registerAgain() }
     await #expect(throws: DBusError.self) {
       _ = try await bluetoothd.call(
         destination: app.uniqueName, path: PairingAgent.defaultPath,
