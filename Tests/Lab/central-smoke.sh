@@ -8,6 +8,7 @@
 # if any failed.
 set -u
 cd "$(dirname "$0")/../.."
+source Tests/Lab/common.sh
 BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
 OUT=${LAB_RESULTS:-/tmp}/central
 mkdir -p "$OUT"
@@ -78,19 +79,6 @@ if ((rc == 3)); then ok "unknown adapter: exit 3: $(cat "$OUT/bad-adapter.out")"
   fail "unknown adapter: exit $rc: $(cat "$OUT/bad-adapter.out")"; fi
 
 # --- receive from blekit advertise on hci1 ---------------------------------------------------
-# wait_discovering: waits (at most 30 s) until hci0 is discovering, i.e. until receive's scan is
-# on. The emulated controller reports an advertiser only at the moment advertising or scanning
-# switches on, and the kernel drops a report that comes while its discovery is still starting;
-# so the advertisement must switch on under a running scan (docs/lab.md).
-wait_discovering() {
-  local n=150
-  until busctl --system get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Discovering \
-    2>/dev/null | grep -q true; do
-    ((n-- > 0)) || { echo "# hci0 was not discovering after 30 s"; return 1; }
-    sleep 0.2
-  done
-}
-
 # receive_check NAME FILE [RECEIVE-ARGS...]: advertise FILE --once on hci1, receive on hci0,
 # compare stdout with FILE plus one newline.
 receive_check() {

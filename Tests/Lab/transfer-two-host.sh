@@ -9,6 +9,7 @@
 # exits 1 on failure; host B exits with advertise's status.
 set -u
 cd "$(dirname "$0")/../.."
+source Tests/Lab/common.sh
 BLEKIT=${BLEKIT:-$PWD/.build/debug/blekit}
 OUT=${LAB_RESULTS:-/tmp}/transfer-two-host
 mkdir -p "$OUT"
@@ -31,12 +32,7 @@ case ${LAB_HOST:-} in
   a)
     "$BLEKIT" receive --timeout 120 >"$OUT/received.txt" 2>"$OUT/receive.err" &
     receiver=$!
-    n=150
-    until busctl --system get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 \
-      Discovering 2>/dev/null | grep -q true; do
-      ((n-- > 0)) || break
-      sleep 0.2
-    done
+    wait_discovering hci0 30
     : >"$SHARED/a-scanning"
     wait "$receiver"
     rc=$?

@@ -11,6 +11,7 @@
 # errors are kept in $LAB_RESULTS/transfer.
 set -u
 cd "$(dirname "$0")/../.."
+source Tests/Lab/common.sh
 BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
 OUT=${LAB_RESULTS:-/tmp}/transfer
 mkdir -p "$OUT"
@@ -18,19 +19,6 @@ passed=0
 failed=0
 ok() { echo "ok   $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-
-# wait_discovering: waits (at most 30 s) until hci0 is discovering, i.e. until receive's scan is
-# on. The emulated controller reports an advertiser only at the moment advertising or scanning
-# switches on, and the kernel drops a report that comes while its discovery is still starting;
-# so the advertisement must switch on under a running scan (docs/lab.md).
-wait_discovering() {
-  local n=150
-  until busctl --system get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Discovering \
-    2>/dev/null | grep -q true; do
-    ((n-- > 0)) || { echo "# hci0 was not discovering after 30 s"; return 1; }
-    sleep 0.2
-  done
-}
 
 # transfer NAME FILE [RECEIVE-ARGS...]: advertise FILE once on hci1, receive it on hci0, and
 # check that stdout is exactly the message plus one newline. Sets RC (receive's status).

@@ -1,0 +1,15 @@
+# Shell helpers shared by the lab suites; source it: `source Tests/Lab/common.sh`.
+
+# wait_discovering [ADAPTER] [SECONDS]: waits (default hci0, at most 30 s) until the adapter is
+# discovering, i.e. until the scan of the command just started is on. The emulated controller
+# reports an advertiser only at the moment advertising or scanning switches on, and the kernel
+# drops a report that comes while its discovery is still starting; so an advertisement must
+# switch on under a running scan (docs/lab.md).
+wait_discovering() {
+  local adapter=${1:-hci0} n=$((${2:-30} * 5))
+  until busctl --system get-property org.bluez "/org/bluez/$adapter" org.bluez.Adapter1 \
+    Discovering 2>/dev/null | grep -q true; do
+    ((n-- > 0)) || { echo "# $adapter was not discovering after ${2:-30} s"; return 1; }
+    sleep 0.2
+  done
+}
