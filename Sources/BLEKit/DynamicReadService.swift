@@ -21,15 +21,18 @@ public final class DynamicReadService: Sendable {
   static let remembered = 16
 
   /// Creates the service; `produce` runs once per read at offset 0 (and for a blob read from a
-  /// central whose first read is unknown).
+  /// central whose first read is unknown). With `requireEncryption` the characteristic is
+  /// `encrypt-read`: bluetoothd refuses a read on an unencrypted (unpaired) link.
   public init(
     service serviceUUID: BluetoothUUID = BlekitUUID.readService,
     characteristic characteristicUUID: BluetoothUUID = BlekitUUID.readCharacteristic,
+    requireEncryption: Bool = false,
     produce: @escaping @Sendable () -> [UInt8]
   ) {
     let cache = Mutex<[(central: String, value: [UInt8])]>([])
     characteristic = MutableCharacteristic(
-      type: characteristicUUID, properties: [.read], permissions: [.readable],
+      type: characteristicUUID, properties: [.read],
+      permissions: requireEncryption ? [.readable, .readEncryptionRequired] : [.readable],
       onRead: { request throws(ATTError) in
         let central = request.central?.identifier ?? ""
         if request.offset > 0,

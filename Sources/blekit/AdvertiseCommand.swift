@@ -55,7 +55,8 @@ struct AdvertiseCommand: ParsableCommand {
     let pairable = Flag(
       "--pairable", help: "Register a pairing agent (the default one) so centrals can pair.")
     let secure = Flag(
-      "--secure", help: "Subscribing and replying need an encrypted (paired) link.")
+      "--secure",
+      help: "Subscribing, replying and reading --read-value/--read-clock need a paired link.")
   }
 
   /// What the dynamic read characteristic answers.
@@ -189,7 +190,7 @@ struct AdvertiseCommand: ParsableCommand {
     do {
       try await manager.add(transfer.service)
       if let readSource {
-        try await manager.add(Self.readService(readSource).service)
+        try await manager.add(Self.readService(readSource, secure: secure).service)
       }
       try await manager.startAdvertising(payload)
       let supervision = try await manager.supervise(returnWithin: AdvertiseFaults.returnWithin)
@@ -322,13 +323,14 @@ struct AdvertiseCommand: ParsableCommand {
 
 extension AdvertiseCommand {
   /// blekit's read service for `--read-value` or `--read-clock`.
-  static func readService(_ source: ReadSource) -> DynamicReadService {
+  /// With `secure` its characteristic is encrypt-read (`advertise --secure`).
+  static func readService(_ source: ReadSource, secure: Bool = false) -> DynamicReadService {
     switch source {
     case .text(let text):
       let bytes = Array(text.utf8)
-      return DynamicReadService { bytes }
+      return DynamicReadService(requireEncryption: secure) { bytes }
     case .clock:
-      return DynamicReadService { Array(utcTimestamp().utf8) }
+      return DynamicReadService(requireEncryption: secure) { Array(utcTimestamp().utf8) }
     }
   }
 }

@@ -35,6 +35,19 @@ import Testing
     #expect(try await onRead(request(offset: 2, central: "/b")) == Array("value 2".utf8))
   }
 
+  @Test func secureMakesTheCharacteristicEncryptRead() {
+    let open = DynamicReadService { [] }
+    #expect(!open.characteristic.permissions.contains(.readEncryptionRequired))
+    #expect(
+      !open.characteristic.properties.gattFlags(permissions: open.characteristic.permissions)
+        .contains(.encryptRead))
+    let secure = DynamicReadService(requireEncryption: true) { [] }
+    #expect(secure.characteristic.permissions.contains(.readEncryptionRequired))
+    #expect(
+      secure.characteristic.properties.gattFlags(permissions: secure.characteristic.permissions)
+        == [.read, .encryptRead])
+  }
+
   @Test func theManagerSliceHonoursOffsets() throws {
     let value = Array("0123456789".utf8)
     #expect(try slice(value, from: 4) == Array("456789".utf8))
