@@ -85,7 +85,9 @@ final class ScanLiveTable: Sendable {
         if let last = state.lastDrawn, now - last < Self.redrawInterval { return nil }
       }
       state.dirty = false
-      state.lastDrawn = now
+      // The empty table (the header alone, drawn at start) does not count against the rate:
+      // the first peripheral shows the moment it is heard.
+      if !state.order.isEmpty || state.notShown > 0 { state.lastDrawn = now }
       let rows = state.order.compactMap { state.rows[$0] }
       var lines = [Self.header] + rows.map { Self.line($0, now: now) }
       if state.notShown > 0 { lines.append("(\(state.notShown) more reports not shown)") }

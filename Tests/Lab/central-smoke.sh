@@ -27,7 +27,7 @@ MON_PID=$!
 "$BLEKIT" scan -a hci0 --service 180f --timeout 10 --json >"$OUT/scan-match.json" \
   2>"$OUT/scan-match.err" &
 SCAN_PID=$!
-sleep 2
+wait_discovering
 {
   echo "select $HCI1"
   echo "advertise.uuids 180f"
@@ -68,6 +68,16 @@ if ((rc == 0)) && grep -q "$HCI1" "$OUT/scan-plain.out"; then
   ok "scan (piped, no filter): $(grep "$HCI1" "$OUT/scan-plain.out" | head -n1)"
 else
   fail "scan (no filter): exit $rc: $(head -c 400 "$OUT/scan-plain.out")"
+fi
+# On a terminal (script(1) gives it a pty): the live table, redrawn in place.
+script -qfec "$BLEKIT scan -a hci0 --timeout 4" "$OUT/scan-live.txt" >/dev/null 2>&1
+rc=$?
+if ((rc == 0)) && grep -q "ADDRESS.*RSSI.*SEEN.*LAST.*NAME" "$OUT/scan-live.txt" \
+  && grep -q "$HCI1" "$OUT/scan-live.txt" && grep -q $'\e\[K' "$OUT/scan-live.txt"; then
+  ok "scan on a terminal draws the live table: $(grep -a "$HCI1" "$OUT/scan-live.txt" |
+    tail -n1 | sed 's/\x1b\[[0-9;]*[A-Za-z]//g' | tr -d '\r')"
+else
+  fail "scan on a terminal: exit $rc: $(head -c 400 "$OUT/scan-live.txt" | cat -v)"
 fi
 kill "$CTL_PID" 2>/dev/null
 wait "$CTL_PID" 2>/dev/null
