@@ -93,12 +93,18 @@ extension CentralManager {
     do throws(BlueZError) {
       try await adapter.setDiscoveryFilter(options.discoveryFilter)
       do throws(BlueZError) {
-        try await adapter.startDiscovery()
+        try await adapter.startDiscovery(timeout: Self.startDiscoveryReplyWait)
       } catch  where error.code == .inProgress {
         // A session of ours left over (e.g. a scan whose stop is still in flight): restart it.
         try? await adapter.stopDiscovery()
         try await adapter.setDiscoveryFilter(options.discoveryFilter)
         try await adapter.startDiscovery()
+      } catch  where error.code == .timeout {
+        // bluetoothd 5.66 answers only one of several StartDiscovery calls that wait for the
+        // same start (seen in the lab with three scans started at once); the others' sessions
+        // are registered and run, unanswered. The adapter's Discovering tells.
+        guard await adapterBecomesDiscovering(adapter.path, within: Self.startDiscoveryLimit)
+        else { throw error }
       }
     } catch {
       isScanning = false
@@ -184,6 +190,24 @@ extension CentralManager {
 
   func scanEnded() {
     isScanning = false
+  }
+
+  /// How long a StartDiscovery reply is waited for before the adapter's Discovering is asked.
+  static let startDiscoveryReplyWait: Duration = .seconds(5)
+  /// How long the adapter then gets to report Discovering.
+  static let startDiscoveryLimit: Duration = .seconds(20)
+
+  /// Whether the adapter at `path` reports Discovering within `limit` (bluetoothd's view, kept
+  /// current by the object tree).
+  func adapterBecomesDiscovering(_ path: ObjectPath, within limit: Duration) async -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while ContinuousClock.now < deadline {
+      if (try? await objects.proxy(Adapter1.self, at: path))?[Adapter1.discovering] == true {
+        return true
+      }
+      try? await Task.sleep(for: .milliseconds(100))
+    }
+    return false
   }
 }
 

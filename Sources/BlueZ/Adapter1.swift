@@ -56,10 +56,10 @@ public struct Adapter1: BlueZProxy {
 
   // MARK: Methods
 
-  /// Starts this client's discovery session.
+  /// Starts this client's discovery session; `timeout` bounds the wait for the reply.
   /// The corresponding D-Bus member is `org.bluez.Adapter1.StartDiscovery`.
-  public func startDiscovery() async throws(BlueZError) {
-    _ = try await call("StartDiscovery")
+  public func startDiscovery(timeout: Duration = .seconds(25)) async throws(BlueZError) {
+    _ = try await call("StartDiscovery", timeout: timeout)
   }
 
   /// Stops this client's discovery session.

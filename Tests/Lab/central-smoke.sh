@@ -82,6 +82,23 @@ fi
 kill "$CTL_PID" 2>/dev/null
 wait "$CTL_PID" 2>/dev/null
 
+# Three scans started at once, with different filters: bluetoothd 5.66 answers only one of the
+# StartDiscovery calls that wait for the same start (seen: the third scan timed out after 25 s).
+"$BLEKIT" scan -a hci0 --timeout 8 --duplicates >"$OUT/together-1.out" 2>&1 &
+p1=$!
+"$BLEKIT" scan -a hci0 --timeout 8 >"$OUT/together-2.out" 2>&1 &
+p2=$!
+"$BLEKIT" scan -a hci0 --timeout 8 --service 180f --json >"$OUT/together-3.out" 2>&1 &
+p3=$!
+wait "$p1"; r1=$?
+wait "$p2"; r2=$?
+wait "$p3"; r3=$?
+if ((r1 == 0 && r2 == 0 && r3 == 0)); then
+  ok "three scans started at once all run (exit 0, 0, 0)"
+else
+  fail "three scans started at once: exits $r1 $r2 $r3: $(cat "$OUT"/together-*.out | head -c 300)"
+fi
+
 # --- bad input --------------------------------------------------------------------------------
 "$BLEKIT" scan -a hci7 --timeout 1 >"$OUT/bad-adapter.out" 2>&1
 rc=$?
