@@ -3,6 +3,10 @@
 import CDBus
 import Dispatch
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 extension DBusConnection {
   static func connection(_ data: UnsafeMutableRawPointer?) -> DBusConnection {
     Unmanaged<DBusConnection>.fromOpaque(data!).takeUnretainedValue()
@@ -58,6 +62,13 @@ extension DBusConnection {
 
   /// Added: create the watch's read and/or write sources, active only if the watch is enabled.
   /// Toggled: suspend or resume them (cheap; no epoll churn per send). Removed: cancel them.
+  ///
+  /// Each source watches a duplicate of the watch's descriptor, closed by the source's cancel
+  /// handler. libdbus closes its descriptor right after removing the watch, while Dispatch
+  /// may still have the cancelled source registered until the handler runs; had the source
+  /// used libdbus's descriptor, a new connection could get the same number in that window and
+  /// Dispatch's event loop would act on the wrong file (seen: a crash in
+  /// `_dispatch_event_loop_drain` while tests opened and closed connections in parallel).
   private func addWatch(_ watch: OpaquePointer) {
     assertOnQueue()
     removeWatch(watch)
@@ -66,23 +77,34 @@ extension DBusConnection {
     let watchBits = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(watch)))
     var sources: [any DispatchSourceProtocol] = []
     if flags & DBUS_WATCH_READABLE.rawValue != 0 {
-      let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
+      let own = Self.sourceDescriptor(for: fd)
+      let source = DispatchSource.makeReadSource(fileDescriptor: own, queue: queue)
       source.setEventHandler { [self] in
         self.handleWatch(watchBits, DBUS_WATCH_READABLE.rawValue)
       }
+      if own != fd { source.setCancelHandler { _ = Glibc.close(own) } }
       sources.append(source)
     }
     if flags & DBUS_WATCH_WRITABLE.rawValue != 0 {
-      let source = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+      let own = Self.sourceDescriptor(for: fd)
+      let source = DispatchSource.makeWriteSource(fileDescriptor: own, queue: queue)
       source.setEventHandler { [self] in
         self.handleWatch(watchBits, DBUS_WATCH_WRITABLE.rawValue)
       }
+      if own != fd { source.setCancelHandler { _ = Glibc.close(own) } }
       sources.append(source)
     }
     // New sources start suspended; resume them now if the watch is enabled.
     let enabled = dbus_watch_get_enabled(watch) != 0
     if enabled { for source in sources { source.resume() } }
     watchSources[watch] = WatchSources(sources: sources, active: enabled, wanted: enabled)
+  }
+
+  /// A close-on-exec duplicate of `fd` for a Dispatch source to own, or `fd` itself when no
+  /// descriptor is left to duplicate into.
+  private static func sourceDescriptor(for fd: Int32) -> Int32 {
+    let own = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+    return own >= 0 ? own : fd
   }
 
   /// Records the watch's wanted state and applies it at the end of this queue turn: libdbus
