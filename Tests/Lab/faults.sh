@@ -74,6 +74,22 @@ wait_exit() {
     STATUS=$?
   fi
 }
+# power_off_under WHAT PID ADAPTER ERRFILE: powers ADAPTER off under the running command PID
+# and checks that it exits 1 saying so on stderr (ERRFILE).
+power_off_under() {
+  local what=$1 pid=$2 adapter=$3 err=$4
+  busctl --system set-property org.bluez "/org/bluez/$adapter" org.bluez.Adapter1 Powered b false
+  wait_exit "$pid" 40
+  check "power-off: $what exits 1 (exit $STATUS)" "((STATUS == 1))"
+  check "power-off: $what's stderr says the adapter was powered off" \
+    "grep -q '$adapter was powered off' $err"
+  echo "# stderr: $(head -c 300 "$err" | tr '\n' ' ')"
+}
+# power_on ADAPTER: powers it on again and waits (bounded) until bluetoothd says so.
+power_on() {
+  busctl --system set-property org.bluez "/org/bluez/$1" org.bluez.Adapter1 Powered b true
+  wait_for 20 powered "$1" || echo "# $1 not powered again after 20 s"
+}
 # receive NAME [ARGS...]: one receive on hci0; sets RC.
 receive() {
   local name=$1
@@ -132,29 +148,17 @@ echo "# stderr: $(tail -n 3 "$OUT/adv-agent.err" | tr '\n' ' ')"
 "$BLEKIT" advertise -a hci1 -m "power" --timeout 300 >"$OUT/adv-power.out" 2>"$OUT/adv-power.err" &
 adv=$!
 wait_for 20 instances_are 1 || echo "# advertisement not active after 20 s"
-busctl --system set-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered b false
-wait_exit "$adv" 40
-check "power-off: advertise exits 1 (exit $STATUS)" "((STATUS == 1))"
-check "power-off: stderr says the adapter was powered off" \
-  "grep -q 'hci1 was powered off' $OUT/adv-power.err"
-echo "# stderr: $(head -c 300 "$OUT/adv-power.err" | tr '\n' ' ')"
+power_off_under advertise "$adv" hci1 "$OUT/adv-power.err"
 check "power-off: nothing left registered (ActiveInstances $(active_instances))" \
   "instances_are 0"
-busctl --system set-property org.bluez /org/bluez/hci1 org.bluez.Adapter1 Powered b true
-wait_for 20 powered hci1 || echo "# hci1 not powered again after 20 s"
+power_on hci1
 
 # --- 2b. the adapter powered off under scan -------------------------------------------------
 "$BLEKIT" scan -a hci0 >"$OUT/scan-power.out" 2>"$OUT/scan-power.err" &
 scan=$!
 wait_for 20 discovering || echo "# hci0 not discovering after 20 s"
-busctl --system set-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Powered b false
-wait_exit "$scan" 40
-check "power-off: scan exits 1 (exit $STATUS)" "((STATUS == 1))"
-check "power-off: scan's stderr says the adapter was powered off" \
-  "grep -q 'hci0 was powered off' $OUT/scan-power.err"
-echo "# stderr: $(head -c 300 "$OUT/scan-power.err" | tr '\n' ' ')"
-busctl --system set-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Powered b true
-wait_for 20 powered hci0 || echo "# hci0 not powered again after 20 s"
+power_off_under scan "$scan" hci0 "$OUT/scan-power.err"
+power_on hci0
 
 # --- 3. soak: 20 receives from one long-running advertise ----------------------------------
 # A scan runs before the advertisement switches on, so that hci0 hears it (the emulator reports
