@@ -243,18 +243,17 @@ extension AgentManager1 {
 
 /// A registered agent. ``unregister()`` unregisters it and removes the exported object.
 public final class AgentRegistration: Sendable {
-  public let path: ObjectPath
+  public var path: ObjectPath { state.path }
   /// The capability it was registered with.
   public let capability: AgentCapability
   /// Whether it asked to be the default agent.
   public let asDefault: Bool
   private let manager: AgentManager1
-  private let registered = Mutex(true)
-  private let exported = Mutex(true)
+  private let state: RegistrationState
 
   init(manager: AgentManager1, path: ObjectPath, capability: AgentCapability, asDefault: Bool) {
     self.manager = manager
-    self.path = path
+    self.state = RegistrationState(path: path, connection: manager.connection)
     self.capability = capability
     self.asDefault = asDefault
   }
@@ -264,41 +263,28 @@ public final class AgentRegistration: Sendable {
   /// - Throws: ``BlueZError/Code/doesNotExist`` after ``unregister()``; bluetoothd's error
   ///   otherwise (`AlreadyExists` when it still knows the agent).
   public func registerAgain() async throws(BlueZError) {
-    guard exported.withLock({ $0 }) else {
+    guard state.isExported else {
       throw BlueZError(.doesNotExist, "the agent at \(path) was unregistered")
     }
     try await manager.registerAgent(path, capability: capability)
-    registered.withLock { $0 = true }
+    state.registeredAgain()
     if asDefault { try await manager.requestDefaultAgent(path) }
   }
 
   /// False once unregistered or released by bluetoothd.
-  public var isRegistered: Bool { registered.withLock { $0 } }
+  public var isRegistered: Bool { state.isRegistered }
 
   func released() {
-    registered.withLock { $0 = false }
+    state.released()
   }
 
   /// Unregisters (unless bluetoothd already released it) and unexports. Idempotent.
   @discardableResult
   public func unregister() async -> BlueZError? {
-    let wasRegistered = registered.withLock { value in
-      defer { value = false }
-      return value
+    let manager = self.manager
+    let path = self.path
+    return await state.unregister { () throws(BlueZError) in
+      try await manager.unregisterAgent(path)
     }
-    let wasExported = exported.withLock { value in
-      defer { value = false }
-      return value
-    }
-    var failure: BlueZError?
-    if wasRegistered {
-      do {
-        try await manager.unregisterAgent(path)
-      } catch {
-        failure = error
-      }
-    }
-    if wasExported { manager.connection.unexport(path) }
-    return failure
   }
 }

@@ -5,17 +5,8 @@ import DBus
 public struct Device1: BlueZProxy {
   public static let interface = BlueZ.Interface.device
 
-  public let path: ObjectPath
-  public let properties: [String: DBusValue]
-  public let connection: DBusConnection
-
-  public init(
-    uncheckedPath path: ObjectPath, properties: [String: DBusValue], connection: DBusConnection
-  ) {
-    self.path = path
-    self.properties = properties
-    self.connection = connection
-  }
+  public let snapshot: ProxySnapshot
+  public init(snapshot: ProxySnapshot) { self.snapshot = snapshot }
 
   // MARK: Properties
 

@@ -6,17 +6,8 @@ import DBus
 public struct GattDescriptor1: BlueZProxy {
   public static let interface = BlueZ.Interface.gattDescriptor
 
-  public let path: ObjectPath
-  public let properties: [String: DBusValue]
-  public let connection: DBusConnection
-
-  public init(
-    uncheckedPath path: ObjectPath, properties: [String: DBusValue], connection: DBusConnection
-  ) {
-    self.path = path
-    self.properties = properties
-    self.connection = connection
-  }
+  public let snapshot: ProxySnapshot
+  public init(snapshot: ProxySnapshot) { self.snapshot = snapshot }
 
   /// The descriptor UUID, a lowercase 128-bit string.
   public static let uuid = ProxyProperty<Self, String>(

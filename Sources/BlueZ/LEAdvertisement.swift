@@ -140,52 +140,38 @@ extension LEAdvertisingManager1 {
 
 /// A registered advertisement. ``unregister()`` stops it and removes the exported object.
 public final class LEAdvertisementRegistration: Sendable {
-  public let path: ObjectPath
+  public var path: ObjectPath { state.path }
   private let manager: LEAdvertisingManager1
-  private let registered = Mutex(true)
-  private let exported = Mutex(true)
+  private let state: RegistrationState
 
   init(manager: LEAdvertisingManager1, path: ObjectPath) {
     self.manager = manager
-    self.path = path
+    self.state = RegistrationState(path: path, connection: manager.connection)
   }
 
   /// False once unregistered or released by bluetoothd.
-  public var isRegistered: Bool { registered.withLock { $0 } }
+  public var isRegistered: Bool { state.isRegistered }
 
   func released() {
-    registered.withLock { $0 = false }
+    state.released()
   }
 
   /// Registers the still-exported advertisement again, with the bluetoothd that owns
   /// `org.bluez` now (after a restart, the old one's registrations are gone). Does nothing
   /// once ``unregister()`` ran.
   public func registerAgain() async throws(BlueZError) {
-    guard exported.withLock({ $0 }) else { return }
+    guard state.isExported else { return }
     try await manager.registerAdvertisement(path)
-    registered.withLock { $0 = true }
+    state.registeredAgain()
   }
 
   /// Unregisters (unless bluetoothd already released it) and unexports. Idempotent.
   @discardableResult
   public func unregister() async -> BlueZError? {
-    let wasRegistered = registered.withLock { value in
-      defer { value = false }
-      return value
+    let manager = self.manager
+    let path = self.path
+    return await state.unregister { () throws(BlueZError) in
+      try await manager.unregisterAdvertisement(path)
     }
-    let wasExported = exported.withLock { value in
-      defer { value = false }
-      return value
-    }
-    var failure: BlueZError?
-    if wasRegistered {
-      do {
-        try await manager.unregisterAdvertisement(path)
-      } catch {
-        failure = error
-      }
-    }
-    if wasExported { manager.connection.unexport(path) }
-    return failure
   }
 }

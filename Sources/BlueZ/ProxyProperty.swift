@@ -10,14 +10,43 @@ public protocol BlueZProxy: Sendable {
   static var interface: InterfaceName { get }
   /// Every property blekit knows on this interface: name, D-Bus type, required or optional.
   static var propertyTable: [PropertyRow] { get }
-  /// The object path of the remote object.
-  var path: ObjectPath { get }
-  /// The property values of the snapshot this proxy was made from (variants unwrapped).
-  var properties: [String: DBusValue] { get }
-  /// The bus connection that method calls go through.
-  var connection: DBusConnection { get }
+  /// The object this proxy views (path, properties, connection).
+  var snapshot: ProxySnapshot { get }
   /// Makes a proxy without checking the table; use ``make(path:properties:connection:)``.
-  init(uncheckedPath path: ObjectPath, properties: [String: DBusValue], connection: DBusConnection)
+  init(snapshot: ProxySnapshot)
+}
+
+/// What every proxy holds: one object's path, a snapshot of its properties on the proxy's
+/// interface, and the connection its method calls go through.
+public struct ProxySnapshot: Sendable {
+  /// The object path of the remote object.
+  public let path: ObjectPath
+  /// The property values (variants unwrapped).
+  public let properties: [String: DBusValue]
+  /// The bus connection that method calls go through.
+  public let connection: DBusConnection
+
+  public init(path: ObjectPath, properties: [String: DBusValue], connection: DBusConnection) {
+    self.path = path
+    self.properties = properties
+    self.connection = connection
+  }
+}
+
+extension BlueZProxy {
+  /// The object path of the remote object.
+  public var path: ObjectPath { snapshot.path }
+  /// The property values of the snapshot this proxy was made from (variants unwrapped).
+  public var properties: [String: DBusValue] { snapshot.properties }
+  /// The bus connection that method calls go through.
+  public var connection: DBusConnection { snapshot.connection }
+
+  /// Makes a proxy without checking the table; use ``make(path:properties:connection:)``.
+  public init(
+    uncheckedPath path: ObjectPath, properties: [String: DBusValue], connection: DBusConnection
+  ) {
+    self.init(snapshot: ProxySnapshot(path: path, properties: properties, connection: connection))
+  }
 }
 
 /// One typed property of a BlueZ interface.
