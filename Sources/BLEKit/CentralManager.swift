@@ -180,19 +180,25 @@ public actor CentralManager {
   /// Waits until the state is ``CentralState/poweredOn`` or `timeout` passes.
   /// - Throws: the error of ``requirePoweredOn()`` for the state at the deadline.
   public func waitUntilPoweredOn(timeout: Duration) async throws(CentralError) {
-    if state == .poweredOn { return }
+    _ = await becomes([.poweredOn], within: timeout)
+    try requirePoweredOn()
+  }
+
+  /// Waits up to `limit` for the state to be one of `wanted`; whether it is at the end.
+  func becomes(_ wanted: Set<CentralState>, within limit: Duration) async -> Bool {
+    if wanted.contains(state) { return true }
     let updates = stateUpdates()
     let waiter = Task {
-      for await state in updates where state == .poweredOn { return true }
+      for await state in updates where wanted.contains(state) { return true }
       return false
     }
     let timer = Task {
-      try? await Task.sleep(for: timeout)
+      try? await Task.sleep(for: limit)
       waiter.cancel()
     }
     _ = await waiter.value
     timer.cancel()
-    try requirePoweredOn()
+    return wanted.contains(state)
   }
 
   /// The adapter's short name (`hci0`), or the requested one while there is none.

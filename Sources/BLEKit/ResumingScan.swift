@@ -72,23 +72,6 @@ extension CentralManager {
     }
   }
 
-  /// Waits up to `limit` for the state to be one of `wanted`.
-  private func becomes(_ wanted: Set<CentralState>, within limit: Duration) async -> Bool {
-    if wanted.contains(state) { return true }
-    let updates = stateUpdates()
-    let waiter = Task {
-      for await state in updates where wanted.contains(state) { return true }
-      return false
-    }
-    let timer = Task {
-      try? await Task.sleep(for: limit)
-      waiter.cancel()
-    }
-    _ = await waiter.value
-    timer.cancel()
-    return wanted.contains(state)
-  }
-
   /// Starts a new scan once bluetoothd is back with the adapter powered; retries the start
   /// (the old session may still be stopping, a fresh adapter may not be ready) until `limit`.
   private func scanAfterReturn(_ options: ScanOptions, within limit: Duration) async

@@ -47,7 +47,6 @@ final class ScanLiveTable: Sendable {
     let row = Row(
       address: "00:00:00:00:00:00", name: "warm-up", rssi: -60, seen: 1, lastSeen: start)
     _ = Self.render([row], notShown: 1, over: 1, now: start)
-    _ = Array(Self.header.utf8)
   }
 
   /// Notes a discovery. The table is redrawn at once when the last drawing is at least
