@@ -13,3 +13,21 @@ wait_discovering() {
     sleep 0.2
   done
 }
+
+# wait_for SECONDS COMMAND...: polls COMMAND every 0.2 s until it succeeds, at most SECONDS.
+wait_for() {
+  local limit=$1 start=$SECONDS
+  shift
+  until "$@"; do
+    ((SECONDS - start < limit)) || return 1
+    sleep 0.2
+  done
+}
+
+# prop PATH INTERFACE NAME: a property of org.bluez in dbus-send's literal form, without the
+# "variant" prefix (dbus-send only; python is not assumed).
+prop() {
+  dbus-send --system --print-reply=literal --reply-timeout=3000 --dest=org.bluez "$1" \
+    org.freedesktop.DBus.Properties.Get "string:$2" "string:$3" 2>/dev/null |
+    xargs | sed 's/^variant //'
+}

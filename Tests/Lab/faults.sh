@@ -10,6 +10,7 @@
 # Outputs are kept in $LAB_RESULTS/faults.
 set -u
 cd "$(dirname "$0")/../.."
+source Tests/Lab/common.sh
 BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
 OUT=${LAB_RESULTS:-/tmp}/faults
 mkdir -p "$OUT"
@@ -21,16 +22,6 @@ check() { if eval "$2"; then ok "$1"; else fail "$1"; fi; }
 HCI1_ADDR=00:AA:01:01:00:01
 HCI1_DEV=/org/bluez/hci0/dev_00_AA_01_01_00_01
 
-# wait_for SECONDS COMMAND...: polls COMMAND every 0.2 s until it succeeds or time runs out.
-wait_for() {
-  local n=$(($1 * 5))
-  shift
-  while ((n-- > 0)); do
-    "$@" && return 0
-    sleep 0.2
-  done
-  return 1
-}
 active_instances() {
   busctl --system call org.bluez /org/bluez/hci1 org.freedesktop.DBus.Properties Get ss \
     org.bluez.LEAdvertisingManager1 ActiveInstances 2>/dev/null | awk '{print $NF}'

@@ -12,6 +12,8 @@
 # "a" and "b" exit 0 when every check passed, else 1.
 
 set -uo pipefail
+# wait_for, prop
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 RESULTS_FILE=$LAB_RESULTS/selftest.txt
 WORK=$LAB_RESULTS/selftest
@@ -36,26 +38,10 @@ check() {
   fi
 }
 
-# wait_for SECONDS COMMAND...: poll COMMAND every 0.2 s, at most SECONDS.
-wait_for() {
-  local limit=$1 start=$SECONDS
-  shift
-  until "$@"; do
-    ((SECONDS - start < limit)) || return 1
-    sleep 0.2
-  done
-}
 
 # --------------------------------------------------------------------------
 # D-Bus helpers (dbus-send only; python is not assumed)
 
-# prop PATH INTERFACE NAME: a property value in dbus-send's literal form,
-# without the "variant" prefix.
-prop() {
-  dbus-send --system --print-reply=literal --reply-timeout=3000 --dest=org.bluez "$1" \
-    org.freedesktop.DBus.Properties.Get "string:$2" "string:$3" 2>/dev/null |
-    xargs | sed 's/^variant //'
-}
 
 # device_path ADAPTER ADDRESS: the object path of a device under ADAPTER.
 device_path() {

@@ -11,6 +11,7 @@
 # "FAIL" per check, then "N passed, M failed"; exits 1 if any failed.
 set -u
 cd "$(dirname "$0")/../.."
+source Tests/Lab/common.sh
 BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
 OUT=${LAB_RESULTS:-/tmp}/monitor
 mkdir -p "$OUT"
@@ -30,20 +31,6 @@ check() { # check DESCRIPTION COMMAND...
   if "$@"; then ok "$what"; else fail "$what"; fi
 }
 
-wait_for() { # wait_for SECONDS COMMAND...
-  local limit=$1 start=$SECONDS
-  shift
-  until "$@"; do
-    ((SECONDS - start < limit)) || return 1
-    sleep 0.2
-  done
-}
-
-prop() {
-  dbus-send --system --print-reply=literal --reply-timeout=3000 --dest=org.bluez "$1" \
-    org.freedesktop.DBus.Properties.Get "string:$2" "string:$3" 2>/dev/null |
-    xargs | sed 's/^variant //'
-}
 discovering() { [[ $(prop "/org/bluez/$1" org.bluez.Adapter1 Discovering) == "boolean true" ]]; }
 powered() { [[ $(prop "/org/bluez/$1" org.bluez.Adapter1 Powered) == "boolean true" ]]; }
 set_powered() {
