@@ -50,7 +50,7 @@ extension CentralManager {
   /// - Throws: the state's error when bluetoothd is not running or refuses us.
   public func adapters() async throws(CentralError) -> [AdapterInfo] {
     try requireService()
-    let list = await objects.proxies(Adapter1.self).map(AdapterInfo.init)
+    let list = objects.proxies(Adapter1.self).map(AdapterInfo.init)
     return list.sorted { lhs, rhs in
       (lhs.name.count, lhs.name) < (rhs.name.count, rhs.name)
     }
@@ -63,14 +63,14 @@ extension CentralManager {
   public func setPowered(_ on: Bool, timeout: Duration = .seconds(10)) async throws(CentralError) {
     try requireService()
     guard let path = adapterPath,
-      let adapter = try? await objects.proxy(Adapter1.self, at: path)
+      let adapter = try? objects.proxy(Adapter1.self, at: path)
     else {
       throw CentralError(
         .adapterNotFound,
         requestedAdapter.map { "no Bluetooth adapter named \($0)" } ?? "no Bluetooth adapter")
     }
     if adapter[Adapter1.powered] == on { return }
-    let (_, _, events) = await objects.subscribe()
+    let (_, _, events) = objects.subscribe()
     do throws(BlueZError) {
       try await adapter.setPowered(on)
     } catch {
@@ -101,7 +101,7 @@ extension CentralManager {
     timer.cancel()
     if !done {
       // The reply to Set came; the signal may have been missed only if the adapter went.
-      if let now = try? await objects.proxy(Adapter1.self, at: path), now[Adapter1.powered] == on {
+      if let now = try? objects.proxy(Adapter1.self, at: path), now[Adapter1.powered] == on {
         return
       }
       throw CentralError(

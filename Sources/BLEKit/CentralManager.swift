@@ -65,9 +65,9 @@ public actor CentralManager {
   }
 
   private func startMonitoring() async throws(CentralError) {
-    let (snapshot, running, events) = await objects.subscribe()
+    let (snapshot, running, events) = objects.subscribe()
     serviceRunning = running
-    accessDenied = await objects.accessDeniedMessage != nil
+    accessDenied = objects.accessDeniedMessage != nil
     for (path, interfaces) in snapshot {
       if let properties = interfaces[Adapter1.interface] { adapters[path] = properties }
     }
@@ -92,7 +92,7 @@ public actor CentralManager {
     monitor = nil
     for watcher in watchers.values { watcher.finish() }
     watchers.removeAll()
-    await objects.stop()
+    objects.stop()
   }
 
   private func handle(_ event: BlueZObjectEvent) {
@@ -214,7 +214,7 @@ public actor CentralManager {
       throw CentralError(.adapterNotFound, "no Bluetooth adapter")
     }
     do {
-      guard let adapter = try await objects.proxy(Adapter1.self, at: adapterPath) else {
+      guard let adapter = try objects.proxy(Adapter1.self, at: adapterPath) else {
         throw CentralError(.adapterNotFound, "adapter \(adapterName) disappeared")
       }
       return adapter
@@ -237,7 +237,7 @@ public actor CentralManager {
   public func removeCachedPeripherals() async -> Int {
     guard let adapter = try? await adapter() else { return 0 }
     var removed = 0
-    for device in await objects.proxies(Device1.self, under: adapter.path) {
+    for device in objects.proxies(Device1.self, under: adapter.path) {
       guard device[Device1.adapter] == adapter.path, device[Device1.connected] != true,
         device[Device1.paired] != true, device[Device1.bonded] != true,
         device[Device1.trusted] != true
@@ -251,7 +251,7 @@ public actor CentralManager {
   public func peripheral(address: BluetoothAddress) async -> PeripheralIdentifier? {
     guard let adapterPath else { return nil }
     let path = adapterPath.appending(address.objectPathComponent)
-    guard (try? await objects.proxy(Device1.self, at: path)) != nil else { return nil }
+    guard (try? objects.proxy(Device1.self, at: path)) != nil else { return nil }
     return PeripheralIdentifier(address: address, adapter: adapterPath, path: path)
   }
 }

@@ -78,7 +78,7 @@ extension CentralManager {
       } catch {
         let remaining = deadline - .now
         if error.code == .timeout || remaining <= .zero {
-          if let device = try? await objects.proxy(Device1.self, at: peripheral.path) {
+          if let device = try? objects.proxy(Device1.self, at: peripheral.path) {
             try? await device.disconnect()
           }
           throw CentralError(
@@ -107,7 +107,7 @@ extension CentralManager {
   ) async throws(CentralError) {
     let device: Device1
     do {
-      guard let found = try await objects.proxy(Device1.self, at: peripheral.path) else {
+      guard let found = try objects.proxy(Device1.self, at: peripheral.path) else {
         throw CentralError(
           .peripheralNotFound, "bluetoothd does not know \(peripheral) on \(adapterName)")
       }
@@ -137,7 +137,7 @@ extension CentralManager {
   func waitForServicesResolved(
     _ peripheral: PeripheralIdentifier, deadline: ContinuousClock.Instant
   ) async throws(CentralError) {
-    let (snapshot, _, events) = await objects.subscribe()
+    let (snapshot, _, events) = objects.subscribe()
     guard let initial = snapshot[peripheral.path]?[Device1.interface] else {
       throw CentralError(.peripheralNotFound, "\(peripheral) disappeared while connecting")
     }
@@ -190,7 +190,7 @@ extension CentralManager {
   public func disconnect(
     _ peripheral: PeripheralIdentifier, timeout: Duration = .seconds(5)
   ) async throws(CentralError) {
-    let (snapshot, _, events) = await objects.subscribe()
+    let (snapshot, _, events) = objects.subscribe()
     guard let properties = snapshot[peripheral.path]?[Device1.interface] else { return }
     // ServicesResolved too: bluetoothd 5.66 may never signal Connected = true (see
     // Peripheral.isConnected(_:)).

@@ -111,7 +111,7 @@ extension CentralManager {
     async throws(CentralError)
   {
     let adapter = try await adapter()
-    let (snapshot, _, events) = await objects.subscribe()
+    let (snapshot, _, events) = objects.subscribe()
     guard snapshot[peripheral.path]?[Device1.interface] != nil else { return }
     try? await disconnect(peripheral, timeout: timeout)
     let path = peripheral.path
@@ -144,7 +144,7 @@ extension CentralManager {
     }
     let removed = await waiter.value
     timer.cancel()
-    if !removed, await objects.objects[path]?[Device1.interface] != nil {
+    if !removed, objects.objects[path]?[Device1.interface] != nil {
       throw CentralError(
         .timeout, "bluetoothd did not remove \(peripheral) within \(roughSeconds(timeout))")
     }

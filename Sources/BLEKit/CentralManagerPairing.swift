@@ -100,7 +100,7 @@ extension CentralManager {
 
   private func device(_ peripheral: PeripheralIdentifier) async throws(CentralError) -> Device1 {
     do {
-      guard let device = try await objects.proxy(Device1.self, at: peripheral.path) else {
+      guard let device = try objects.proxy(Device1.self, at: peripheral.path) else {
         throw CentralError(
           .peripheralNotFound, "bluetoothd does not know \(peripheral) on \(adapterName)")
       }

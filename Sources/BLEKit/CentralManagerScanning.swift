@@ -67,21 +67,37 @@ public struct DiscoveryStream: AsyncSequence, Sendable {
   }
 }
 
-/// The properties whose change means a new advertisement was heard.
-private let advertisingProperties: Set<String> = [
-  Device1.rssi.name, Device1.manufacturerData.name, Device1.serviceData.name,
-  Device1.uuids.name, Device1.name.name, Device1.txPower.name, Device1.alias.name,
-]
-
 extension CentralManager {
   /// Scans for peripherals. The corresponding D-Bus members are
   /// `org.bluez.Adapter1.SetDiscoveryFilter` and `StartDiscovery`; `StopDiscovery` runs when
   /// the iteration ends.
   ///
+  /// A discovery is filtered and handed to the stream where bluetoothd's signal is read, so
+  /// the task iterating the stream is the only one woken for it.
+  ///
   /// - Throws: the state's error when not powered on; ``CentralError/Code/scanInProgress``
   ///   when this manager already scans; bluetoothd's error for the filter or the start.
   public func scan(_ options: ScanOptions = ScanOptions()) async throws(CentralError)
     -> DiscoveryStream
+  {
+    let (stream, continuation) = AsyncThrowingStream.makeStream(
+      of: Discovery.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
+    let session = try await startScan(
+      options,
+      sink: ScanSink(
+        yield: { continuation.yield($0) },
+        end: { error in continuation.finish(throwing: error) }))
+    continuation.onTermination = { _ in
+      session.cancel()
+      Task { await session.stop() }
+    }
+    return DiscoveryStream(stream: stream)
+  }
+
+  /// Starts a discovery session that reports to `sink`: observes the object tree, sets the
+  /// filter, starts discovery (and the periodic restart, if asked). The caller stops it.
+  func startScan(_ options: ScanOptions, sink: ScanSink) async throws(CentralError)
+    -> ScanSession
   {
     let adapter = try await adapter()
     guard !isScanning else {
@@ -90,7 +106,11 @@ extension CentralManager {
     isScanning = true
     DiscoveryFilterState.warmUp(
       options: options, adapter: adapter.path, connection: objects.connection)
-    let (snapshot, _, events) = await objects.subscribe()
+    let session = ScanSession(
+      manager: self, adapter: adapter, adapterName: adapterName, options: options, sink: sink)
+    // Observed before the start, so nothing reported in between is missed; what arrives before
+    // the start succeeds is held back and dropped if it fails.
+    session.observe(objects)
     do throws(BlueZError) {
       try await adapter.setDiscoveryFilter(options.discoveryFilter)
       do throws(BlueZError) {
@@ -108,85 +128,12 @@ extension CentralManager {
         else { throw error }
       }
     } catch {
+      session.cancel()
       isScanning = false
       throw CentralError(error, while: "starting discovery on \(adapterName)")
     }
-
-    let (stream, continuation) = AsyncThrowingStream.makeStream(
-      of: Discovery.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
-    let adapterPath = adapter.path
-    let connection = objects.connection
-    let adapterName = self.adapterName
-    let pump = Task {
-      var filter = DiscoveryFilterState(options: options, adapter: adapterPath)
-      if options.includeKnownPeripherals {
-        for path in snapshot.keys.sorted() {
-          guard let properties = snapshot[path]?[Device1.interface] else { continue }
-          if let discovery = filter.consider(path, properties, connection) {
-            continuation.yield(discovery)
-          }
-        }
-      }
-      for await event in events {
-        switch event {
-        case .interfacesAdded(let path, let interfaces):
-          if let properties = interfaces[Device1.interface],
-            let discovery = filter.consider(path, properties, connection)
-          {
-            continuation.yield(discovery)
-          }
-        case .propertiesChanged(let path, let interface, let changed, _, let current):
-          if interface == Device1.interface,
-            !advertisingProperties.isDisjoint(with: changed.keys),
-            let discovery = filter.consider(path, current, connection)
-          {
-            continuation.yield(discovery)
-          } else if path == adapterPath, interface == Adapter1.interface,
-            current[Adapter1.powered.name]?.boolValue == false
-          {
-            continuation.finish(
-              throwing: CentralError(.poweredOff, "adapter \(adapterName) was powered off"))
-            return
-          }
-        case .interfacesRemoved(let path, let names):
-          if path == adapterPath, names.contains(Adapter1.interface) {
-            continuation.finish(
-              throwing: CentralError(.adapterNotFound, "adapter \(adapterName) was removed"))
-            return
-          }
-          if names.contains(Device1.interface) { filter.forget(path) }
-        case .serviceStopped:
-          continuation.finish(
-            throwing: CentralError(.serviceUnavailable, "bluetoothd stopped during the scan"))
-          return
-        case .serviceStarted, .accessDenied:
-          break
-        }
-      }
-      continuation.finish()
-    }
-    let restarter: Task<Void, Never>? = options.restartInterval.map { interval in
-      Task {
-        while !Task.isCancelled {
-          try? await Task.sleep(for: interval)
-          if Task.isCancelled { return }
-          // bluetoothd drops a client's filter with its session: set it again each time.
-          try? await adapter.stopDiscovery()
-          try? await adapter.setDiscoveryFilter(options.discoveryFilter)
-          try? await adapter.startDiscovery()
-        }
-      }
-    }
-    continuation.onTermination = { [weak self] _ in
-      pump.cancel()
-      restarter?.cancel()
-      Task {
-        await restarter?.value
-        try? await adapter.stopDiscovery()
-        await self?.scanEnded()
-      }
-    }
-    return DiscoveryStream(stream: stream)
+    session.started()
+    return session
   }
 
   func scanEnded() {
@@ -203,7 +150,7 @@ extension CentralManager {
   func adapterBecomesDiscovering(_ path: ObjectPath, within limit: Duration) async -> Bool {
     let deadline = ContinuousClock.now + limit
     while ContinuousClock.now < deadline {
-      if (try? await objects.proxy(Adapter1.self, at: path))?[Adapter1.discovering] == true {
+      if (try? objects.proxy(Adapter1.self, at: path))?[Adapter1.discovering] == true {
         return true
       }
       try? await Task.sleep(for: .milliseconds(100))
@@ -213,7 +160,7 @@ extension CentralManager {
 }
 
 /// The client-side half of a scan's filtering: which devices match, and which were reported.
-private struct DiscoveryFilterState {
+struct DiscoveryFilterState {
   let options: ScanOptions
   let adapter: ObjectPath
   var reported: Set<ObjectPath> = []

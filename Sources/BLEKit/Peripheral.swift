@@ -23,7 +23,7 @@ public final class Peripheral: Sendable {
 
   /// A fresh Device1 proxy, or `peripheralNotFound`.
   func device() async throws(CentralError) -> Device1 {
-    guard let device = try? await objects.proxy(Device1.self, at: identifier.path) else {
+    guard let device = try? objects.proxy(Device1.self, at: identifier.path) else {
       throw CentralError(.peripheralNotFound, "bluetoothd no longer knows \(identifier)")
     }
     return device
@@ -66,7 +66,7 @@ public final class Peripheral: Sendable {
   {
     try await requireResolved()
     let wanted = uuids.map(Set.init)
-    return await objects.proxies(GattService1.self, under: identifier.path).compactMap { proxy in
+    return objects.proxies(GattService1.self, under: identifier.path).compactMap { proxy in
       guard proxy[GattService1.device] == identifier.path,
         let uuid = proxy[GattService1.uuid].flatMap({ try? BluetoothUUID($0) }),
         wanted?.contains(uuid) ?? true
@@ -83,7 +83,7 @@ public final class Peripheral: Sendable {
   ) async throws(CentralError) -> [RemoteCharacteristic] {
     try await requireResolved()
     let wanted = uuids.map(Set.init)
-    return await objects.proxies(GattCharacteristic1.self, under: service.path).compactMap {
+    return objects.proxies(GattCharacteristic1.self, under: service.path).compactMap {
       proxy in
       guard proxy[GattCharacteristic1.service] == service.path,
         let uuid = proxy[GattCharacteristic1.uuid].flatMap({ try? BluetoothUUID($0) }),
@@ -101,7 +101,7 @@ public final class Peripheral: Sendable {
     -> [RemoteDescriptor]
   {
     try await requireResolved()
-    return await objects.proxies(GattDescriptor1.self, under: characteristic.path).compactMap {
+    return objects.proxies(GattDescriptor1.self, under: characteristic.path).compactMap {
       proxy in
       guard proxy[GattDescriptor1.characteristic] == characteristic.path,
         let uuid = proxy[GattDescriptor1.uuid].flatMap({ try? BluetoothUUID($0) })
@@ -115,7 +115,7 @@ public final class Peripheral: Sendable {
   func proxy(for characteristic: RemoteCharacteristic) async throws(CentralError)
     -> GattCharacteristic1
   {
-    guard let proxy = try? await objects.proxy(GattCharacteristic1.self, at: characteristic.path)
+    guard let proxy = try? objects.proxy(GattCharacteristic1.self, at: characteristic.path)
     else {
       throw CentralError(
         await isConnected() ? .attributeNotFound : .disconnected,
@@ -140,7 +140,7 @@ public final class Peripheral: Sendable {
   /// Reads a descriptor's value.
   /// The corresponding D-Bus member is `org.bluez.GattDescriptor1.ReadValue`.
   public func readValue(for descriptor: RemoteDescriptor) async throws(CentralError) -> [UInt8] {
-    guard let proxy = try? await objects.proxy(GattDescriptor1.self, at: descriptor.path) else {
+    guard let proxy = try? objects.proxy(GattDescriptor1.self, at: descriptor.path) else {
       throw CentralError(.attributeNotFound, "descriptor \(descriptor.uuid) is gone")
     }
     do throws(BlueZError) {
@@ -174,7 +174,7 @@ public final class Peripheral: Sendable {
   /// The ATT MTU of the link as bluetoothd reports it on the characteristic (`MTU`), or 23
   /// (the minimum) when unknown.
   public func mtu(for characteristic: RemoteCharacteristic) async -> Int {
-    let proxy = try? await objects.proxy(GattCharacteristic1.self, at: characteristic.path)
+    let proxy = try? objects.proxy(GattCharacteristic1.self, at: characteristic.path)
     return proxy?[GattCharacteristic1.mtu].map(Int.init) ?? 23
   }
 

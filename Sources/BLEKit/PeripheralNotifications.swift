@@ -70,7 +70,7 @@ extension Peripheral {
         .notSupported, "characteristic \(characteristic.uuid) neither notifies nor indicates")
     }
     let proxy = try await proxy(for: characteristic)
-    let (_, _, events) = await objects.subscribe()
+    let (_, _, events) = objects.subscribe()
     let (stream, continuation) = AsyncThrowingStream.makeStream(
       of: [UInt8].self, throwing: (any Error).self, bufferingPolicy: .unbounded)
     let devicePath = identifier.path

@@ -25,24 +25,35 @@ extension CentralManager {
     _ options: ScanOptions, returnWithin: Duration = .seconds(30),
     onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in }
   ) async throws(CentralError) -> DiscoveryStream {
-    let first = try await scan(options)
     let (stream, continuation) = AsyncThrowingStream.makeStream(
       of: Discovery.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
+    // Each session hands its discoveries straight to this stream; only its end goes through
+    // the supervising task below.
+    let (ends, endings) = AsyncStream.makeStream(of: SessionEnd.self, bufferingPolicy: .unbounded)
+    let sink = ScanSink(
+      yield: { continuation.yield($0) },
+      end: { error in endings.yield(error.map(SessionEnd.failed) ?? .closed) })
+    let first = try await startScan(options, sink: sink)
     let task = Task {
-      var current = first
+      var session = first
+      var nextEnd = ends.makeAsyncIterator()
       while true {
-        do {
-          for try await discovery in current { continuation.yield(discovery) }
+        let end = await nextEnd.next()
+        await session.stop()
+        switch end {
+        case nil, .closed?:
+          // Cancelled (the consumer stopped) or the central closed.
           continuation.finish()
           return
-        } catch {
+        case .failed(let error)?:
           guard let error = error as? CentralError, await bluetoothdLeft(after: error) else {
             continuation.finish(throwing: error)
             return
           }
         }
         onInterruption(.paused("bluetoothd stopped; waiting up to \(returnWithin) for it"))
-        guard let next = await scanAfterReturn(options, within: returnWithin) else {
+        guard let resumed = await scanAfterReturn(options, sink: sink, within: returnWithin)
+        else {
           if Task.isCancelled {
             continuation.finish()
           } else {
@@ -53,11 +64,17 @@ extension CentralManager {
           return
         }
         onInterruption(.resumed)
-        current = next
+        session = resumed
       }
     }
     continuation.onTermination = { _ in task.cancel() }
     return DiscoveryStream(stream: stream)
+  }
+
+  /// How one session of a resuming scan ended.
+  private enum SessionEnd: Sendable {
+    case failed(any Error)
+    case closed
   }
 
   /// Whether a scan's error means bluetoothd left or took the adapter away (rather than a
@@ -74,15 +91,15 @@ extension CentralManager {
 
   /// Starts a new scan once bluetoothd is back with the adapter powered; retries the start
   /// (the old session may still be stopping, a fresh adapter may not be ready) until `limit`.
-  private func scanAfterReturn(_ options: ScanOptions, within limit: Duration) async
-    -> DiscoveryStream?
+  private func scanAfterReturn(_ options: ScanOptions, sink: ScanSink, within limit: Duration)
+    async -> ScanSession?
   {
     let deadline = ContinuousClock.now + limit
     while !Task.isCancelled {
       let left = deadline - ContinuousClock.now
       guard left > .zero else { return nil }
       if (try? await waitUntilPoweredOn(timeout: left)) != nil,
-        let scan = try? await scan(options)
+        let scan = try? await startScan(options, sink: sink)
       {
         return scan
       }

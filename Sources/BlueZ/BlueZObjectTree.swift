@@ -1,5 +1,6 @@
 // BlueZObjectTree: a live cache of bluetoothd's objects, kept current from ObjectManager signals.
 import DBus
+import Synchronization
 
 /// What bluetoothd currently exports: interfaces and their properties, per object path.
 public typealias BlueZObjects = [ObjectPath: [InterfaceName: [String: DBusValue]]]
@@ -31,25 +32,44 @@ public enum BlueZObjectEvent: Sendable {
 /// while the reply is pending are replayed on top of the snapshot, in order, so nothing that
 /// happens between the two is lost. When bluetoothd leaves the bus the tree empties; when it
 /// comes back the tree fetches everything again.
-public actor BlueZObjectTree {
+///
+/// Signals are applied on the connection's queue as they are read, and observers
+/// (``observe(_:startingWith:)``) hear of each change right there: a discovery reaches a scan
+/// without waiting for a task to be scheduled. Reads (``objects``, ``proxy(_:at:)``) take a
+/// lock and never wait for the bus.
+public final class BlueZObjectTree: Sendable {
   /// The connection the tree listens on and proxies call through.
-  public nonisolated let connection: DBusConnection
-  /// The cached objects.
-  public private(set) var objects: BlueZObjects = [:]
-  /// Whether bluetoothd owns `org.bluez` right now.
-  public private(set) var isServiceRunning = false
-  /// Set when the bus refused GetManagedObjects (a policy problem, not a missing daemon).
-  public private(set) var accessDeniedMessage: String?
+  public let connection: DBusConnection
 
-  private var pending: [Signal]?
-  private var generation = 0
-  private var subscribers: [Int: AsyncStream<BlueZObjectEvent>.Continuation] = [:]
-  private var nextSubscriber = 0
-  private var pumps: [Task<Void, Never>] = []
+  private struct Observer {
+    let observation: BlueZObjectObservation
+    let handler: @Sendable (BlueZObjectEvent) -> Void
+  }
+
+  private struct State {
+    var objects: BlueZObjects = [:]
+    var isServiceRunning = false
+    var accessDeniedMessage: String?
+    /// Signals held back while a GetManagedObjects reply is awaited.
+    var pending: [Signal]?
+    var generation = 0
+    var observers: [Observer] = []
+    var subscriptions: [SignalSubscription] = []
+    var stopped = false
+  }
+
+  private let state = Mutex(State())
 
   private init(connection: DBusConnection) {
     self.connection = connection
   }
+
+  /// The cached objects.
+  public var objects: BlueZObjects { state.withLock { $0.objects } }
+  /// Whether bluetoothd owns `org.bluez` right now.
+  public var isServiceRunning: Bool { state.withLock { $0.isServiceRunning } }
+  /// Set when the bus refused GetManagedObjects (a policy problem, not a missing daemon).
+  public var accessDeniedMessage: String? { state.withLock { $0.accessDeniedMessage } }
 
   /// Starts a tree on `connection` and returns once its first snapshot is in (or bluetoothd is
   /// known to be absent).
@@ -60,43 +80,60 @@ public actor BlueZObjectTree {
   }
 
   private func listen() async throws(BlueZError) {
-    let signals: SignalStream
-    let owners: AsyncStream<BusName?>
-    do throws(DBusError) {
-      signals = try await connection.signals(MatchRule(sender: BlueZ.service))
-      owners = try await connection.nameOwnerChanges(BlueZ.service)
-    } catch {
-      throw BlueZError(error)
-    }
-    pumps.append(
-      Task { [weak self] in
-        for await signal in signals {
-          guard let self else { return }
-          await self.receive(signal)
-        }
-      })
-    pumps.append(
-      Task { [weak self] in
-        for await owner in owners {
-          guard let self else { return }
-          await self.ownerChanged(owner)
-        }
-      })
     let owner: BusName?
     do throws(DBusError) {
+      let signals = try await connection.handleSignals(MatchRule(sender: BlueZ.service)) {
+        [weak self] signal in self?.receive(signal)
+      }
+      let owners = try await connection.handleSignals(.nameOwnerChanged(BlueZ.service)) {
+        [weak self] signal in
+        guard let self, let change = NameOwnerChange(signal) else { return }
+        self.ownerChanged(change.newOwner)
+      }
+      state.withLock { $0.subscriptions += [signals, owners] }
       owner = try await connection.nameOwner(BlueZ.service)
     } catch {
       throw BlueZError(error)
     }
-    if owner != nil { await resync() }
+    if owner != nil, let generation = beginResync() { await resync(generation) }
   }
 
-  /// Stops listening; subscribers' streams finish.
+  /// Stops listening; observers hear no more and subscribers' streams finish.
   public func stop() {
-    for pump in pumps { pump.cancel() }
-    pumps.removeAll()
-    for continuation in subscribers.values { continuation.finish() }
-    subscribers.removeAll()
+    let (observers, subscriptions) = state.withLock { state in
+      state.stopped = true
+      state.pending = nil
+      defer {
+        state.observers.removeAll()
+        state.subscriptions.removeAll()
+      }
+      return (state.observers, state.subscriptions)
+    }
+    for subscription in subscriptions { subscription.cancel() }
+    for observer in observers { observer.observation.end() }
+  }
+
+  /// Calls `handler` with every later change, in order, from the moment this returns; the
+  /// current objects go to `initial` first, in the same step, so no change falls between them.
+  ///
+  /// The handler runs where the change is applied (the connection's queue, or the task that
+  /// fetched a new snapshot), one change at a time, while the tree is locked: it must return
+  /// quickly and must not read the tree (the event carries what it needs). `initial` runs
+  /// under the same lock, on the caller's thread. The observation lasts until it is cancelled
+  /// or the tree stops.
+  public func observe(
+    _ handler: @escaping @Sendable (BlueZObjectEvent) -> Void,
+    startingWith initial: (_ objects: BlueZObjects, _ isServiceRunning: Bool) -> Void = { _, _ in }
+  ) -> BlueZObjectObservation {
+    let observation = BlueZObjectObservation()
+    let stopped = state.withLock { state in
+      guard !state.stopped else { return true }
+      initial(state.objects, state.isServiceRunning)
+      state.observers.append(Observer(observation: observation, handler: handler))
+      return false
+    }
+    if stopped { observation.end() }
+    return observation
   }
 
   /// The current objects and a stream of every later change, taken atomically: no change falls
@@ -105,23 +142,25 @@ public actor BlueZObjectTree {
   public func subscribe() -> (
     objects: BlueZObjects, isServiceRunning: Bool, events: AsyncStream<BlueZObjectEvent>
   ) {
-    let id = nextSubscriber
-    nextSubscriber += 1
     let (stream, continuation) = AsyncStream.makeStream(
       of: BlueZObjectEvent.self, bufferingPolicy: .unbounded)
-    continuation.onTermination = { [weak self] _ in
-      Task { await self?.unsubscribe(id) }
-    }
-    subscribers[id] = continuation
-    return (objects, isServiceRunning, stream)
+    var snapshot: BlueZObjects = [:]
+    var running = false
+    let observation = observe(
+      { continuation.yield($0) },
+      startingWith: { objects, isRunning in
+        snapshot = objects
+        running = isRunning
+      })
+    observation.onEnd { continuation.finish() }
+    continuation.onTermination = { _ in observation.cancel() }
+    return (snapshot, running, stream)
   }
 
-  private func unsubscribe(_ id: Int) {
-    subscribers[id] = nil
-  }
-
-  private func emit(_ event: BlueZObjectEvent) {
-    for continuation in subscribers.values { continuation.yield(event) }
+  /// Hands `event` to every live observer (dropping cancelled ones). Under the lock.
+  private static func emit(_ event: BlueZObjectEvent, in state: inout State) {
+    state.observers.removeAll { $0.observation.isCancelled }
+    for observer in state.observers { observer.handler(event) }
   }
 
   // MARK: Typed look-ups
@@ -129,14 +168,15 @@ public actor BlueZObjectTree {
   /// A typed proxy for the object at `path`, or `nil` if it lacks the interface.
   /// - Throws: ``BlueZError/Code/unexpectedValue`` when a required property is missing.
   public func proxy<P: BlueZProxy>(_ type: P.Type, at path: ObjectPath) throws(BlueZError) -> P? {
-    guard let properties = objects[path]?[P.interface] else { return nil }
+    guard let properties = state.withLock({ $0.objects[path]?[P.interface] }) else { return nil }
     return try P.make(path: path, properties: properties, connection: connection)
   }
 
   /// Every object with interface `P` (optionally only beneath `ancestor`), sorted by path.
   /// Objects whose required properties are missing are left out.
   public func proxies<P: BlueZProxy>(_ type: P.Type, under ancestor: ObjectPath? = nil) -> [P] {
-    objects.keys.sorted().compactMap { path in
+    let objects = self.objects
+    return objects.keys.sorted().compactMap { path in
       if let ancestor, !path.isDescendant(of: ancestor) { return nil }
       guard let properties = objects[path]?[P.interface] else { return nil }
       return try? P.make(path: path, properties: properties, connection: connection)
@@ -145,100 +185,120 @@ public actor BlueZObjectTree {
 
   // MARK: Keeping current
 
-  private func ownerChanged(_ owner: BusName?) async {
+  /// On the connection's queue.
+  private func ownerChanged(_ owner: BusName?) {
     if owner == nil {
-      generation += 1
-      pending = nil
-      clear()
-    } else {
-      await resync()
+      state.withLock { state in
+        state.generation += 1
+        state.pending = nil
+        Self.clear(&state)
+      }
+    } else if let generation = beginResync() {
+      Task { await self.resync(generation) }
     }
   }
 
-  private func clear() {
-    let wasRunning = isServiceRunning
-    for path in objects.keys.sorted().reversed() {
-      emit(.interfacesRemoved(path, Array(objects[path]!.keys)))
+  private static func clear(_ state: inout State) {
+    let wasRunning = state.isServiceRunning
+    for path in state.objects.keys.sorted().reversed() {
+      emit(.interfacesRemoved(path, Array(state.objects[path]!.keys)), in: &state)
     }
-    objects.removeAll()
-    isServiceRunning = false
-    if wasRunning { emit(.serviceStopped) }
+    state.objects.removeAll()
+    state.isServiceRunning = false
+    if wasRunning { emit(.serviceStopped, in: &state) }
   }
 
-  private func resync() async {
-    generation += 1
-    let mine = generation
-    pending = []
+  /// Starts holding signals back for a new snapshot; the snapshot's generation, or `nil` once
+  /// the tree has stopped.
+  private func beginResync() -> Int? {
+    state.withLock { state in
+      guard !state.stopped else { return nil }
+      state.generation += 1
+      state.pending = []
+      return state.generation
+    }
+  }
+
+  private func resync(_ generation: Int) async {
     let reply: [DBusValue]
     do throws(DBusError) {
       reply = try await connection.call(
         destination: BlueZ.service, path: BlueZ.root, interface: BlueZ.Interface.objectManager,
         member: "GetManagedObjects")
     } catch {
-      guard mine == generation else { return }
-      pending = nil
-      let mapped = BlueZError(error)
-      if mapped.code == .accessDenied {
-        accessDeniedMessage = mapped.description
-        emit(.accessDenied(mapped.description))
+      state.withLock { state in
+        guard generation == state.generation, !state.stopped else { return }
+        state.pending = nil
+        let mapped = BlueZError(error)
+        if mapped.code == .accessDenied {
+          state.accessDeniedMessage = mapped.description
+          Self.emit(.accessDenied(mapped.description), in: &state)
+        }
       }
       return
     }
-    guard mine == generation else { return }
     let snapshot = reply.first.map(Self.decodeManagedObjects) ?? [:]
-    if !objects.isEmpty { clear() }
-    accessDeniedMessage = nil
-    objects = snapshot
-    for path in snapshot.keys.sorted() {
-      emit(.interfacesAdded(path, snapshot[path]!))
+    state.withLock { state in
+      guard generation == state.generation, !state.stopped else { return }
+      if !state.objects.isEmpty { Self.clear(&state) }
+      state.accessDeniedMessage = nil
+      state.objects = snapshot
+      for path in snapshot.keys.sorted() {
+        Self.emit(.interfacesAdded(path, snapshot[path]!), in: &state)
+      }
+      let replay = state.pending ?? []
+      state.pending = nil
+      for signal in replay { Self.apply(signal, to: &state) }
+      state.isServiceRunning = true
+      Self.emit(.serviceStarted, in: &state)
     }
-    let replay = pending ?? []
-    pending = nil
-    for signal in replay { apply(signal) }
-    isServiceRunning = true
-    emit(.serviceStarted)
   }
 
+  /// On the connection's queue.
   private func receive(_ signal: Signal) {
-    if pending != nil {
-      pending!.append(signal)
-    } else {
-      apply(signal)
+    state.withLock { state in
+      guard !state.stopped else { return }
+      if state.pending != nil {
+        state.pending!.append(signal)
+      } else {
+        Self.apply(signal, to: &state)
+      }
     }
   }
 
-  private func apply(_ signal: Signal) {
+  private static func apply(_ signal: Signal, to state: inout State) {
     let args = signal.arguments
     switch (signal.interface, signal.member.rawValue) {
     case (BlueZ.Interface.objectManager, "InterfacesAdded"):
       guard args.count == 2, let path = args[0].objectPathValue else { return }
-      let added = Self.decodeInterfaces(args[1])
+      let added = decodeInterfaces(args[1])
       guard !added.isEmpty else { return }
-      objects[path, default: [:]].merge(added) { _, new in new }
-      emit(.interfacesAdded(path, added))
+      state.objects[path, default: [:]].merge(added) { _, new in new }
+      emit(.interfacesAdded(path, added), in: &state)
     case (BlueZ.Interface.objectManager, "InterfacesRemoved"):
       guard args.count == 2, let path = args[0].objectPathValue,
         let names = args[1].stringArrayValue
       else { return }
       let removed = names.compactMap { InterfaceName(rawValue: $0) }
-      guard var interfaces = objects[path] else { return }
+      guard var interfaces = state.objects[path] else { return }
       for name in removed { interfaces[name] = nil }
-      objects[path] = interfaces.isEmpty ? nil : interfaces
-      emit(.interfacesRemoved(path, removed))
+      state.objects[path] = interfaces.isEmpty ? nil : interfaces
+      emit(.interfacesRemoved(path, removed), in: &state)
     case (BlueZ.Interface.properties, "PropertiesChanged"):
       guard args.count >= 2, let name = args[0].stringValue,
         let interface = InterfaceName(rawValue: name),
         let changed = args[1].stringVariantDictionary
       else { return }
       let invalidated = args.count > 2 ? (args[2].stringArrayValue ?? []) : []
-      guard var properties = objects[signal.path]?[interface] else { return }
-      properties.merge(changed.mapValues(\.unwrapped)) { _, new in new }
+      guard var properties = state.objects[signal.path]?[interface] else { return }
+      let values = changed.mapValues(\.unwrapped)
+      properties.merge(values) { _, new in new }
       for name in invalidated { properties[name] = nil }
-      objects[signal.path]![interface] = properties
+      state.objects[signal.path]![interface] = properties
       emit(
         .propertiesChanged(
-          signal.path, interface, changed: changed.mapValues(\.unwrapped),
-          invalidated: invalidated, current: properties))
+          signal.path, interface, changed: values, invalidated: invalidated, current: properties),
+        in: &state)
     default:
       return
     }
@@ -265,5 +325,46 @@ public actor BlueZObjectTree {
       result[name] = (entry.value.stringVariantDictionary ?? [:]).mapValues(\.unwrapped)
     }
     return result
+  }
+}
+
+/// An observer's place in a ``BlueZObjectTree``: ``cancel()`` stops the calls. Cancelling never
+/// waits for the tree, so it is safe from inside a handler (or anything a handler triggers).
+public final class BlueZObjectObservation: Sendable {
+  private struct State {
+    var cancelled = false
+    var ended = false
+    var onEnd: [@Sendable () -> Void] = []
+  }
+  private let state = Mutex(State())
+
+  init() {}
+
+  /// Whether the observation was cancelled (or its tree stopped).
+  public var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+  /// Stops the calls; the tree forgets the handler at its next change.
+  public func cancel() {
+    state.withLock { $0.cancelled = true }
+  }
+
+  /// Runs `action` when the tree stops (at once if it already has).
+  public func onEnd(_ action: @escaping @Sendable () -> Void) {
+    let ended = state.withLock { state in
+      if !state.ended { state.onEnd.append(action) }
+      return state.ended
+    }
+    if ended { action() }
+  }
+
+  /// The tree stopped.
+  func end() {
+    let actions = state.withLock { state in
+      state.cancelled = true
+      state.ended = true
+      defer { state.onEnd.removeAll() }
+      return state.onEnd
+    }
+    for action in actions { action() }
   }
 }

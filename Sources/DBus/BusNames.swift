@@ -79,22 +79,44 @@ extension DBusConnection {
   public func nameOwnerChanges(_ name: BusName) async throws(DBusError)
     -> AsyncStream<BusName?>
   {
-    let signals = try await signals(
-      MatchRule(
-        sender: .bus, path: "/org/freedesktop/DBus", interface: .bus,
-        member: "NameOwnerChanged", arg0: name.rawValue))
     let (stream, continuation) = AsyncStream.makeStream(
       of: BusName?.self, bufferingPolicy: .unbounded)
-    let task = Task {
-      for await signal in signals {
-        guard signal.arguments.count == 3, let owner = signal.arguments[2].stringValue else {
-          continue
-        }
-        continuation.yield(owner.isEmpty ? nil : BusName(unchecked: owner))
-      }
-      continuation.finish()
-    }
-    continuation.onTermination = { _ in task.cancel() }
+    let token = try await subscribe(
+      .nameOwnerChanged(name),
+      deliver: { signal in
+        if let change = NameOwnerChange(signal) { continuation.yield(change.newOwner) }
+      }, onEnd: { continuation.finish() })
+    continuation.onTermination = { _ in token.end() }
     return stream
+  }
+}
+
+/// A decoded `org.freedesktop.DBus.NameOwnerChanged` signal.
+public struct NameOwnerChange: Sendable, Hashable {
+  /// The name whose owner changed.
+  public var name: BusName
+  /// The owner before (nil: nobody).
+  public var oldOwner: BusName?
+  /// The owner now (nil: the name is gone).
+  public var newOwner: BusName?
+
+  /// Decodes the signal's `sss` arguments; `nil` for any other signal.
+  public init?(_ signal: Signal) {
+    guard signal.interface == .bus, signal.member == "NameOwnerChanged",
+      signal.arguments.count == 3, let name = signal.arguments[0].stringValue,
+      let old = signal.arguments[1].stringValue, let new = signal.arguments[2].stringValue
+    else { return nil }
+    self.name = BusName(unchecked: name)
+    oldOwner = old.isEmpty ? nil : BusName(unchecked: old)
+    newOwner = new.isEmpty ? nil : BusName(unchecked: new)
+  }
+}
+
+extension MatchRule {
+  /// NameOwnerChanged from the bus for one name.
+  public static func nameOwnerChanged(_ name: BusName) -> MatchRule {
+    MatchRule(
+      sender: .bus, path: "/org/freedesktop/DBus", interface: .bus, member: "NameOwnerChanged",
+      arg0: name.rawValue)
   }
 }

@@ -115,6 +115,15 @@ public struct SignalStream: AsyncSequence, Sendable {
   public func cancel() { token.end() }
 }
 
+/// A handler installed with ``DBusConnection/handleSignals(_:_:)``. `cancel()`, or dropping the
+/// last copy, removes the handler and its match rule.
+public struct SignalSubscription: Sendable {
+  let token: SubscriptionToken
+
+  /// Ends the subscription now: the handler is not called again and the match rule is removed.
+  public func cancel() { token.end() }
+}
+
 /// Ends a subscription when the last stream or iterator referring to it goes away.
 final class SubscriptionToken: Sendable {
   let connection: DBusConnection
@@ -131,35 +140,60 @@ final class SubscriptionToken: Sendable {
 struct Subscription {
   let rule: MatchRule
   let ruleString: String
-  let continuation: AsyncStream<Signal>.Continuation
+  /// Called on the queue with each matching signal, in arrival order.
+  let deliver: @Sendable (Signal) -> Void
+  /// Called on the queue once, when the subscription ends.
+  var onEnd: [@Sendable () -> Void]
   /// Whether the bus accepted the match rule (so it must be removed at the end).
   var matchAdded = false
   /// For a rule with a well-known sender: that name's current owner, tracked by the connection.
   var senderOwner: String?
 
-  func finish() { continuation.finish() }
+  func finish() {
+    for action in onEnd { action() }
+  }
 }
 
 extension DBusConnection {
   /// Adds the match rule on the bus and yields matching signals in arrival order; ending
   /// iteration (or dropping the stream) removes the match rule. Unbounded buffering.
   public func signals(_ rule: MatchRule) async throws(DBusError) -> SignalStream {
-    let id = nextID.add(1, ordering: .relaxed).newValue
     let (stream, continuation) = AsyncStream.makeStream(
       of: Signal.self, bufferingPolicy: .unbounded)
+    let token = try await subscribe(
+      rule, deliver: { continuation.yield($0) }, onEnd: { continuation.finish() })
+    let id = token.id
+    continuation.onTermination = { [weak self] _ in self?.endSubscription(id: id) }
+    return SignalStream(stream: stream, token: token)
+  }
+
+  /// Adds the match rule on the bus and calls `handler` with each matching signal, on the
+  /// connection's queue, in arrival order (the same order as every other handler and stream of
+  /// this connection), without a task hop in between. The handler must return quickly and must
+  /// not wait for this connection. The subscription lasts until the returned value is cancelled
+  /// or dropped, or the connection closes.
+  public func handleSignals(
+    _ rule: MatchRule, _ handler: @escaping @Sendable (Signal) -> Void
+  ) async throws(DBusError) -> SignalSubscription {
+    SignalSubscription(token: try await subscribe(rule, deliver: handler, onEnd: {}))
+  }
+
+  /// Registers a subscription, adds its match rule on the bus and, for a well-known sender,
+  /// starts tracking that name's owner. Signals are delivered from the moment the subscription
+  /// is registered (before the bus has confirmed the rule).
+  func subscribe(
+    _ rule: MatchRule, deliver: @escaping @Sendable (Signal) -> Void,
+    onEnd: @escaping @Sendable () -> Void
+  ) async throws(DBusError) -> SubscriptionToken {
+    let id = nextID.add(1, ordering: .relaxed).newValue
     let ruleString = rule.ruleString
     try onQueueSync { () throws(DBusError) in
       guard !isClosed else { throw DBusError.disconnectedError() }
       subscriptions[id] = Subscription(
-        rule: rule, ruleString: ruleString, continuation: continuation)
+        rule: rule, ruleString: ruleString, deliver: deliver, onEnd: [onEnd])
     }
-    continuation.onTermination = { [weak self] _ in self?.endSubscription(id: id) }
-    do {
-      _ = try await callBus("AddMatch", [.string(ruleString)])
-    } catch {
-      endSubscription(id: id)
-      throw error
-    }
+    let token = SubscriptionToken(connection: self, id: id)
+    _ = try await callBus("AddMatch", [.string(ruleString)])
     queue.async {
       if self.subscriptions[id] != nil {
         self.subscriptions[id]!.matchAdded = true
@@ -171,7 +205,7 @@ extension DBusConnection {
     if let sender = rule.sender, !sender.isUnique, sender != .bus {
       try await trackOwner(of: sender, forSubscription: id)
     }
-    return SignalStream(stream: stream, token: SubscriptionToken(connection: self, id: id))
+    return token
   }
 
   /// Ends a subscription: finishes its stream and removes its match rule from the bus.
@@ -205,27 +239,27 @@ extension DBusConnection {
       arguments: arguments)
   }
 
-  /// Keeps `senderOwner` of a subscription up to date for a well-known sender name.
+  /// Keeps `senderOwner` of a subscription up to date for a well-known sender name. Both the
+  /// owner changes and the first answer are applied on the queue, so a change never races
+  /// the signals it concerns.
   private func trackOwner(of name: BusName, forSubscription id: UInt64) async throws(DBusError) {
-    let owners = try await nameOwnerChanges(name)
+    let tracker = try await subscribe(
+      .nameOwnerChanged(name),
+      deliver: { [weak self] signal in
+        guard let self, let change = NameOwnerChange(signal) else { return }
+        self.subscriptions[id]?.senderOwner = change.newOwner?.rawValue ?? ""
+      }, onEnd: {})
     let current = try await nameOwner(name)
-    queue.async { self.subscriptions[id]?.senderOwner = current?.rawValue ?? "" }
-    let task = Task { [weak self] in
-      for await owner in owners {
-        guard let self else { return }
-        self.queue.async { self.subscriptions[id]?.senderOwner = owner?.rawValue ?? "" }
-      }
-    }
     queue.async {
-      if self.subscriptions[id] == nil {
-        task.cancel()
-      } else {
-        let old = self.subscriptions[id]!.continuation.onTermination
-        self.subscriptions[id]!.continuation.onTermination = { reason in
-          task.cancel()
-          old?(reason)
-        }
+      guard self.subscriptions[id] != nil else {
+        tracker.end()
+        return
       }
+      // A change seen since the question is newer than (or as new as) the answer.
+      if self.subscriptions[id]!.senderOwner == nil {
+        self.subscriptions[id]!.senderOwner = current?.rawValue ?? ""
+      }
+      self.subscriptions[id]!.onEnd.append { tracker.end() }
     }
   }
 
@@ -264,7 +298,7 @@ extension DBusConnection {
           interface: InterfaceName(unchecked: interface), member: MemberName(unchecked: member),
           arguments: decoded ?? [])
       }
-      subscription.continuation.yield(signal!)
+      subscription.deliver(signal!)
     }
   }
 }

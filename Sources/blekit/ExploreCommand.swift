@@ -100,7 +100,7 @@ struct ExploreCommand: ParsableCommand {
   static func linkMTU(_ tree: [ExploredService], objects: BlueZObjectTree) async -> Int? {
     var best: Int?
     for item in tree.flatMap(\.characteristics) {
-      let proxy = try? await objects.proxy(GattCharacteristic1.self, at: item.characteristic.path)
+      let proxy = try? objects.proxy(GattCharacteristic1.self, at: item.characteristic.path)
       if let mtu = proxy?[GattCharacteristic1.mtu].map(Int.init) { best = max(best ?? mtu, mtu) }
     }
     return best

@@ -138,7 +138,7 @@ struct GattSession: Sendable {
         progress("finding \(identifier) again")
         identifier = try await manager.find(.address(identifier.address), timeout: remaining())
       }
-      let device = try? await manager.objects.proxy(Device1.self, at: identifier.path)
+      let device = try? manager.objects.proxy(Device1.self, at: identifier.path)
       // ServicesResolved too: bluetoothd may not signal Connected (see Peripheral).
       let wasConnected =
         device?[Device1.connected] == true || device?[Device1.servicesResolved] == true

@@ -80,9 +80,9 @@ private func next<T>(
     let client = try bus.connect()
     defer { client.close() }
     let tree = try await BlueZObjectTree.start(connection: client)
-    let (snapshot, running, events) = await tree.subscribe()
+    let (snapshot, running, events) = tree.subscribe()
     #expect(running)
-    let adapter = try #require(try await tree.proxy(Adapter1.self, at: "/org/bluez/hci0"))
+    let adapter = try #require(try tree.proxy(Adapter1.self, at: "/org/bluez/hci0"))
     #expect(adapter[Adapter1.powered] == true)
     #expect(adapter[Adapter1.address] == "00:AA:01:00:00:00")
     #expect(adapter[Adapter1.roles] == nil)  // absent optional property: nil
@@ -121,7 +121,7 @@ private func next<T>(
       return
     }
     #expect(typed[Device1.name] == nil)
-    let current = try #require(try await tree.proxy(Device1.self, at: Self.device))
+    let current = try #require(try tree.proxy(Device1.self, at: Self.device))
     #expect(current[Device1.rssi] == -60)
     #expect(current[Device1.manufacturerData] == nil)
 
@@ -131,8 +131,8 @@ private func next<T>(
       return nil
     }
     #expect(removed == true)
-    #expect(try await tree.proxy(Device1.self, at: Self.device) == nil)
-    await tree.stop()
+    #expect(try tree.proxy(Device1.self, at: Self.device) == nil)
+    tree.stop()
   }
 
   @Test func followsBluetoothdLeavingAndComingBack() async throws {
@@ -143,7 +143,7 @@ private func next<T>(
     let client = try bus.connect()
     defer { client.close() }
     let tree = try await BlueZObjectTree.start(connection: client)
-    let (_, _, events) = await tree.subscribe()
+    let (_, _, events) = tree.subscribe()
 
     bluez.close()  // bluetoothd "exits"
     let stopped = await next(events) { event -> Bool? in
@@ -151,8 +151,8 @@ private func next<T>(
       return nil
     }
     #expect(stopped == true)
-    #expect(await tree.objects.isEmpty)
-    #expect(await tree.isServiceRunning == false)
+    #expect(tree.objects.isEmpty)
+    #expect(tree.isServiceRunning == false)
 
     let again = try await FakeBlueZObjects(bus: bus)  // and restarts
     defer { again.close() }
@@ -169,9 +169,9 @@ private func next<T>(
       if sawStart && sawAdapter { break }
     }
     #expect(sawStart && sawAdapter)
-    let adapter = try #require(try await tree.proxy(Adapter1.self, at: "/org/bluez/hci0"))
+    let adapter = try #require(try tree.proxy(Adapter1.self, at: "/org/bluez/hci0"))
     #expect(adapter[Adapter1.powered] == false)
-    await tree.stop()
+    tree.stop()
   }
 
   @Test func centralStateFromAdapters() async throws {

@@ -1,0 +1,176 @@
+// One discovery session: turns the object tree's changes into discoveries, right where
+// bluetoothd's signals are read, and stops discovery at the end.
+import BlueZ
+import DBus
+import Synchronization
+
+/// Where a scan session reports: each discovery, and once, its end (`nil`: the central closed).
+/// `yield` is called with the session locked, so it must not call back into the session; `end`
+/// is called without the lock.
+struct ScanSink: Sendable {
+  let yield: @Sendable (Discovery) -> Void
+  let end: @Sendable ((any Error)?) -> Void
+}
+
+/// The properties whose change means a new advertisement was heard.
+private let advertisingProperties: Set<String> = [
+  Device1.rssi.name, Device1.manufacturerData.name, Device1.serviceData.name,
+  Device1.uuids.name, Device1.name.name, Device1.txPower.name, Device1.alias.name,
+]
+
+/// A running discovery session of a ``CentralManager``.
+///
+/// Its observer runs on the D-Bus connection's queue as each signal is applied to the object
+/// tree: it filters, and hands a discovery to the sink at once. Until ``started()`` the
+/// discoveries (and an end) are held back; ``cancel()`` silences it; ``stop()`` also stops
+/// the adapter's discovery and frees the manager for the next scan.
+final class ScanSession: Sendable {
+  private struct State {
+    var filter: DiscoveryFilterState
+    /// Discoveries held until the start succeeds; `nil` once started.
+    var held: [Discovery]? = []
+    /// Why the session ended, once it has (held back like discoveries before the start).
+    var ending: ScanEnding?
+    var cancelled = false
+    var restarter: Task<Void, Never>?
+  }
+
+  private enum ScanEnding {
+    case failed(any Error)
+    case closed
+    var error: (any Error)? {
+      if case .failed(let error) = self { return error }
+      return nil
+    }
+  }
+
+  let manager: CentralManager
+  let adapter: Adapter1
+  let adapterName: String
+  let options: ScanOptions
+  private let sink: ScanSink
+  private let connection: DBusConnection
+  private let state: Mutex<State>
+  private let observation = Mutex<BlueZObjectObservation?>(nil)
+
+  init(
+    manager: CentralManager, adapter: Adapter1, adapterName: String, options: ScanOptions,
+    sink: ScanSink
+  ) {
+    self.manager = manager
+    self.adapter = adapter
+    self.adapterName = adapterName
+    self.options = options
+    self.sink = sink
+    connection = manager.objects.connection
+    state = Mutex(State(filter: DiscoveryFilterState(options: options, adapter: adapter.path)))
+  }
+
+  /// Starts observing `tree`; peripherals it already knows are reported first, if asked.
+  func observe(_ tree: BlueZObjectTree) {
+    let observation = tree.observe(
+      { [weak self] event in self?.handle(event) },
+      startingWith: { [self] objects, _ in
+        guard options.includeKnownPeripherals else { return }
+        for path in objects.keys.sorted() {
+          guard let properties = objects[path]?[Device1.interface] else { continue }
+          report(path, properties)
+        }
+      })
+    observation.onEnd { [weak self] in self?.finish(.closed) }
+    self.observation.withLock { $0 = observation }
+  }
+
+  /// Discovery runs: hands over what was held back, and starts the periodic restart if asked.
+  func started() {
+    // Handed over under the lock, so a discovery reported meanwhile cannot overtake them.
+    let ending = state.withLock { state in
+      for discovery in state.held ?? [] { sink.yield(discovery) }
+      state.held = nil
+      return state.ending
+    }
+    if let ending { sink.end(ending.error) }
+    guard let interval = options.restartInterval else { return }
+    let restarter = Task { [adapter, options] in
+      while !Task.isCancelled {
+        try? await Task.sleep(for: interval)
+        if Task.isCancelled { return }
+        // bluetoothd drops a client's filter with its session: set it again each time.
+        try? await adapter.stopDiscovery()
+        try? await adapter.setDiscoveryFilter(options.discoveryFilter)
+        try? await adapter.startDiscovery()
+      }
+    }
+    state.withLock { $0.restarter = restarter }
+  }
+
+  /// Stops reporting (at once; never waits).
+  func cancel() {
+    state.withLock { $0.cancelled = true }
+    observation.withLock { $0?.cancel() }
+  }
+
+  /// Stops reporting, stops this client's discovery session, and lets the manager scan again.
+  func stop() async {
+    cancel()
+    let restarter = state.withLock { state in
+      defer { state.restarter = nil }
+      return state.restarter
+    }
+    restarter?.cancel()
+    await restarter?.value
+    try? await adapter.stopDiscovery()
+    await manager.scanEnded()
+  }
+
+  // MARK: On the D-Bus queue
+
+  private func handle(_ event: BlueZObjectEvent) {
+    switch event {
+    case .interfacesAdded(let path, let interfaces):
+      if let properties = interfaces[Device1.interface] { report(path, properties) }
+    case .propertiesChanged(let path, let interface, let changed, _, let current):
+      if interface == Device1.interface, !advertisingProperties.isDisjoint(with: changed.keys) {
+        report(path, current)
+      } else if path == adapter.path, interface == Adapter1.interface,
+        current[Adapter1.powered.name]?.boolValue == false
+      {
+        finish(.failed(CentralError(.poweredOff, "adapter \(adapterName) was powered off")))
+      }
+    case .interfacesRemoved(let path, let names):
+      if path == adapter.path, names.contains(Adapter1.interface) {
+        finish(.failed(CentralError(.adapterNotFound, "adapter \(adapterName) was removed")))
+      } else if names.contains(Device1.interface) {
+        state.withLock { $0.filter.forget(path) }
+      }
+    case .serviceStopped:
+      finish(.failed(CentralError(.serviceUnavailable, "bluetoothd stopped during the scan")))
+    case .serviceStarted, .accessDenied:
+      break
+    }
+  }
+
+  /// Filters one device state and reports it (or holds it back before the start).
+  private func report(_ path: ObjectPath, _ properties: [String: DBusValue]) {
+    state.withLock { state in
+      guard !state.cancelled, state.ending == nil,
+        let discovery = state.filter.consider(path, properties, connection)
+      else { return }
+      if state.held != nil {
+        state.held!.append(discovery)
+      } else {
+        sink.yield(discovery)
+      }
+    }
+  }
+
+  /// Ends the session once: reports the end (or holds it until the start).
+  private func finish(_ ending: ScanEnding) {
+    let report = state.withLock { state in
+      guard !state.cancelled, state.ending == nil else { return false }
+      state.ending = ending
+      return state.held == nil
+    }
+    if report { sink.end(ending.error) }
+  }
+}
