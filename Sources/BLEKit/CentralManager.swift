@@ -65,7 +65,8 @@ public actor CentralManager {
   }
 
   private func startMonitoring() async throws(CentralError) {
-    let (snapshot, running, events) = objects.subscribe()
+    // Only what the state depends on: a scan's device reports do not wake this task.
+    let (snapshot, running, events) = objects.subscribe(where: \.concernsCentralState)
     serviceRunning = running
     accessDenied = objects.accessDeniedMessage != nil
     for (path, interfaces) in snapshot {
@@ -85,6 +86,12 @@ public actor CentralManager {
       }
     }
   }
+
+  /// The executor of the D-Bus connection's queue, where bluetoothd's signals are read and a
+  /// scan's discoveries are produced. Iterating a scan under
+  /// `withTaskExecutorPreference(manager.executor)` resumes the loop on that queue without
+  /// waking another thread; the loop's body should then be quick (printing a line is).
+  public nonisolated var executor: any TaskExecutor { objects.connection.executor }
 
   /// Stops following bluetoothd; scans and subscriptions made by this manager end.
   public func close() async {
@@ -253,5 +260,18 @@ public actor CentralManager {
     let path = adapterPath.appending(address.objectPathComponent)
     guard (try? objects.proxy(Device1.self, at: path)) != nil else { return nil }
     return PeripheralIdentifier(address: address, adapter: adapterPath, path: path)
+  }
+}
+
+extension BlueZObjectEvent {
+  /// Whether the event can change a ``CentralState``: adapters appearing, changing or going,
+  /// and bluetoothd starting, stopping or refusing us.
+  var concernsCentralState: Bool {
+    switch self {
+    case .interfacesAdded(_, let interfaces): interfaces[Adapter1.interface] != nil
+    case .interfacesRemoved(_, let names): names.contains(Adapter1.interface)
+    case .propertiesChanged(_, let interface, _, _, _): interface == Adapter1.interface
+    case .serviceStarted, .serviceStopped, .accessDenied: true
+    }
   }
 }

@@ -104,8 +104,9 @@ extension CentralManager {
       throw CentralError(.scanInProgress, "a scan is already running on this central")
     }
     isScanning = true
-    DiscoveryFilterState.warmUp(
-      options: options, adapter: adapter.path, connection: objects.connection)
+    if !Self.rehearsed.exchange(true, ordering: .relaxed) {
+      _ = rehearseScan(options, on: adapter)
+    }
     let session = ScanSession(
       manager: self, adapter: adapter, adapterName: adapterName, options: options, sink: sink)
     // Observed before the start, so nothing reported in between is missed; what arrives before
@@ -135,6 +136,85 @@ extension CentralManager {
     session.started()
     return session
   }
+
+  /// Runs a made-up advertisement through a scan's whole path in this process, and returns
+  /// the discovery it makes (`nil` when `options` filter it out, or the central is not powered
+  /// on). Nothing is sent to bluetoothd and no scan reports it: the advertisement is encoded as
+  /// bluetoothd's InterfacesAdded signal, decoded, applied to a scratch object tree, and
+  /// filtered by a scratch scan session with these options.
+  ///
+  /// Why: a fresh process pays for code on its first use (page faults, lazy binding, Swift
+  /// type metadata and conformance look-ups). In the lab (emulated CPU, binary over 9p) that
+  /// was about 10 ms on the first real discovery, which is most of `blekit scan`'s discovery
+  /// latency. ``scan(_:)`` rehearses once per process by itself; a caller that also wants its
+  /// own handling of a discovery rehearsed (formatting, drawing) can call this first and feed
+  /// the result to that code.
+  public func rehearseScan(_ options: ScanOptions) -> Discovery? {
+    guard let adapter = try? objects.proxy(Adapter1.self, at: adapterPath ?? BlueZ.root),
+      state == .poweredOn
+    else { return nil }
+    Self.rehearsed.store(true, ordering: .relaxed)
+    return rehearseScan(options, on: adapter)
+  }
+
+  private func rehearseScan(_ options: ScanOptions, on adapter: Adapter1) -> Discovery? {
+    guard let signal = Self.madeUpAdvertisement(options, adapter: adapter.path) else {
+      return nil
+    }
+    let found = ScanOutcome()
+    let session = ScanSession(
+      manager: self, adapter: adapter, adapterName: adapterName, options: options,
+      sink: ScanSink(yield: found.keep, end: { _ in }), holding: false)
+    for event in BlueZObjectTree.rehearse([signal]) { session.handle(event) }
+    session.cancel()
+    return found.discovery
+  }
+
+  /// bluetoothd's InterfacesAdded for a made-up device on `adapter` that advertises what
+  /// `options` look for, taken through libdbus's wire format and back as a real one is.
+  private static func madeUpAdvertisement(_ options: ScanOptions, adapter: ObjectPath) -> Signal? {
+    let uuids =
+      options.services.isEmpty
+      ? ["0000180f-0000-1000-8000-00805f9b34fb"]
+      : options.services.map(\.uuidString)
+    let properties: [String: DBusValue] = [
+      Device1.address.name: .string("00:00:00:00:00:00"),
+      Device1.addressType.name: .string("public"),
+      Device1.name.name: .string("rehearsal"),
+      Device1.alias.name: .string("rehearsal"),
+      Device1.adapter.name: .objectPath(adapter),
+      Device1.rssi.name: .int16(127),
+      Device1.txPower.name: .int16(0),
+      Device1.uuids.name: .strings(uuids),
+      Device1.manufacturerData.name: .dictionary(
+        key: "q", value: "v", [DBusDictEntry(key: .uint16(0xFFFF), value: .variant(.bytes([1])))]),
+      Device1.serviceData.name: .dictionary(
+        key: "s", value: "v",
+        [DBusDictEntry(key: .string(uuids[0]), value: .variant(.bytes([1])))]),
+      Device1.connected.name: .bool(false),
+      Device1.paired.name: .bool(false),
+    ]
+    let path = adapter.appending("dev_00_00_00_00_00_00")
+    let interfaces = DBusValue.dictionary(
+      key: "s", value: "a{sv}",
+      [
+        DBusDictEntry(
+          key: .string(Device1.interface.rawValue), value: .dictionaryOfVariants(properties))
+      ])
+    guard
+      let message = try? DBusMessage.signal(
+        path: path, interface: BlueZ.Interface.objectManager, member: "InterfacesAdded"),
+      (try? message.append([.objectPath(path), interfaces])) != nil,
+      let wire = try? message.wireBytes(),
+      let arguments = try? DBusMessage(wireBytes: wire).arguments()
+    else { return nil }
+    return Signal(
+      sender: nil, path: BlueZ.root, interface: BlueZ.Interface.objectManager,
+      member: "InterfacesAdded", arguments: arguments)
+  }
+
+  /// Whether this process has rehearsed a scan (see ``rehearseScan(_:)``).
+  private static let rehearsed = Atomic(false)
 
   func scanEnded() {
     isScanning = false
@@ -186,40 +266,15 @@ struct DiscoveryFilterState {
     return discovery
   }
 
-  /// Runs ``consider(_:_:_:)`` once on a made-up device with every advertised property, and
-  /// drops the result. A fresh process otherwise loads that code and its type metadata on its
-  /// first real report: about 15 ms of the lab's discovery latency (TCG guest, binary on 9p),
-  /// measured from InterfacesAdded to the printed line.
-  static func warmUp(options: ScanOptions, adapter: ObjectPath, connection: DBusConnection) {
-    // Once per process: later scans find the code loaded.
-    guard !warmedUp.exchange(true, ordering: .relaxed) else { return }
-    let uuid = "0000180f-0000-1000-8000-00805f9b34fb"
-    let properties: [String: DBusValue] = [
-      Device1.address.name: .string("00:00:00:00:00:00"),
-      Device1.addressType.name: .string("public"),
-      Device1.name.name: .string("warm-up"),
-      Device1.alias.name: .string("warm-up"),
-      Device1.adapter.name: .objectPath(adapter),
-      Device1.rssi.name: .int16(-60),
-      Device1.txPower.name: .int16(0),
-      Device1.uuids.name: .array(element: "s", [.string(uuid)]),
-      Device1.manufacturerData.name: .dictionary(
-        key: "q", value: "v", [DBusDictEntry(key: .uint16(0xFFFF), value: .variant(.bytes([1])))]),
-      Device1.serviceData.name: .dictionary(
-        key: "s", value: "v", [DBusDictEntry(key: .string(uuid), value: .variant(.bytes([1])))]),
-      Device1.connected.name: .bool(false),
-      Device1.paired.name: .bool(false),
-    ]
-    var state = DiscoveryFilterState(options: options, adapter: adapter)
-    _ = state.consider(
-      adapter.appending("dev_00_00_00_00_00_00"), properties, connection)
-  }
-
-  /// Whether ``warmUp(options:adapter:connection:)`` ran in this process.
-  private static let warmedUp = Atomic(false)
-
   /// A device object went away: if it comes back, it is reported again.
   mutating func forget(_ path: ObjectPath) {
     reported.remove(path)
   }
+}
+
+/// The discovery a rehearsal made.
+private final class ScanOutcome: Sendable {
+  private let kept = Mutex<Discovery?>(nil)
+  var discovery: Discovery? { kept.withLock { $0 } }
+  func keep(_ discovery: Discovery) { kept.withLock { $0 = discovery } }
 }

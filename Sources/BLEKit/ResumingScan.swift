@@ -1,6 +1,7 @@
 // A scan that survives a bluetoothd restart: it pauses while org.bluez is gone and starts
 // discovery again when bluetoothd returns (within a bounded wait).
 import BlueZ
+import Synchronization
 
 /// A pause or resumption of a ``CentralManager/resumingScan(_:returnWithin:onInterruption:)``.
 public enum ScanInterruption: Sendable, Equatable {
@@ -8,6 +9,29 @@ public enum ScanInterruption: Sendable, Equatable {
   case paused(String)
   /// bluetoothd returned and discovery runs again.
   case resumed
+}
+
+/// A scan started with ``CentralManager/startResumingScan(_:returnWithin:onInterruption:onDiscovery:)``.
+public struct ScanRun: Sendable {
+  let ends: AsyncThrowingStream<Never, any Error>
+  let continuation: AsyncThrowingStream<Never, any Error>.Continuation
+
+  /// Waits for the end of the scan: returns once it is stopped (by ``stop()``, or by cancelling
+  /// the waiting task, which also stops it) or the central closed; throws the scan's error (a
+  /// power-off, a removed adapter, bluetoothd gone for longer than the wait).
+  public func wait() async throws {
+    for try await _ in ends {}
+  }
+
+  /// Stops the scan: no more discoveries; this client's discovery session ends shortly after.
+  public func stop() { continuation.finish() }
+}
+
+/// Whether a handler-driven scan still wants its discoveries.
+private final class RunningFlag: Sendable {
+  private let on = Atomic(true)
+  var isOn: Bool { on.load(ordering: .acquiring) }
+  func turnOff() { on.store(false, ordering: .releasing) }
 }
 
 extension CentralManager {
@@ -27,14 +51,55 @@ extension CentralManager {
   ) async throws(CentralError) -> DiscoveryStream {
     let (stream, continuation) = AsyncThrowingStream.makeStream(
       of: Discovery.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
-    // Each session hands its discoveries straight to this stream; only its end goes through
-    // the supervising task below.
+    let supervisor = try await superviseScan(
+      options, returnWithin: returnWithin, onInterruption: onInterruption,
+      deliver: { continuation.yield($0) },
+      finish: { error in continuation.finish(throwing: error) })
+    continuation.onTermination = { _ in supervisor.cancel() }
+    return DiscoveryStream(stream: stream)
+  }
+
+  /// Scans like ``resumingScan(_:returnWithin:onInterruption:)``, but calls `onDiscovery` with
+  /// each discovery where it is made (on the D-Bus connection's queue, as bluetoothd's signal
+  /// is read) instead of handing it to a stream: no task is woken per discovery, which is what
+  /// a live display wants. The handler runs with the scan locked, one discovery at a time: it
+  /// must return quickly, must not block (a write to a terminal is fine; to a pipe that may
+  /// fill, use the stream) and must not call this central.
+  ///
+  /// The returned ``ScanRun`` ends the way the stream would.
+  public func startResumingScan(
+    _ options: ScanOptions, returnWithin: Duration = .seconds(30),
+    onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in },
+    onDiscovery: @escaping @Sendable (Discovery) -> Void
+  ) async throws(CentralError) -> ScanRun {
+    let (stream, continuation) = AsyncThrowingStream.makeStream(
+      of: Never.self, throwing: (any Error).self)
+    let running = RunningFlag()
+    let supervisor = try await superviseScan(
+      options, returnWithin: returnWithin, onInterruption: onInterruption,
+      deliver: { discovery in if running.isOn { onDiscovery(discovery) } },
+      finish: { error in continuation.finish(throwing: error) })
+    continuation.onTermination = { _ in
+      running.turnOff()
+      supervisor.cancel()
+    }
+    return ScanRun(ends: stream, continuation: continuation)
+  }
+
+  /// Starts a scan whose sessions hand their discoveries straight to `deliver`, and a task that
+  /// waits for each session's end: it starts the next session after a bluetoothd restart, or
+  /// calls `finish` (with `nil` when cancelled or the central closed). Cancel the task to stop.
+  private func superviseScan(
+    _ options: ScanOptions, returnWithin: Duration,
+    onInterruption: @escaping @Sendable (ScanInterruption) -> Void,
+    deliver: @escaping @Sendable (Discovery) -> Void,
+    finish: @escaping @Sendable ((any Error)?) -> Void
+  ) async throws(CentralError) -> Task<Void, Never> {
     let (ends, endings) = AsyncStream.makeStream(of: SessionEnd.self, bufferingPolicy: .unbounded)
     let sink = ScanSink(
-      yield: { continuation.yield($0) },
-      end: { error in endings.yield(error.map(SessionEnd.failed) ?? .closed) })
+      yield: deliver, end: { error in endings.yield(error.map(SessionEnd.failed) ?? .closed) })
     let first = try await startScan(options, sink: sink)
-    let task = Task {
+    return Task {
       var session = first
       var nextEnd = ends.makeAsyncIterator()
       while true {
@@ -43,32 +108,28 @@ extension CentralManager {
         switch end {
         case nil, .closed?:
           // Cancelled (the consumer stopped) or the central closed.
-          continuation.finish()
+          finish(nil)
           return
         case .failed(let error)?:
           guard let error = error as? CentralError, await bluetoothdLeft(after: error) else {
-            continuation.finish(throwing: error)
+            finish(error)
             return
           }
         }
         onInterruption(.paused("bluetoothd stopped; waiting up to \(returnWithin) for it"))
         guard let resumed = await scanAfterReturn(options, sink: sink, within: returnWithin)
         else {
-          if Task.isCancelled {
-            continuation.finish()
-          } else {
-            continuation.finish(
-              throwing: CentralError(
+          finish(
+            Task.isCancelled
+              ? nil
+              : CentralError(
                 .serviceUnavailable, "bluetoothd did not return within \(returnWithin)"))
-          }
           return
         }
         onInterruption(.resumed)
         session = resumed
       }
     }
-    continuation.onTermination = { _ in task.cancel() }
-    return DiscoveryStream(stream: stream)
   }
 
   /// How one session of a resuming scan ended.

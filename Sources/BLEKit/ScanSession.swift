@@ -53,9 +53,10 @@ final class ScanSession: Sendable {
   private let state: Mutex<State>
   private let observation = Mutex<BlueZObjectObservation?>(nil)
 
+  /// A session; with `holding` false it reports at once, without waiting for ``started()``.
   init(
     manager: CentralManager, adapter: Adapter1, adapterName: String, options: ScanOptions,
-    sink: ScanSink
+    sink: ScanSink, holding: Bool = true
   ) {
     self.manager = manager
     self.adapter = adapter
@@ -63,7 +64,9 @@ final class ScanSession: Sendable {
     self.options = options
     self.sink = sink
     connection = manager.objects.connection
-    state = Mutex(State(filter: DiscoveryFilterState(options: options, adapter: adapter.path)))
+    var initial = State(filter: DiscoveryFilterState(options: options, adapter: adapter.path))
+    if !holding { initial.held = nil }
+    state = Mutex(initial)
   }
 
   /// Starts observing `tree`; peripherals it already knows are reported first, if asked.
@@ -111,6 +114,7 @@ final class ScanSession: Sendable {
   }
 
   /// Stops reporting, stops this client's discovery session, and lets the manager scan again.
+  /// Runs to the end even when the calling task is cancelled (a stop usually comes from one).
   func stop() async {
     cancel()
     let restarter = state.withLock { state in
@@ -118,14 +122,18 @@ final class ScanSession: Sendable {
       return state.restarter
     }
     restarter?.cancel()
-    await restarter?.value
-    try? await adapter.stopDiscovery()
-    await manager.scanEnded()
+    // A task of its own: a cancelled caller's StopDiscovery call would be cancelled before
+    // it is sent.
+    await Task { [adapter, manager] in
+      await restarter?.value
+      try? await adapter.stopDiscovery()
+      await manager.scanEnded()
+    }.value
   }
 
   // MARK: On the D-Bus queue
 
-  private func handle(_ event: BlueZObjectEvent) {
+  func handle(_ event: BlueZObjectEvent) {
     switch event {
     case .interfacesAdded(let path, let interfaces):
       if let properties = interfaces[Device1.interface] { report(path, properties) }

@@ -136,10 +136,15 @@ public final class BlueZObjectTree: Sendable {
     return observation
   }
 
-  /// The current objects and a stream of every later change, taken atomically: no change falls
-  /// between the snapshot and the first event. The stream buffers without bound; dropping it
-  /// (or ending iteration) unsubscribes.
-  public func subscribe() -> (
+  /// The current objects and a stream of every later change (or only those `isWanted` lets
+  /// through), taken atomically: no change falls between the snapshot and the first event.
+  /// The stream buffers without bound; dropping it (or ending iteration) unsubscribes.
+  ///
+  /// `isWanted` runs like an observer's handler (see ``observe(_:startingWith:)``); a change it
+  /// turns away costs the subscriber nothing, not even a task wake-up.
+  public func subscribe(
+    where isWanted: @escaping @Sendable (BlueZObjectEvent) -> Bool = { _ in true }
+  ) -> (
     objects: BlueZObjects, isServiceRunning: Bool, events: AsyncStream<BlueZObjectEvent>
   ) {
     let (stream, continuation) = AsyncStream.makeStream(
@@ -147,7 +152,7 @@ public final class BlueZObjectTree: Sendable {
     var snapshot: BlueZObjects = [:]
     var running = false
     let observation = observe(
-      { continuation.yield($0) },
+      { event in if isWanted(event) { continuation.yield(event) } },
       startingWith: { objects, isRunning in
         snapshot = objects
         running = isRunning
@@ -161,6 +166,21 @@ public final class BlueZObjectTree: Sendable {
   private static func emit(_ event: BlueZObjectEvent, in state: inout State) {
     state.observers.removeAll { $0.observation.isCancelled }
     for observer in state.observers { observer.handler(event) }
+  }
+
+  /// Applies `signals` (as bluetoothd would send them) to an empty scratch tree, not to this
+  /// or any live tree, and returns the changes they make, in order. Nothing is sent or
+  /// received. Useful to rehearse the path a signal takes, so that a fresh process loads that
+  /// code before the first real signal rather than on it, and in tests.
+  public static func rehearse(_ signals: [Signal]) -> [BlueZObjectEvent] {
+    let events = Mutex<[BlueZObjectEvent]>([])
+    var scratch = State()
+    scratch.observers.append(
+      Observer(observation: BlueZObjectObservation()) { event in
+        events.withLock { $0.append(event) }
+      })
+    for signal in signals { apply(signal, to: &scratch) }
+    return events.withLock { $0 }
   }
 
   // MARK: Typed look-ups

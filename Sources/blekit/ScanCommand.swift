@@ -3,6 +3,7 @@
 import ArgumentParsing
 import BLEKit
 import Bluetooth
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -90,29 +91,21 @@ struct ScanCommand: ParsableCommand {
       services: services, allowDuplicates: duplicates || live != nil || name != nil, rssi: rssi,
       restartInterval: Self.restartInterval)
     let timeout = self.timeout
-    let json = self.json
-    let nameFilter = name
+    let printOnce = !duplicates && live == nil && name != nil
+    let printer = DiscoveryPrinter(
+      options: options, json: json, nameFilter: name, printOnce: printOnce, live: live)
+    // A made-up discovery through the whole path (decoding, filter, this printer) before the
+    // scan: a fresh process then shows the first real one without loading code for it.
+    if let sample = await manager.rehearseScan(options) { printer.rehearse(sample) }
     do {
-      let scan = try await manager.resumingScan(options, onInterruption: noteScanInterruption)
       try await withThrowingTaskGroup(of: Void.self) { group in
-        let printOnce = !duplicates && live == nil && nameFilter != nil
-        group.addTask {
-          var printed = Set<String>()
-          for try await discovery in scan where Self.nameMatches(discovery, nameFilter) {
-            if printOnce {
-              guard printed.count < 4096, printed.insert(discovery.address.rawValue).inserted
-              else { continue }
-            }
-            if let live {
-              live.note(discovery)
-            } else {
-              printLine(
-                json
-                  ? Self.jsonLine(discovery, options: options) : Self.textLine(discovery, options))
-            }
-          }
-        }
         if let live {
+          // The table is drawn where each discovery is made (the D-Bus queue): a new
+          // peripheral shows without waking another thread. A terminal is a safe place to
+          // write from there; a pipe that may fill is not, so piped output takes the stream.
+          let run = try await manager.startResumingScan(
+            options, onInterruption: noteScanInterruption, onDiscovery: printer.handle)
+          group.addTask { try await run.wait() }
           live.redrawIfNeeded(force: true)
           group.addTask {
             defer { live.redrawIfNeeded(force: true) }
@@ -120,6 +113,12 @@ struct ScanCommand: ParsableCommand {
               try await Task.sleep(for: ScanLiveTable.tickInterval)
               live.redrawIfNeeded()
             }
+          }
+        } else {
+          let scan = try await manager.resumingScan(
+            options, onInterruption: noteScanInterruption)
+          group.addTask {
+            for try await discovery in scan { printer.handle(discovery) }
           }
         }
         if let timeout {
@@ -133,6 +132,61 @@ struct ScanCommand: ParsableCommand {
       throw centralCLIError(error)
     }
     await manager.close()
+  }
+
+  /// Turns each discovery into output: a row of the live table, a line, or a JSON object.
+  final class DiscoveryPrinter: Sendable {
+    let options: ScanOptions
+    let json: Bool
+    let nameFilter: String?
+    /// Print each address once (the stream gives every report when a name is filtered).
+    let printOnce: Bool
+    let live: ScanLiveTable?
+    private let printed = Mutex(Set<String>())
+
+    init(
+      options: ScanOptions, json: Bool, nameFilter: String?, printOnce: Bool,
+      live: ScanLiveTable?
+    ) {
+      self.options = options
+      self.json = json
+      self.nameFilter = nameFilter
+      self.printOnce = printOnce
+      self.live = live
+    }
+
+    /// Formats `discovery` as ``handle(_:)`` would, into a table (or line) nobody sees.
+    func rehearse(_ discovery: Discovery) {
+      let scratch = DiscoveryPrinter(
+        options: options, json: json, nameFilter: nil, printOnce: printOnce,
+        live: live.map { _ in ScanLiveTable(output: { _ in }) })
+      if scratch.live != nil {
+        scratch.handle(discovery)
+      } else {
+        _ =
+          json
+          ? ScanCommand.jsonLine(discovery, options: options)
+          : ScanCommand.textLine(discovery, options)
+      }
+    }
+
+    func handle(_ discovery: Discovery) {
+      guard ScanCommand.nameMatches(discovery, nameFilter) else { return }
+      if printOnce {
+        let fresh = printed.withLock { printed in
+          printed.count < 4096 && printed.insert(discovery.address.rawValue).inserted
+        }
+        guard fresh else { return }
+      }
+      if let live {
+        live.note(discovery)
+      } else {
+        printLine(
+          json
+            ? ScanCommand.jsonLine(discovery, options: options)
+            : ScanCommand.textLine(discovery, options))
+      }
+    }
   }
 
   /// `00:AA:01:01:00:01  rssi ?  "name"  services ...  manufacturer ffff:0210...`

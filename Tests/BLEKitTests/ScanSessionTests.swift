@@ -239,4 +239,91 @@ private func eventually(_ condition: () -> Bool) async -> Bool {
     #expect(ended.withLock { $0 })
     #expect(other.isCancelled)
   }
+
+  @Test func handlerScanDeliversWhereMadeAndStopsOnRequest() async throws {
+    let bus = try ClientTestBus()
+    defer { bus.stop() }
+    let bluez = try await FakeScanningBlueZ(bus: bus)
+    defer { bluez.close() }
+    let central = try await CentralManager.open(connection: try bus.connect())
+    let seen = Mutex<[String]>([])
+    let run = try await central.startResumingScan(ScanOptions(services: [Self.wanted])) {
+      discovery in
+      seen.withLock { $0.append(discovery.address.rawValue) }
+    }
+    try bluez.advertise(1, uuids: [FakeScanningBlueZ.other])
+    try bluez.advertise(2, uuids: [FakeScanningBlueZ.wanted])
+    #expect(await eventually { seen.withLock { $0 } == ["00:AA:01:01:00:02"] })
+    run.stop()
+    try await run.wait()  // returns: stopped is not an error
+    #expect(await eventually { bluez.count("StopDiscovery") == 1 })
+    try bluez.advertise(3, uuids: [FakeScanningBlueZ.wanted])
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(seen.withLock { $0 } == ["00:AA:01:01:00:02"])
+    await central.close()
+  }
+
+  @Test func handlerScanEndsWithThePowerOff() async throws {
+    let bus = try ClientTestBus()
+    defer { bus.stop() }
+    let bluez = try await FakeScanningBlueZ(bus: bus)
+    defer { bluez.close() }
+    let central = try await CentralManager.open(connection: try bus.connect())
+    let run = try await central.startResumingScan(ScanOptions()) { _ in }
+    try bluez.powerOff()
+    let error = await #expect(throws: CentralError.self) { try await run.wait() }
+    #expect(error?.code == .poweredOff)
+    await central.close()
+  }
+
+  @Test func rehearsalMakesADiscoveryAndTouchesNothing() async throws {
+    let bus = try ClientTestBus()
+    defer { bus.stop() }
+    let bluez = try await FakeScanningBlueZ(bus: bus)
+    defer { bluez.close() }
+    let central = try await CentralManager.open(connection: try bus.connect())
+    let options = ScanOptions(services: [Self.wanted])
+    let sample = try #require(await central.rehearseScan(options))
+    #expect(sample.serviceUUIDs == [Self.wanted])
+    #expect(sample.name == "rehearsal")
+    #expect(sample.manufacturerData == [0xFFFF: [1]])
+    #expect(sample.peripheral.adapter == FakeScanningBlueZ.adapter)
+    // Options that exclude it: no discovery. Neither call reached bluetoothd or the tree.
+    let strict = ScanOptions(
+      services: [Self.wanted], rssi: try RSSIFilter(minimum: -50, unknownPolicy: .exclude))
+    #expect(await central.rehearseScan(strict) == nil)
+    #expect(bluez.record.calls.withLock { $0 }.isEmpty)
+    #expect(central.objects.objects.keys.sorted() == [FakeScanningBlueZ.adapter])
+    await central.close()
+  }
+
+  @Test func treeRehearsalReportsTheChangesOfItsSignals() {
+    let path: ObjectPath = "/org/bluez/hci0/dev_00_00_00_00_00_01"
+    let added = Signal(
+      sender: nil, path: "/", interface: BlueZ.Interface.objectManager,
+      member: "InterfacesAdded",
+      arguments: [
+        .objectPath(path),
+        .dictionary(
+          key: "s", value: "a{sv}",
+          [
+            DBusDictEntry(
+              key: .string(Device1.interface.rawValue),
+              value: .dictionaryOfVariants(["RSSI": .int16(-70)]))
+          ]),
+      ])
+    let changed = Signal(
+      sender: nil, path: path, interface: .properties, member: "PropertiesChanged",
+      arguments: [
+        .string(Device1.interface.rawValue), .dictionaryOfVariants(["RSSI": .int16(-60)]),
+        .strings([]),
+      ])
+    let events = BlueZObjectTree.rehearse([added, changed])
+    #expect(events.count == 2)
+    guard case .propertiesChanged(path, Device1.interface, _, _, let current)? = events.last else {
+      Issue.record("expected the RSSI change, got \(events)")
+      return
+    }
+    #expect(current["RSSI"] == .int16(-60))
+  }
 }
