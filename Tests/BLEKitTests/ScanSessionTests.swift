@@ -88,6 +88,19 @@ private final class FakeScanningBlueZ: Sendable {
   func close() { connection.close() }
 }
 
+/// Runs `body` with a fake bluetoothd and a central on a private bus of its own.
+private func withFakeBlueZ(
+  _ body: (FakeScanningBlueZ, CentralManager) async throws -> Void
+) async throws {
+  let bus = try ClientTestBus()
+  defer { bus.stop() }
+  let bluez = try await FakeScanningBlueZ(bus: bus)
+  defer { bluez.close() }
+  let central = try await CentralManager.open(connection: try bus.connect())
+  try await body(bluez, central)
+  await central.close()
+}
+
 /// Polls `condition` for up to five seconds.
 private func eventually(_ condition: () -> Bool) async -> Bool {
   for _ in 0..<250 {
@@ -101,80 +114,69 @@ private func eventually(_ condition: () -> Bool) async -> Bool {
   private static let wanted = try! BluetoothUUID(FakeScanningBlueZ.wanted)
 
   @Test func reportsKnownAndNewMatchingPeripheralsOnceAndStopsDiscovery() async throws {
-    let bus = try ClientTestBus()
-    defer { bus.stop() }
-    let bluez = try await FakeScanningBlueZ(bus: bus)
-    defer { bluez.close() }
-    try bluez.advertise(1, uuids: [FakeScanningBlueZ.wanted])  // known before the scan
-    let central = try await CentralManager.open(connection: try bus.connect())
+    try await withFakeBlueZ { bluez, central in
+      try bluez.advertise(1, uuids: [FakeScanningBlueZ.wanted])  // known before the scan
+      #expect(await eventually { central.objects.objects[FakeScanningBlueZ.device(1)] != nil })
 
-    // The scan lives in this scope: dropping the stream at its end stops discovery.
-    var seen: [String] = []
-    do {
-      let scan = try await central.scan(ScanOptions(services: [Self.wanted]))
-      #expect(bluez.count("SetDiscoveryFilter") == 1)
-      #expect(bluez.count("StartDiscovery") == 1)
-      try bluez.advertise(2, uuids: [FakeScanningBlueZ.other])  // filtered out here
-      try bluez.advertise(3, uuids: [FakeScanningBlueZ.wanted])
-      // A new RSSI for an already reported peripheral is not a new discovery without duplicates.
-      try bluez.connection.emitPropertiesChanged(
-        path: FakeScanningBlueZ.device(1), interface: Device1.interface,
-        changed: ["RSSI": .int16(-40)])
-      try bluez.advertise(4, uuids: [FakeScanningBlueZ.wanted])
-      for try await discovery in scan {
-        seen.append(discovery.address.rawValue)
-        if seen.count == 3 { break }
+      // The scan lives in this scope: dropping the stream at its end stops discovery.
+      var seen: [String] = []
+      do {
+        let scan = try await central.scan(ScanOptions(services: [Self.wanted]))
+        #expect(bluez.count("SetDiscoveryFilter") == 1)
+        #expect(bluez.count("StartDiscovery") == 1)
+        try bluez.advertise(2, uuids: [FakeScanningBlueZ.other])  // filtered out here
+        try bluez.advertise(3, uuids: [FakeScanningBlueZ.wanted])
+        // A new RSSI for an already reported peripheral is not a new discovery without duplicates.
+        try bluez.connection.emitPropertiesChanged(
+          path: FakeScanningBlueZ.device(1), interface: Device1.interface,
+          changed: ["RSSI": .int16(-40)])
+        try bluez.advertise(4, uuids: [FakeScanningBlueZ.wanted])
+        for try await discovery in scan {
+          seen.append(discovery.address.rawValue)
+          if seen.count == 3 { break }
+        }
       }
+      #expect(seen == ["00:AA:01:01:00:01", "00:AA:01:01:00:03", "00:AA:01:01:00:04"])
+      #expect(await eventually { bluez.count("StopDiscovery") == 1 })
+      // The manager is free for the next scan once the first one's stop is done.
+      var again: DiscoveryStream?
+      for _ in 0..<100 where again == nil {
+        again = try? await central.scan(ScanOptions(includeKnownPeripherals: false))
+        if again == nil { try await Task.sleep(for: .milliseconds(20)) }
+      }
+      #expect(again != nil)
+      #expect(bluez.count("StartDiscovery") == 2)
     }
-    #expect(seen == ["00:AA:01:01:00:01", "00:AA:01:01:00:03", "00:AA:01:01:00:04"])
-    #expect(await eventually { bluez.count("StopDiscovery") == 1 })
-    // The manager is free for the next scan once the first one's stop is done.
-    var again: DiscoveryStream?
-    for _ in 0..<100 where again == nil {
-      again = try? await central.scan(ScanOptions(includeKnownPeripherals: false))
-      if again == nil { try await Task.sleep(for: .milliseconds(20)) }
-    }
-    #expect(again != nil)
-    #expect(bluez.count("StartDiscovery") == 2)
-    await central.close()
   }
 
   @Test func duplicatesReportEveryAdvertisement() async throws {
-    let bus = try ClientTestBus()
-    defer { bus.stop() }
-    let bluez = try await FakeScanningBlueZ(bus: bus)
-    defer { bluez.close() }
-    let central = try await CentralManager.open(connection: try bus.connect())
-    let scan = try await central.scan(ScanOptions(allowDuplicates: true))
-    try bluez.advertise(1, uuids: [])
-    for rssi in [-45, -44] {
-      try bluez.connection.emitPropertiesChanged(
-        path: FakeScanningBlueZ.device(1), interface: Device1.interface,
-        changed: ["RSSI": .int16(Int16(rssi))])
+    try await withFakeBlueZ { bluez, central in
+      let scan = try await central.scan(ScanOptions(allowDuplicates: true))
+      try bluez.advertise(1, uuids: [])
+      for rssi in [-45, -44] {
+        try bluez.connection.emitPropertiesChanged(
+          path: FakeScanningBlueZ.device(1), interface: Device1.interface,
+          changed: ["RSSI": .int16(Int16(rssi))])
+      }
+      var rssis: [Int?] = []
+      for try await discovery in scan {
+        rssis.append(discovery.rssi)
+        if rssis.count == 3 { break }
+      }
+      #expect(rssis == [-50, -45, -44])
     }
-    var rssis: [Int?] = []
-    for try await discovery in scan {
-      rssis.append(discovery.rssi)
-      if rssis.count == 3 { break }
-    }
-    #expect(rssis == [-50, -45, -44])
-    await central.close()
   }
 
   @Test func endsWithPoweredOffWhenTheAdapterGoesOff() async throws {
-    let bus = try ClientTestBus()
-    defer { bus.stop() }
-    let bluez = try await FakeScanningBlueZ(bus: bus)
-    defer { bluez.close() }
-    let central = try await CentralManager.open(connection: try bus.connect())
-    let scan = try await central.scan()
-    try bluez.powerOff()
-    let error = await #expect(throws: CentralError.self) {
-      for try await _ in scan {}
+    try await withFakeBlueZ { bluez, central in
+      let scan = try await central.scan()
+      try bluez.powerOff()
+      let error = await #expect(throws: CentralError.self) {
+        for try await _ in scan {}
+      }
+      #expect(error?.code == .poweredOff)
+      #expect(await eventually { bluez.count("StopDiscovery") == 1 })
     }
-    #expect(error?.code == .poweredOff)
-    #expect(await eventually { bluez.count("StopDiscovery") == 1 })
-    await central.close()
   }
 
   @Test func resumingScanPausesForABluetoothdRestartAndResumes() async throws {
@@ -241,60 +243,48 @@ private func eventually(_ condition: () -> Bool) async -> Bool {
   }
 
   @Test func handlerScanDeliversWhereMadeAndStopsOnRequest() async throws {
-    let bus = try ClientTestBus()
-    defer { bus.stop() }
-    let bluez = try await FakeScanningBlueZ(bus: bus)
-    defer { bluez.close() }
-    let central = try await CentralManager.open(connection: try bus.connect())
-    let seen = Mutex<[String]>([])
-    let run = try await central.startResumingScan(ScanOptions(services: [Self.wanted])) {
-      discovery in
-      seen.withLock { $0.append(discovery.address.rawValue) }
+    try await withFakeBlueZ { bluez, central in
+      let seen = Mutex<[String]>([])
+      let run = try await central.startResumingScan(ScanOptions(services: [Self.wanted])) {
+        discovery in
+        seen.withLock { $0.append(discovery.address.rawValue) }
+      }
+      try bluez.advertise(1, uuids: [FakeScanningBlueZ.other])
+      try bluez.advertise(2, uuids: [FakeScanningBlueZ.wanted])
+      #expect(await eventually { seen.withLock { $0 } == ["00:AA:01:01:00:02"] })
+      run.stop()
+      try await run.wait()  // returns: stopped is not an error
+      #expect(await eventually { bluez.count("StopDiscovery") == 1 })
+      try bluez.advertise(3, uuids: [FakeScanningBlueZ.wanted])
+      try await Task.sleep(for: .milliseconds(100))
+      #expect(seen.withLock { $0 } == ["00:AA:01:01:00:02"])
     }
-    try bluez.advertise(1, uuids: [FakeScanningBlueZ.other])
-    try bluez.advertise(2, uuids: [FakeScanningBlueZ.wanted])
-    #expect(await eventually { seen.withLock { $0 } == ["00:AA:01:01:00:02"] })
-    run.stop()
-    try await run.wait()  // returns: stopped is not an error
-    #expect(await eventually { bluez.count("StopDiscovery") == 1 })
-    try bluez.advertise(3, uuids: [FakeScanningBlueZ.wanted])
-    try await Task.sleep(for: .milliseconds(100))
-    #expect(seen.withLock { $0 } == ["00:AA:01:01:00:02"])
-    await central.close()
   }
 
   @Test func handlerScanEndsWithThePowerOff() async throws {
-    let bus = try ClientTestBus()
-    defer { bus.stop() }
-    let bluez = try await FakeScanningBlueZ(bus: bus)
-    defer { bluez.close() }
-    let central = try await CentralManager.open(connection: try bus.connect())
-    let run = try await central.startResumingScan(ScanOptions()) { _ in }
-    try bluez.powerOff()
-    let error = await #expect(throws: CentralError.self) { try await run.wait() }
-    #expect(error?.code == .poweredOff)
-    await central.close()
+    try await withFakeBlueZ { bluez, central in
+      let run = try await central.startResumingScan(ScanOptions()) { _ in }
+      try bluez.powerOff()
+      let error = await #expect(throws: CentralError.self) { try await run.wait() }
+      #expect(error?.code == .poweredOff)
+    }
   }
 
   @Test func rehearsalMakesADiscoveryAndTouchesNothing() async throws {
-    let bus = try ClientTestBus()
-    defer { bus.stop() }
-    let bluez = try await FakeScanningBlueZ(bus: bus)
-    defer { bluez.close() }
-    let central = try await CentralManager.open(connection: try bus.connect())
-    let options = ScanOptions(services: [Self.wanted])
-    let sample = try #require(await central.rehearseScan(options))
-    #expect(sample.serviceUUIDs == [Self.wanted])
-    #expect(sample.name == "rehearsal")
-    #expect(sample.manufacturerData == [0xFFFF: [1]])
-    #expect(sample.peripheral.adapter == FakeScanningBlueZ.adapter)
-    // Options that exclude it: no discovery. Neither call reached bluetoothd or the tree.
-    let strict = ScanOptions(
-      services: [Self.wanted], rssi: try RSSIFilter(minimum: -50, unknownPolicy: .exclude))
-    #expect(await central.rehearseScan(strict) == nil)
-    #expect(bluez.record.calls.withLock { $0 }.isEmpty)
-    #expect(central.objects.objects.keys.sorted() == [FakeScanningBlueZ.adapter])
-    await central.close()
+    try await withFakeBlueZ { bluez, central in
+      let options = ScanOptions(services: [Self.wanted])
+      let sample = try #require(await central.rehearseScan(options))
+      #expect(sample.serviceUUIDs == [Self.wanted])
+      #expect(sample.name == "rehearsal")
+      #expect(sample.manufacturerData == [0xFFFF: [1]])
+      #expect(sample.peripheral.adapter == FakeScanningBlueZ.adapter)
+      // Options that exclude it: no discovery. Neither call reached bluetoothd or the tree.
+      let strict = ScanOptions(
+        services: [Self.wanted], rssi: try RSSIFilter(minimum: -50, unknownPolicy: .exclude))
+      #expect(await central.rehearseScan(strict) == nil)
+      #expect(bluez.record.calls.withLock { $0 }.isEmpty)
+      #expect(central.objects.objects.keys.sorted() == [FakeScanningBlueZ.adapter])
+    }
   }
 
   @Test func treeRehearsalReportsTheChangesOfItsSignals() {
