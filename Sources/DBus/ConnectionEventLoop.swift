@@ -1,5 +1,6 @@
-// Bridging libdbus's main-loop hooks to Dispatch: watches -> read/write DispatchSources,
-// timeouts -> timer sources, dispatch status and wakeup -> dispatching on the queue.
+// Bridging libdbus's main-loop hooks to Dispatch: read watches -> a ReadWatchThread (or a read
+// DispatchSource), write watches -> write DispatchSources, timeouts -> timer sources, dispatch
+// status and wakeup -> dispatching on the queue.
 import CDBus
 import Dispatch
 
@@ -62,6 +63,8 @@ extension DBusConnection {
 
   /// Added: create the watch's read and/or write sources, active only if the watch is enabled.
   /// Toggled: suspend or resume them (cheap; no epoll churn per send). Removed: cancel them.
+  /// Reading is done by a ``ReadWatchThread`` (one wake-up less per incoming message than a
+  /// Dispatch read source, which remains the fallback when no thread can be started).
   ///
   /// Each source watches a duplicate of the watch's descriptor, closed by the source's cancel
   /// handler. libdbus closes its descriptor right after removing the watch, while Dispatch
@@ -76,7 +79,11 @@ extension DBusConnection {
     let flags = dbus_watch_get_flags(watch)
     let watchBits = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(watch)))
     var sources: [any DispatchSourceProtocol] = []
-    if flags & DBUS_WATCH_READABLE.rawValue != 0 {
+    var readers: [ReadWatchThread] = []
+    let readable = flags & DBUS_WATCH_READABLE.rawValue != 0
+    if readable, let reader = makeReadWatchThread(fd: fd, watchBits: watchBits) {
+      readers.append(reader)
+    } else if readable {
       let own = Self.sourceDescriptor(for: fd)
       let source = DispatchSource.makeReadSource(fileDescriptor: own, queue: queue)
       source.setEventHandler { [self] in
@@ -96,8 +103,23 @@ extension DBusConnection {
     }
     // New sources start suspended; resume them now if the watch is enabled.
     let enabled = dbus_watch_get_enabled(watch) != 0
-    if enabled { for source in sources { source.resume() } }
-    watchSources[watch] = WatchSources(sources: sources, active: enabled, wanted: enabled)
+    if enabled {
+      for source in sources { source.resume() }
+      for reader in readers { reader.resume() }
+    }
+    watchSources[watch] = WatchSources(
+      sources: sources, readers: readers, active: enabled, wanted: enabled)
+  }
+
+  /// A reading thread for the watch on `fd`, owning a duplicate of it (see ``addWatch(_:)``).
+  private func makeReadWatchThread(fd: Int32, watchBits: UInt) -> ReadWatchThread? {
+    let own = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+    guard own >= 0 else { return nil }
+    let reader = ReadWatchThread(fd: own, queue: queue) { [self] flags in
+      self.handleWatch(watchBits, flags)
+    }
+    if reader == nil { _ = Glibc.close(own) }
+    return reader
   }
 
   /// A close-on-exec duplicate of `fd` for a Dispatch source to own, or `fd` itself when no
@@ -126,6 +148,9 @@ extension DBusConnection {
     for (watch, entry) in watchSources where entry.wanted != entry.active {
       for source in entry.sources {
         if entry.wanted { source.resume() } else { source.suspend() }
+      }
+      for reader in entry.readers {
+        if entry.wanted { reader.resume() } else { reader.suspend() }
       }
       watchSources[watch]!.active = entry.wanted
     }
@@ -232,9 +257,10 @@ private let messageFilter: DBusHandleMessageFunction = { _, message, data in
   DBusConnection.connection(data).filter(message!)
 }
 
-/// The DispatchSources of one libdbus watch and whether they are resumed.
+/// The DispatchSources and reading thread of one libdbus watch and whether they are resumed.
 struct WatchSources {
   var sources: [any DispatchSourceProtocol]
+  var readers: [ReadWatchThread] = []
   /// Whether the sources are resumed.
   var active: Bool
   /// Whether libdbus last said the watch is enabled.
@@ -246,6 +272,7 @@ struct WatchSources {
       source.cancel()
       if !active { source.resume() }
     }
+    for reader in readers { reader.cancel() }
   }
 }
 
@@ -255,7 +282,8 @@ extension DBusConnection {
   var dispatchSourceCounts: (watches: Int, sources: Int, timeouts: Int) {
     (try? onQueueSync { () throws(DBusError) in
       (
-        watchSources.count, watchSources.values.reduce(0) { $0 + $1.sources.count },
+        watchSources.count,
+        watchSources.values.reduce(0) { $0 + $1.sources.count + $1.readers.count },
         timeoutSources.count
       )
     }) ?? (0, 0, 0)

@@ -1,7 +1,15 @@
+import CDBus
+import Dispatch
+import Synchronization
 import Testing
 
-// The Dispatch bridge: watch toggles and call timeouts do not pile up sources.
+// The Dispatch bridge: watch toggles and call timeouts do not pile up sources; the reading
+// thread follows enable/disable and closes its descriptor when cancelled.
 @testable import DBus
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 @Suite struct EventLoopTests {
   @Test func sourcesDoNotAccumulate() async throws {
@@ -34,4 +42,51 @@ import Testing
       #expect(connection.isClosed)
     }
   }
+
+  @Test func readingThreadFollowsItsStateAndClosesItsDescriptor() async throws {
+    var ends: [Int32] = [-1, -1]
+    #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0)
+    let (mine, theirs) = (ends[0], ends[1])
+    defer { close(mine) }
+    let queue = DispatchQueue(label: "reading-thread-test")
+    let received = Mutex<[UInt8]>([])
+    let reader = try #require(
+      ReadWatchThread(fd: theirs, queue: queue) { flags in
+        if flags & DBUS_WATCH_READABLE.rawValue != 0 {
+          var buffer = [UInt8](repeating: 0, count: 16)
+          let count = read(theirs, &buffer, buffer.count)
+          if count > 0 { received.withLock { $0 += buffer[..<count] } }
+        }
+        dispatchPrecondition(condition: .onQueue(queue))  // entered with queue.sync
+      })
+    func send(_ byte: UInt8) -> Int {
+      var value = byte
+      return Glibc.send(mine, &value, 1, Int32(MSG_NOSIGNAL))
+    }
+    // Disabled at first: input waits.
+    #expect(send(1) == 1)
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(received.withLock { $0 }.isEmpty)
+    reader.resume()
+    #expect(await poll { received.withLock { $0 } == [1] })
+    reader.suspend()
+    try await Task.sleep(for: .milliseconds(50))
+    #expect(send(2) == 1)
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(received.withLock { $0 } == [1])
+    reader.resume()
+    #expect(await poll { received.withLock { $0 } == [1, 2] })
+    // Cancelled: the thread ends and closes its end, so sending fails with EPIPE.
+    reader.cancel()
+    #expect(await poll { send(3) < 0 && errno == EPIPE })
+  }
+}
+
+/// Polls `condition` every 10 ms for up to five seconds.
+private func poll(_ condition: () -> Bool) async -> Bool {
+  for _ in 0..<500 {
+    if condition() { return true }
+    try? await Task.sleep(for: .milliseconds(10))
+  }
+  return condition()
 }

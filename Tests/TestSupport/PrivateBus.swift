@@ -38,7 +38,7 @@ public final class PrivateBus: Sendable {
     process.standardError = FileHandle.nullDevice
     process.standardInput = FileHandle.nullDevice
     try process.run()
-    Self.running.withLock { $0.insert(process.processIdentifier) }
+    _ = Self.running.withLock { $0.insert(process.processIdentifier) }
     Self.installExitHandler
 
     // The daemon prints its address once it listens, then nothing more.
