@@ -36,8 +36,7 @@ struct AdvertiseCommand: ParsableCommand {
     let file = Option<String>("--file", value: "PATH", help: "Send this file's bytes instead.")
     let name = Option<String>(
       "--name", value: "NAME", help: "Local name to advertise (in the scan response).")
-    let adapter = Option<String>(
-      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci1 (default hci0).")
+    let adapter: Option<String> = .adapter(example: "hci1")
     let once = Flag("--once", help: "Exit after the first complete send (and its reply).")
     let timeout = Option<Duration>(
       "--timeout", value: "SECONDS", help: "Stop after this long (exit 6 if nothing was sent).")

@@ -28,17 +28,14 @@ struct ExploreCommand: ParsableCommand {
   )
 
   struct Arguments: ArgumentList {
-    let device = Argument<String>("ADDRESS|NAME", help: "The device's address or name.")
+    let device: Argument<String> = .peripheral
     let listen = Option<Duration>(
       "--listen", short: "l", value: "SECONDS",
       help: "Then print notifications of every notifying characteristic this long.")
     let json = Flag("--json", help: "Print JSON: the tree, then one object per notification.")
     let refresh = Flag("--refresh", help: "Forget bluetoothd's cached copy and rediscover.")
-    let adapter = Option<String>(
-      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci0 (default hci0).")
-    let timeout = DefaultedOption<Duration>(
-      "--timeout", short: "t", value: "SECONDS", default: .seconds(20),
-      help: "Give up finding and connecting after this long.")
+    let adapter: Option<String> = .adapter()
+    let timeout: DefaultedOption<Duration> = .connectTimeout
   }
 
   let target: PeripheralTarget

@@ -41,8 +41,7 @@ struct MonitorCommand: ParsableCommand {
       help: "Count sightings of devices advertising this service instead.")
     let timeout = Option<Duration>(
       "--timeout", short: "t", value: "SECONDS", help: "Stop after this long.")
-    let adapter = Option<String>(
-      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci1 (default hci0).")
+    let adapter: Option<String> = .adapter(example: "hci1")
     let restart = Option<Duration>(
       "--restart", value: "SECONDS", help: "Restart discovery this often (default 2).")
     let maxIDs = Option<Int>(

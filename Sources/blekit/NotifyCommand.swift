@@ -22,21 +22,16 @@ struct NotifyCommand: ParsableCommand {
   )
 
   struct Arguments: ArgumentList {
-    let device = Argument<String>("ADDRESS|NAME", help: "The device's address or name.")
+    let device: Argument<String> = .peripheral
     let characteristic = Argument<String>("CHAR-UUID", help: "The characteristic.")
     let count = Option<Int>("--count", short: "n", value: "N", help: "Stop after N values.")
     let duration = Option<Duration>(
       "--duration", short: "d", value: "SECONDS", help: "Stop after listening this long.")
     let text = Flag("--text", help: "Print each value as UTF-8 text.")
     let raw = Flag("--raw", help: "Write each value's bytes exactly, nothing between them.")
-    let service = Option<String>(
-      "--service", short: "s", value: "UUID",
-      help: "Look for the characteristic in this service only.")
-    let adapter = Option<String>(
-      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci0 (default hci0).")
-    let timeout = DefaultedOption<Duration>(
-      "--timeout", short: "t", value: "SECONDS", default: .seconds(20),
-      help: "Give up finding and connecting after this long.")
+    let service: Option<String> = .characteristicService
+    let adapter: Option<String> = .adapter()
+    let timeout: DefaultedOption<Duration> = .connectTimeout
   }
 
   let target: PeripheralTarget
@@ -51,9 +46,7 @@ struct NotifyCommand: ParsableCommand {
   init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
     target = try parsePeripheralTarget(arguments.device)
     characteristic = try parseAttributeUUID(arguments.characteristic, label: "CHAR-UUID")
-    service = try arguments.service.map { (text) throws(UsageError) in
-      try parseAttributeUUID(text, label: "--service")
-    }
+    service = try parseCharacteristicService(arguments.service)
     if let count = arguments.count, count < 1 { throw .invalid("--count must be 1 or more") }
     count = arguments.count
     if let duration = arguments.duration, duration <= .zero {

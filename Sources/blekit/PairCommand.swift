@@ -24,9 +24,8 @@ struct PairCommand: ParsableCommand {
   )
 
   struct Arguments: ArgumentList {
-    let device = Argument<String>("ADDRESS|NAME", help: "The device's address or name.")
-    let adapter = Option<String>(
-      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci0 (default hci0).")
+    let device: Argument<String> = .peripheral
+    let adapter: Option<String> = .adapter()
     let timeout = DefaultedOption<Duration>(
       "--timeout", short: "t", value: "SECONDS", default: .seconds(60),
       help: "Give up finding the device, then pairing, after this long each.")

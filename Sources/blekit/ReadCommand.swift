@@ -21,18 +21,13 @@ struct ReadCommand: ParsableCommand {
   )
 
   struct Arguments: ArgumentList {
-    let device = Argument<String>("ADDRESS|NAME", help: "The device's address or name.")
+    let device: Argument<String> = .peripheral
     let characteristic = Argument<String>("CHAR-UUID", help: "The characteristic, e.g. 2a00.")
-    let service = Option<String>(
-      "--service", short: "s", value: "UUID",
-      help: "Look for the characteristic in this service only.")
+    let service: Option<String> = .characteristicService
     let text = Flag("--text", help: "Print the value as UTF-8 text.")
     let raw = Flag("--raw", help: "Write the value's bytes exactly, without a newline.")
-    let adapter = Option<String>(
-      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci0 (default hci0).")
-    let timeout = DefaultedOption<Duration>(
-      "--timeout", short: "t", value: "SECONDS", default: .seconds(20),
-      help: "Give up finding and connecting after this long.")
+    let adapter: Option<String> = .adapter()
+    let timeout: DefaultedOption<Duration> = .connectTimeout
   }
 
   let target: PeripheralTarget
@@ -45,9 +40,7 @@ struct ReadCommand: ParsableCommand {
   init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
     target = try parsePeripheralTarget(arguments.device)
     characteristic = try parseAttributeUUID(arguments.characteristic, label: "CHAR-UUID")
-    service = try arguments.service.map { (text) throws(UsageError) in
-      try parseAttributeUUID(text, label: "--service")
-    }
+    service = try parseCharacteristicService(arguments.service)
     format = try ValueFormat.from(text: arguments.text, raw: arguments.raw)
     adapter = arguments.adapter
     timeout = arguments.timeout

@@ -27,8 +27,7 @@ struct ReceiveCommand: ParsableCommand {
   )
 
   struct Arguments: ArgumentList {
-    let adapter = Option<String>(
-      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci0 (default hci0).")
+    let adapter: Option<String> = .adapter()
     let minRSSI = Option<Int>(
       "--min-rssi", value: "DBM", help: "Ignore peripherals heard below this RSSI (-127...20).")
     let timeout = DefaultedOption<Duration>(

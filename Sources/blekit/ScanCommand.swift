@@ -36,8 +36,7 @@ struct ScanCommand: ParsableCommand {
       "--min-rssi", value: "DBM", help: "Only peripherals heard at or above this RSSI (-127...20).")
     let timeout = Option<Duration>(
       "--timeout", short: "t", value: "SECONDS", help: "Stop after this long.")
-    let adapter = Option<String>(
-      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci1 (default hci0).")
+    let adapter: Option<String> = .adapter(example: "hci1")
     let duplicates = Flag(
       "--duplicates", help: "Report every advertisement, not each peripheral once.")
     let json = Flag("--json", help: "Print JSON Lines instead of text.")

@@ -17,8 +17,7 @@ struct TrustCommand: ParsableCommand {
 
   struct Arguments: ArgumentList {
     let address = Argument<String>("ADDRESS", help: "The device's address.")
-    let adapter = Option<String>(
-      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci0 (default hci0).")
+    let adapter: Option<String> = .adapter()
     let timeout = DefaultedOption<Duration>(
       "--timeout", short: "t", value: "SECONDS", default: .seconds(10),
       help: "Give up finding the device after this long.")

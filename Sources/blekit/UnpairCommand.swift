@@ -19,8 +19,7 @@ struct UnpairCommand: ParsableCommand {
 
   struct Arguments: ArgumentList {
     let address = Argument<String>("ADDRESS", help: "The device's address.")
-    let adapter = Option<String>(
-      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci0 (default hci0).")
+    let adapter: Option<String> = .adapter()
   }
 
   let address: BluetoothAddress

@@ -20,20 +20,15 @@ struct WriteCommand: ParsableCommand {
   )
 
   struct Arguments: ArgumentList {
-    let device = Argument<String>("ADDRESS|NAME", help: "The device's address or name.")
+    let device: Argument<String> = .peripheral
     let characteristic = Argument<String>("CHAR-UUID", help: "The characteristic.")
     let hex = OptionalArgument<String>("HEX", help: "The value in hex, e.g. 0102ff.")
     let text = Option<String>("--text", value: "TEXT", help: "Write this text's UTF-8 bytes.")
     let withoutResponse = Flag(
       "--without-response", help: "Send a write command (no acknowledgement).")
-    let service = Option<String>(
-      "--service", short: "s", value: "UUID",
-      help: "Look for the characteristic in this service only.")
-    let adapter = Option<String>(
-      "--adapter", short: "a", value: "NAME", help: "Adapter to use, e.g. hci0 (default hci0).")
-    let timeout = DefaultedOption<Duration>(
-      "--timeout", short: "t", value: "SECONDS", default: .seconds(20),
-      help: "Give up finding and connecting after this long.")
+    let service: Option<String> = .characteristicService
+    let adapter: Option<String> = .adapter()
+    let timeout: DefaultedOption<Duration> = .connectTimeout
   }
 
   /// The longest attribute value (Core Specification, Vol 3, Part F, 3.2.9).
@@ -50,9 +45,7 @@ struct WriteCommand: ParsableCommand {
   init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
     target = try parsePeripheralTarget(arguments.device)
     characteristic = try parseAttributeUUID(arguments.characteristic, label: "CHAR-UUID")
-    service = try arguments.service.map { (text) throws(UsageError) in
-      try parseAttributeUUID(text, label: "--service")
-    }
+    service = try parseCharacteristicService(arguments.service)
     switch (arguments.hex, arguments.text) {
     case (let hex?, nil):
       do {
