@@ -6,8 +6,9 @@ import Synchronization
 
 /// A private connection to a message bus.
 ///
-/// Every libdbus call on the connection happens on one serial queue; libdbus's watches and
-/// timeouts are driven by DispatchSources on that queue (no polling, no thread blocked per call).
+/// Every libdbus call on the connection happens on one serial queue. The socket is read by a
+/// thread of the connection's own (`ReadWatchThread`: poll, then `queue.sync`); writes and
+/// libdbus's timeouts are driven by DispatchSources on the queue. No thread blocks per call.
 /// Call `close()` when done: the connection keeps itself alive while it is open.
 public final class DBusConnection: @unchecked Sendable {
   // Why @unchecked Sendable is safe: this class is the single owner of the DBusConnection*
