@@ -9,6 +9,8 @@
 # $LAB_RESULTS/gatt-verbs (README samples come from there).
 set -u
 cd "$(dirname "$0")/../.."
+# shellcheck source=common.sh
+source Tests/Lab/common.sh
 BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
 OUT=${LAB_RESULTS:-/tmp}/gatt-verbs
 mkdir -p "$OUT"
@@ -314,15 +316,15 @@ check "explore --listen --json: JSON Lines, tree then notifications (hello, EOM)
 device_known
 status=$?
 check "before --refresh: bluetoothd has $DEV cached" "not cached"
+# The removal is seen in bluetoothd's InterfacesRemoved signal: polling the device object
+# can miss it, because scan finds the device again within milliseconds.
+dbus-monitor --system "type='signal',sender='org.bluez',member='InterfacesRemoved'" \
+  >"$OUT/explore-refresh.signals" 2>&1 &
+MON_PID=$!
+wait_for 5 grep -q NameLost "$OUT/explore-refresh.signals"
 "$BLEKIT" explore "$HCI1" --refresh --timeout 30 >"$OUT/explore-refresh.out" \
   2>"$OUT/explore-refresh.err" &
 pid=$!
-removed=no
-deadline=$(($(date +%s) + 10))
-while (($(date +%s) < deadline)); do
-  if ! device_known; then removed=yes; break; fi
-  sleep 0.1
-done
 restarted=no
 wait_for_exit "$pid" 8
 if kill -0 "$pid" 2>/dev/null && ! device_known; then
@@ -333,6 +335,10 @@ if kill -0 "$pid" 2>/dev/null && ! device_known; then
 fi
 wait "$pid"
 rc=$?
+kill "$MON_PID" 2>/dev/null
+removed=no
+grep -A1 "member=InterfacesRemoved" "$OUT/explore-refresh.signals" | grep -q "\"$DEV\"" \
+  && removed=yes
 [[ $rc == 0 && $removed == yes ]] \
   && grep -q "^service $TRANSFER_SERVICE" "$OUT/explore-refresh.out"
 status=$?
