@@ -86,7 +86,7 @@ extension CentralManager {
       options,
       sink: ScanSink(
         yield: { continuation.yield($0) },
-        end: { error in continuation.finish(throwing: error) }))
+        end: { continuation.finish(throwing: $0.error) }))
     continuation.onTermination = { _ in
       session.cancel()
       Task { await session.stop() }

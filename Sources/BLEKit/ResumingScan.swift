@@ -95,9 +95,8 @@ extension CentralManager {
     deliver: @escaping @Sendable (Discovery) -> Void,
     finish: @escaping @Sendable ((any Error)?) -> Void
   ) async throws(CentralError) -> Task<Void, Never> {
-    let (ends, endings) = AsyncStream.makeStream(of: SessionEnd.self, bufferingPolicy: .unbounded)
-    let sink = ScanSink(
-      yield: deliver, end: { error in endings.yield(error.map(SessionEnd.failed) ?? .closed) })
+    let (ends, endings) = AsyncStream.makeStream(of: ScanEnd.self, bufferingPolicy: .unbounded)
+    let sink = ScanSink(yield: deliver, end: { endings.yield($0) })
     let first = try await startScan(options, sink: sink)
     return Task {
       var session = first
@@ -130,12 +129,6 @@ extension CentralManager {
         session = resumed
       }
     }
-  }
-
-  /// How one session of a resuming scan ended.
-  private enum SessionEnd: Sendable {
-    case failed(any Error)
-    case closed
   }
 
   /// Whether a scan's error means bluetoothd left or took the adapter away (rather than a

@@ -4,12 +4,24 @@ import BlueZ
 import DBus
 import Synchronization
 
-/// Where a scan session reports: each discovery, and once, its end (`nil`: the central closed).
-/// `yield` is called with the session locked, so it must not call back into the session; `end`
-/// is called without the lock.
+/// Where a scan session reports: each discovery, and once, its end. `yield` is called with the
+/// session locked, so it must not call back into the session; `end` is called without the lock.
 struct ScanSink: Sendable {
   let yield: @Sendable (Discovery) -> Void
-  let end: @Sendable ((any Error)?) -> Void
+  let end: @Sendable (ScanEnd) -> Void
+}
+
+/// How a scan session ended.
+enum ScanEnd: Sendable {
+  /// A power-off, a removed adapter, bluetoothd gone.
+  case failed(any Error)
+  /// The central closed (its object tree stopped).
+  case closed
+
+  var error: (any Error)? {
+    if case .failed(let error) = self { return error }
+    return nil
+  }
 }
 
 /// The properties whose change means a new advertisement was heard.
@@ -30,18 +42,9 @@ final class ScanSession: Sendable {
     /// Discoveries held until the start succeeds; `nil` once started.
     var held: [Discovery]? = []
     /// Why the session ended, once it has (held back like discoveries before the start).
-    var ending: ScanEnding?
+    var ending: ScanEnd?
     var cancelled = false
     var restarter: Task<Void, Never>?
-  }
-
-  private enum ScanEnding {
-    case failed(any Error)
-    case closed
-    var error: (any Error)? {
-      if case .failed(let error) = self { return error }
-      return nil
-    }
   }
 
   let manager: CentralManager
@@ -92,7 +95,7 @@ final class ScanSession: Sendable {
       state.held = nil
       return state.ending
     }
-    if let ending { sink.end(ending.error) }
+    if let ending { sink.end(ending) }
     guard let interval = options.restartInterval else { return }
     let restarter = Task { [adapter, options] in
       while !Task.isCancelled {
@@ -173,12 +176,12 @@ final class ScanSession: Sendable {
   }
 
   /// Ends the session once: reports the end (or holds it until the start).
-  private func finish(_ ending: ScanEnding) {
+  private func finish(_ ending: ScanEnd) {
     let report = state.withLock { state in
       guard !state.cancelled, state.ending == nil else { return false }
       state.ending = ending
       return state.held == nil
     }
-    if report { sink.end(ending.error) }
+    if report { sink.end(ending) }
   }
 }
