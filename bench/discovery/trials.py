@@ -16,7 +16,14 @@
 #    registering anew every ~1.2 s so that reports keep coming), sampled from /proc
 #    every 10 s; printed at 1 minute and at the end.
 #
+# With --stamp-signals, a dbus-monitor runs through the latency trials and stamps bluetoothd's
+# InterfacesAdded for the advertiser's device object: each latency then splits into "signal
+# after the reply" (bluetoothd and the emulator: the same for every scanner) and "line after
+# the signal" (the scanner's own path from the bus to its output). The monitor is one more
+# process woken at that moment, so the plain figures are taken without it.
+#
 #   trials.py --blekit PATH --pylib DIR [--trials N] [--memory-minutes M] [--out DIR]
+#             [--stamp-signals]
 import argparse
 import json
 import os
@@ -170,6 +177,49 @@ class Advertiser:
         self.proc.wait(timeout=10)
 
 
+class SignalStamps:
+    """dbus-monitor's arrival time (CLOCK_MONOTONIC) of each InterfacesAdded naming `path`."""
+
+    def __init__(self, path):
+        self.path = path
+        self.stamps = []
+        self.cond = threading.Condition()
+        rule = "type='signal',interface='org.freedesktop.DBus.ObjectManager',member='InterfacesAdded'"
+        self.proc = subprocess.Popen(["dbus-monitor", "--system", rule], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        # dbus-monitor stamps with the real-time clock when it handles a message.
+        self.offset = time.time() - time.monotonic()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        stamp = None
+        for line in self.proc.stdout:
+            found = re.match(r"signal time=([0-9.]+) ", line)
+            if found:
+                stamp = float(found.group(1)) - self.offset
+            elif stamp is not None and f'object path "{self.path}"' in line:
+                with self.cond:
+                    self.stamps.append(stamp)
+                    self.cond.notify_all()
+                stamp = None
+
+    def first_after(self, after, timeout=3):
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                hits = [s for s in self.stamps if s >= after]
+                if hits:
+                    return hits[0]
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.cond.wait(left)
+
+    def close(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=5)
+
+
 def scanners(args, hci1):
     env = dict(os.environ, PYTHONPATH=args.pylib)
     hci0 = addresses()["hci0"]
@@ -190,7 +240,7 @@ def scanners(args, hci1):
     }
 
 
-def latency_trial(bus, adv, name, spec, hci1, transcript):
+def latency_trial(bus, adv, name, spec, hci1, transcript, stamps=None):
     bus.remove_devices("hci0")
     if not wait_for(lambda: not bus.discovering("hci0"), 15):
         return {"scanner": name, "error": "hci0 still discovering before the trial"}
@@ -224,6 +274,10 @@ def latency_trial(bus, adv, name, spec, hci1, transcript):
                 row["latency"] = round(hit[0] - registered, 4)
                 row["from_call"] = round(hit[0] - called, 4)
                 row["line"] = hit[1].strip()[:120]
+                signal_at = stamps.first_after(called) if stamps else None
+                if signal_at is not None:
+                    row["signal_after_reply"] = round(signal_at - registered, 4)
+                    row["line_after_signal"] = round(hit[0] - signal_at, 4)
     p.stop(graceful=(lambda: spec["stop"](p)) if spec["stop"] else None)
     adv.call("unregister")
     return row
@@ -235,16 +289,20 @@ def latency(args, bus):
     specs = scanners(args, hci1)
     names = list(specs)
     rows = []
+    device = "/org/bluez/hci0/dev_" + hci1.replace(":", "_")
+    stamps = SignalStamps(device) if args.stamp_signals else None
     with open(f"{args.out}/transcript.txt", "w") as transcript:
         for index in range(args.trials):
             # Rotate who goes first, so drift in machine load spreads over all three.
             order = names[index % 3:] + names[:index % 3]
             for name in order:
-                row = latency_trial(bus, adv, name, specs[name], hci1, transcript)
+                row = latency_trial(bus, adv, name, specs[name], hci1, transcript, stamps)
                 row["trial"] = index
                 log(json.dumps(row))
                 rows.append(row)
     adv.close()
+    if stamps:
+        stamps.close()
     with open(f"{args.out}/latency.json", "w") as f:
         json.dump(rows, f, indent=1)
     log("")
@@ -264,6 +322,18 @@ def latency(args, bus):
         from_call = statistics.median(r["from_call"] for r in mine if "from_call" in r)
         log(f"{name:14} {len(got):>3}/{len(mine):<2} {medians[name]:>9.3f} {worst:>8} "
             f"{got[0]:>7.3f} {from_call:>19.3f}")
+    if stamps:
+        log("with dbus-monitor's stamps: bluetoothd's InterfacesAdded after the reply (the same "
+            "for every scanner), then the scanner's line after that signal")
+        log(f"{'scanner':14} {'stamped':>8} {'signal median s':>16} {'line median s':>14} "
+            f"{'line worst s':>13}")
+        for name in names:
+            mine = [r for r in rows if r["scanner"] == name and "line_after_signal" in r]
+            if mine:
+                lines = sorted(r["line_after_signal"] for r in mine)
+                signals = [r["signal_after_reply"] for r in mine]
+                log(f"{name:14} {len(mine):>8} {statistics.median(signals):>16.4f} "
+                    f"{statistics.median(lines):>14.4f} {lines[-1]:>13.4f}")
     calls = [r["register_call"] for r in rows if "register_call" in r]
     if calls:
         log(f"RegisterAdvertisement round trip (call -> reply in the registering process): "
@@ -368,6 +438,7 @@ def main():
     parser.add_argument("--pylib", required=True)
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--memory-minutes", type=float, default=1.5)
+    parser.add_argument("--stamp-signals", action="store_true")
     parser.add_argument("--out", default=os.environ.get("LAB_RESULTS", "/tmp") + "/bench-discovery")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
