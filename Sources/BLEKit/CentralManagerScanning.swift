@@ -45,7 +45,8 @@ public struct ScanOptions: Sendable, Hashable {
   /// Whether a device passes the filters on our side (bluetoothd merges every client's filter,
   /// so it may report more than we asked for).
   func admits(_ discovery: Discovery) -> Bool {
-    if !services.isEmpty, Set(services).isDisjoint(with: discovery.serviceUUIDs) {
+    // A handful of UUIDs on each side: comparing them beats hashing them into a set.
+    if !services.isEmpty, !services.contains(where: discovery.serviceUUIDs.contains) {
       return false
     }
     return rssi.admits(discovery.reportedRSSI)

@@ -311,13 +311,13 @@ public final class BlueZObjectTree: Sendable {
       else { return }
       let invalidated = args.count > 2 ? (args[2].stringArrayValue ?? []) : []
       guard var properties = state.objects[signal.path]?[interface] else { return }
-      let values = changed.mapValues(\.unwrapped)
-      properties.merge(values) { _, new in new }
+      // stringVariantDictionary has unwrapped the variants already.
+      properties.merge(changed) { _, new in new }
       for name in invalidated { properties[name] = nil }
       state.objects[signal.path]![interface] = properties
       emit(
         .propertiesChanged(
-          signal.path, interface, changed: values, invalidated: invalidated, current: properties),
+          signal.path, interface, changed: changed, invalidated: invalidated, current: properties),
         in: &state)
     default:
       return
@@ -342,7 +342,7 @@ public final class BlueZObjectTree: Sendable {
       guard let name = entry.key.stringValue.flatMap(InterfaceName.init(rawValue:)) else {
         continue
       }
-      result[name] = (entry.value.stringVariantDictionary ?? [:]).mapValues(\.unwrapped)
+      result[name] = entry.value.stringVariantDictionary ?? [:]  // variants unwrapped
     }
     return result
   }

@@ -19,20 +19,25 @@ public struct BluetoothAddress: RawRepresentable, Hashable, Sendable, Comparable
   ///
   /// - Throws: `BluetoothAddress.ParseError` naming the input.
   public init(_ text: String) throws(ParseError) {
-    let utf8 = Array(text.utf8)
-    guard utf8.count == 17 else { throw ParseError(input: text) }
-    var bytes: [UInt8] = []
-    for group in 0..<6 {
-      let start = group * 3
-      if group > 0 {
-        guard utf8[start - 1] == UInt8(ascii: ":") else { throw ParseError(input: text) }
+    var text = text
+    let parsed = text.withUTF8 { utf8 -> [UInt8]? in
+      guard utf8.count == 17 else { return nil }
+      var bytes: [UInt8] = []
+      bytes.reserveCapacity(6)
+      for group in 0..<6 {
+        let start = group * 3
+        if group > 0 {
+          guard utf8[start - 1] == UInt8(ascii: ":") else { return nil }
+        }
+        guard let high = utf8[start].hexValue, let low = utf8[start + 1].hexValue else {
+          return nil
+        }
+        bytes.append(high << 4 | low)
       }
-      guard let high = utf8[start].hexValue, let low = utf8[start + 1].hexValue else {
-        throw ParseError(input: text)
-      }
-      bytes.append(high << 4 | low)
+      return bytes
     }
-    self.bytes = bytes
+    guard let parsed else { throw ParseError(input: text) }
+    self.bytes = parsed
   }
 
   /// Parses the text form; `nil` when it is not a valid address.
@@ -51,10 +56,14 @@ public struct BluetoothAddress: RawRepresentable, Hashable, Sendable, Comparable
 
   /// The canonical uppercase text form, e.g. `00:AA:01:01:00:01`.
   public var rawValue: String {
-    bytes.map { byte in
-      let text = String(byte, radix: 16, uppercase: true)
-      return byte < 0x10 ? "0" + text : text
-    }.joined(separator: ":")
+    String(unsafeUninitializedCapacity: 17) { text in
+      for (index, byte) in bytes.enumerated() {
+        if index > 0 { text[index * 3 - 1] = UInt8(ascii: ":") }
+        text[index * 3] = uppercaseHexDigits[Int(byte >> 4)]
+        text[index * 3 + 1] = uppercaseHexDigits[Int(byte & 0xF)]
+      }
+      return 17
+    }
   }
 
   /// The canonical uppercase text form (same as `rawValue`).

@@ -68,39 +68,70 @@ public struct BluetoothUUID: RawRepresentable, Hashable, Sendable, Comparable,
   ///
   /// - Throws: `BluetoothUUID.ParseError` naming the input and the accepted forms.
   public init(_ text: String) throws(ParseError) {
-    var digits = Array(text.utf8)
-    let hasPrefix = digits.starts(with: Array("0x".utf8)) || digits.starts(with: Array("0X".utf8))
-    if hasPrefix { digits.removeFirst(2) }
-    var nibbles: [UInt8] = []
+    // Read in place: UUIDs arrive with every advertisement, so no arrays are built here.
+    var text = text
+    let parsed = text.withUTF8 { Self.parse($0) }
+    guard let (high, low) = parsed else { throw ParseError(input: text) }
+    self.init(high: high, low: low)
+  }
+
+  /// The two halves of the UUID written in `digits` (see ``init(_:)``), or `nil`.
+  private static func parse(_ digits: UnsafeBufferPointer<UInt8>) -> (UInt64, UInt64)? {
+    var digits = digits[...]
+    let hasPrefix =
+      digits.count >= 2 && digits[digits.startIndex] == UInt8(ascii: "0")
+      && digits[digits.startIndex + 1] | 0x20 == UInt8(ascii: "x")
+    if hasPrefix { digits = digits.dropFirst(2) }
     switch digits.count {
     case 4, 8:
+      var alias: UInt64 = 0
       for byte in digits {
-        guard let nibble = byte.hexValue else { throw ParseError(input: text) }
-        nibbles.append(nibble)
+        guard let nibble = byte.hexValue else { return nil }
+        alias = alias << 4 | UInt64(nibble)
       }
-      self.init(uint32: nibbles.reduce(UInt32(0)) { $0 << 4 | UInt32($1) })
+      return (alias << 32 | baseHighSuffix, baseLow)
     case 36 where !hasPrefix:
+      var high: UInt64 = 0
+      var low: UInt64 = 0
+      var nibbles = 0
       for (index, byte) in digits.enumerated() {
         if index == 8 || index == 13 || index == 18 || index == 23 {
-          guard byte == UInt8(ascii: "-") else { throw ParseError(input: text) }
-        } else {
-          guard let nibble = byte.hexValue else { throw ParseError(input: text) }
-          nibbles.append(nibble)
+          guard byte == UInt8(ascii: "-") else { return nil }
+          continue
         }
+        guard let nibble = byte.hexValue else { return nil }
+        if nibbles < 16 {
+          high = high << 4 | UInt64(nibble)
+        } else {
+          low = low << 4 | UInt64(nibble)
+        }
+        nibbles += 1
       }
-      let raw = stride(from: 0, to: 32, by: 2).map { nibbles[$0] << 4 | nibbles[$0 + 1] }
-      self.init(bigEndianBytes: raw)!
+      return (high, low)
     default:
-      throw ParseError(input: text)
+      return nil
     }
   }
 
   /// The canonical lowercase 128-bit form, e.g. `0000180f-0000-1000-8000-00805f9b34fb`.
   /// This is the form BlueZ uses on D-Bus.
   public var uuidString: String {
-    let hex = Array(Self.hex(high, digits: 16) + Self.hex(low, digits: 16))
-    return [0..<8, 8..<12, 12..<16, 16..<20, 20..<32].map { String(hex[$0]) }
-      .joined(separator: "-")
+    String(unsafeUninitializedCapacity: 36) { text in
+      var at = 0
+      for (half, value) in [(0, high), (1, low)] {
+        for nibble in 0..<16 {
+          // Dashes after the 8th, 12th, 16th and 20th digit (8-4-4-4-12).
+          let digit = half * 16 + nibble
+          if digit == 8 || digit == 12 || digit == 16 || digit == 20 {
+            text[at] = UInt8(ascii: "-")
+            at += 1
+          }
+          text[at] = lowercaseHexDigits[Int(truncatingIfNeeded: value >> (60 - 4 * nibble)) & 0xF]
+          at += 1
+        }
+      }
+      return at
+    }
   }
 
   /// The canonical 128-bit form (same as `uuidString`).
@@ -191,6 +222,11 @@ public struct BluetoothUUID: RawRepresentable, Hashable, Sendable, Comparable,
     }
   }
 }
+
+/// `0`-`9`, `a`-`f` as ASCII, by value.
+let lowercaseHexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+/// `0`-`9`, `A`-`F` as ASCII, by value.
+let uppercaseHexDigits: [UInt8] = Array("0123456789ABCDEF".utf8)
 
 extension UInt8 {
   /// The value of an ASCII hex digit, or `nil`.

@@ -97,8 +97,10 @@ public struct ObjectPath: DBusName {
   /// Whether this path lies strictly below `ancestor` (a path is not its own descendant).
   public func isDescendant(of ancestor: ObjectPath) -> Bool {
     if ancestor.rawValue == "/" { return rawValue != "/" }
-    return rawValue.utf8.count > ancestor.rawValue.utf8.count
-      && rawValue.hasPrefix(ancestor.rawValue + "/")
+    let path = rawValue.utf8
+    let prefix = ancestor.rawValue.utf8
+    guard path.count > prefix.count, path.starts(with: prefix) else { return false }
+    return path[path.index(path.startIndex, offsetBy: prefix.count)] == UInt8(ascii: "/")
   }
 }
 

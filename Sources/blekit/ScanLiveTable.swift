@@ -84,7 +84,7 @@ final class ScanLiveTable: Sendable {
   /// ``tickInterval``): the rate stays bounded by ``redrawInterval``.
   func redrawIfNeeded(force: Bool = false) {
     let now = ContinuousClock.now
-    let text: String? = state.withLock { state in
+    let text: [UInt8]? = state.withLock { state in
       if !force {
         guard state.dirty else { return nil }
         if let last = state.lastDrawn, now - last < Self.redrawInterval { return nil }
@@ -99,35 +99,93 @@ final class ScanLiveTable: Sendable {
       state.drawnLines = drawing.lines
       return drawing.text
     }
-    if let text { output(Array(text.utf8)) }
+    if let text { output(text) }
   }
 
   /// The text that draws `rows` in place of a drawing `previousLines` high: move up over it,
-  /// rewrite each line, clear what is left.
+  /// rewrite each line, clear what is left. Built as bytes, with no intermediate strings: it
+  /// runs for every new peripheral, on the path from bluetoothd's signal to the screen.
   static func render(
     _ rows: [Row], notShown: Int, over previousLines: Int, now: ContinuousClock.Instant
-  ) -> (text: String, lines: Int) {
-    var lines = [header] + rows.map { line($0, now: now) }
-    if notShown > 0 { lines.append("(\(notShown) more reports not shown)") }
-    let up = previousLines > 0 ? "\u{1B}[\(previousLines)A\r" : ""
-    let text = up + lines.map { $0 + "\u{1B}[K" }.joined(separator: "\n") + "\n\u{1B}[J"
-    return (text, lines.count)
+  ) -> (text: [UInt8], lines: Int) {
+    var out: [UInt8] = []
+    out.reserveCapacity(64 * (rows.count + 2))
+    if previousLines > 0 {
+      out.append(contentsOf: "\u{1B}[".utf8)
+      appendDecimal(previousLines, to: &out)
+      out.append(contentsOf: "A\r".utf8)
+    }
+    out.append(contentsOf: header.utf8)
+    var lines = 1
+    for row in rows {
+      out.append(contentsOf: endOfLine)
+      appendLine(row, now: now, to: &out)
+      lines += 1
+    }
+    if notShown > 0 {
+      out.append(contentsOf: endOfLine)
+      out.append(contentsOf: "(".utf8)
+      appendDecimal(notShown, to: &out)
+      out.append(contentsOf: " more reports not shown)".utf8)
+      lines += 1
+    }
+    out.append(contentsOf: endOfLine)
+    out.append(contentsOf: "\u{1B}[J".utf8)
+    return (out, lines)
   }
+
+  /// Clear to the end of the line, then a new line.
+  private static let endOfLine: [UInt8] = Array("\u{1B}[K\n".utf8)
 
   static let header = "ADDRESS            RSSI  SEEN  LAST    NAME"
 
   /// One row: address, RSSI (`?` unknown), times seen, seconds since last seen, name.
   static func line(_ row: Row, now: ContinuousClock.Instant) -> String {
-    let rssi = row.rssi.map(String.init) ?? "?"
-    let ago = seconds(now - row.lastSeen)
-    let last = ago < 1 ? "now" : "\(Int(ago))s ago"
-    return row.address.padding(18) + " " + rssi.padding(5) + " " + String(row.seen).padding(5)
-      + " " + last.padding(7) + " " + (row.name.map(JSON.quoted) ?? "")
+    var out: [UInt8] = []
+    appendLine(row, now: now, to: &out)
+    return String(decoding: out, as: UTF8.self)
   }
-}
 
-extension String {
-  fileprivate func padding(_ width: Int) -> String {
-    count >= width ? self : self + String(repeating: " ", count: width - count)
+  /// Appends ``line(_:now:)``'s text to `out`.
+  static func appendLine(_ row: Row, now: ContinuousClock.Instant, to out: inout [UInt8]) {
+    padded(18, &out) { $0.append(contentsOf: row.address.utf8) }
+    out.append(UInt8(ascii: " "))
+    padded(5, &out) { out in
+      if let rssi = row.rssi {
+        appendDecimal(rssi, to: &out)
+      } else {
+        out.append(UInt8(ascii: "?"))
+      }
+    }
+    out.append(UInt8(ascii: " "))
+    padded(5, &out) { appendDecimal(row.seen, to: &$0) }
+    out.append(UInt8(ascii: " "))
+    let ago = seconds(now - row.lastSeen)
+    padded(7, &out) { out in
+      if ago < 1 {
+        out.append(contentsOf: "now".utf8)
+      } else {
+        appendDecimal(Int(ago), to: &out)
+        out.append(contentsOf: "s ago".utf8)
+      }
+    }
+    out.append(UInt8(ascii: " "))
+    if let name = row.name { out.append(contentsOf: JSON.quoted(name).utf8) }
+  }
+
+  /// Runs `write`, then pads what it wrote with spaces to `width` bytes (the padded columns
+  /// are ASCII).
+  private static func padded(_ width: Int, _ out: inout [UInt8], _ write: (inout [UInt8]) -> Void) {
+    let start = out.count
+    write(&out)
+    let written = out.count - start
+    if written < width {
+      out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: width - written))
+    }
+  }
+
+  /// Appends `value` in decimal.
+  private static func appendDecimal(_ value: Int, to out: inout [UInt8]) {
+    out.append(contentsOf: String(value).utf8)  // a small string: no allocation
   }
 }

@@ -18,6 +18,29 @@ import Testing
     #expect(ScanLiveTable.header.hasPrefix("ADDRESS"))
   }
 
+  @Test func drawingMovesUpRewritesAndClears() {
+    let now = ContinuousClock.now
+    let rows = [
+      ScanLiveTable.Row(address: "00:AA:01:01:00:01", name: "a", rssi: -7, seen: 2, lastSeen: now),
+      ScanLiveTable.Row(
+        address: "00:AA:01:02:00:02", name: nil, rssi: nil, seen: 1,
+        lastSeen: now.advanced(by: .seconds(-12))),
+    ]
+    let first = ScanLiveTable.render(rows, notShown: 0, over: 0, now: now)
+    let header = ScanLiveTable.header
+    #expect(first.lines == 3)
+    #expect(
+      String(decoding: first.text, as: UTF8.self)
+        == "\(header)\u{1B}[K\n00:AA:01:01:00:01  -7    2     now     \"a\"\u{1B}[K\n"
+        + "00:AA:01:02:00:02  ?     1     12s ago \u{1B}[K\n\u{1B}[J")
+    // Over an earlier drawing of 3 lines, with 4 peripherals left out.
+    let again = ScanLiveTable.render([], notShown: 4, over: 3, now: now)
+    #expect(again.lines == 2)
+    #expect(
+      String(decoding: again.text, as: UTF8.self)
+        == "\u{1B}[3A\r\(header)\u{1B}[K\n(4 more reports not shown)\u{1B}[K\n\u{1B}[J")
+  }
+
   /// The drawings a table made, in order.
   final class Drawings: Sendable {
     let texts = Mutex<[String]>([])
