@@ -66,7 +66,11 @@ public actor CentralManager {
 
   private func startMonitoring() async throws(CentralError) {
     // Only what the state depends on: a scan's device reports do not wake this task.
-    let (snapshot, running, events) = objects.subscribe(where: \.concernsCentralState)
+    let (snapshot, running, events) = objects.subscribe(where: {
+      // A closure, not the key path: a key path applied as a function is slow, and this runs
+      // for each of bluetoothd's signals (each scan report).
+      $0.concernsCentralState
+    })
     serviceRunning = running
     accessDenied = objects.accessDeniedMessage != nil
     for (path, interfaces) in snapshot {

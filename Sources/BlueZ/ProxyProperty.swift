@@ -116,6 +116,9 @@ extension BlueZProxy {
   }
 
   /// The decoded value of a property, or `nil` when it is absent (or of the wrong type).
+  /// Inlinable, so that callers read properties without a generic call (this runs for every
+  /// property of every scan report).
+  @inlinable
   public subscript<Value>(_ property: ProxyProperty<Self, Value>) -> Value? {
     properties[property.name].flatMap(property.decode)
   }

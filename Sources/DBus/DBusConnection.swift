@@ -46,7 +46,12 @@ public final class DBusConnection: @unchecked Sendable {
   var dispatchScheduled = false
   var pendingCalls: [UInt64: PendingCall] = [:]
   var cancelledCalls: Set<UInt64> = []
-  var subscriptions: [UInt64: Subscription] = [:]
+  var subscriptions: [UInt64: Subscription] = [:] {
+    didSet { subscriptionsInOrder = nil }
+  }
+  /// `subscriptions` sorted by id (the order they were made), kept until they change: every
+  /// incoming signal walks them in this order.
+  var subscriptionsInOrder: [Subscription]?
   var objects: [ObjectPath: ExportedObject] = [:]
   var objectManagers: Set<ObjectPath> = []
 

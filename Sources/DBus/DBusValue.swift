@@ -202,8 +202,8 @@ extension DBusValue {
   /// nil if this is not a dictionary keyed by strings.
   public var stringVariantDictionary: [String: DBusValue]? {
     guard case .dictionary(_, _, let entries) = unwrapped else { return nil }
-    var out: [String: DBusValue] = [:]
-    out.reserveCapacity(entries.count)
+    // (Not `reserveCapacity`: that call is not specialized here and costs more than the rest.)
+    var out = [String: DBusValue](minimumCapacity: entries.count)
     for entry in entries {
       guard case .string(let key) = entry.key else { return nil }
       out[key] = entry.value.unwrapped

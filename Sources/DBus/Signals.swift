@@ -277,7 +277,10 @@ extension DBusConnection {
     let member = String(cString: cMember)
     var decoded: [DBusValue]?
     var signal: Signal?
-    for (_, subscription) in subscriptions.sorted(by: { $0.key < $1.key }) {
+    if subscriptionsInOrder == nil {
+      subscriptionsInOrder = subscriptions.sorted(by: { $0.key < $1.key }).map(\.value)
+    }
+    for subscription in subscriptionsInOrder! {
       guard
         subscription.rule.matchesHeader(
           sender: sender, senderOwner: subscription.senderOwner, path: path,
