@@ -168,7 +168,11 @@ extension DBusConnection {
     else {
       return
     }
+    // Reading a message makes libdbus ask for a dispatch; it follows right here, so no round
+    // is scheduled for it (that would wake a worker thread for each message, to find nothing).
+    dispatchFollows = true
     _ = dbus_watch_handle(watch, flags)
+    dispatchFollows = false
     dispatchMessages()
   }
 
@@ -207,7 +211,7 @@ extension DBusConnection {
       queue.async { self.scheduleDispatch() }
       return
     }
-    guard !dispatchScheduled else { return }
+    guard !dispatchScheduled, !dispatchFollows else { return }
     dispatchScheduled = true
     queue.async {
       self.dispatchScheduled = false

@@ -44,6 +44,8 @@ public final class DBusConnection: @unchecked Sendable {
   var callTimerDeadline: DispatchTime?
   var timeoutSources: [OpaquePointer: any DispatchSourceTimer] = [:]
   var dispatchScheduled = false
+  /// Set while a watch is handled: a dispatch follows at once, none needs scheduling.
+  var dispatchFollows = false
   var pendingCalls: [UInt64: PendingCall] = [:]
   var cancelledCalls: Set<UInt64> = []
   var subscriptions: [UInt64: Subscription] = [:] {

@@ -76,14 +76,15 @@ final class ScanLiveTable: Sendable {
       }
       state.dirty = true
     }
-    redrawIfNeeded()
+    // The report's own time serves as "now": no second clock reading (in the lab's emulated
+    // machine, each one is a system call).
+    redrawIfNeeded(now: timestamp)
   }
 
   /// Redraws the table when something changed and the last drawing is at least
   /// ``redrawInterval`` old (or always, with `force`). Call it often (e.g. every
   /// ``tickInterval``): the rate stays bounded by ``redrawInterval``.
-  func redrawIfNeeded(force: Bool = false) {
-    let now = ContinuousClock.now
+  func redrawIfNeeded(force: Bool = false, now: ContinuousClock.Instant = .now) {
     let text: [UInt8]? = state.withLock { state in
       if !force {
         guard state.dirty else { return nil }
