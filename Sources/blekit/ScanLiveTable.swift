@@ -31,7 +31,8 @@ final class ScanLiveTable: Sendable {
     var order: [String] = []
     var notShown = 0
     var dirty = false
-    var drawnLines = 0
+    /// The lines on screen, as last drawn (the cursor is on the line below them).
+    var drawn: [[UInt8]] = []
     var lastDrawn: ContinuousClock.Instant?
   }
 
@@ -46,7 +47,7 @@ final class ScanLiveTable: Sendable {
     // for loading this code (a fresh process in the lab's TCG guest, binary on 9p: several ms).
     let row = Row(
       address: "00:00:00:00:00:00", name: "warm-up", rssi: -60, seen: 1, lastSeen: start)
-    _ = Self.render([row], notShown: 1, over: 1, now: start)
+    _ = Self.render([row], notShown: 1, over: [], now: start)
   }
 
   /// Notes a discovery. The table is redrawn at once when the last drawing is at least
@@ -91,46 +92,60 @@ final class ScanLiveTable: Sendable {
         if let last = state.lastDrawn, now - last < Self.redrawInterval { return nil }
       }
       state.dirty = false
-      // The empty table (the header alone, drawn at start) does not count against the rate:
-      // the first peripheral shows the moment it is heard.
-      if !state.order.isEmpty || state.notShown > 0 { state.lastDrawn = now }
       let rows = state.order.compactMap { state.rows[$0] }
-      let drawing = Self.render(
-        rows, notShown: state.notShown, over: state.drawnLines, now: now)
-      state.drawnLines = drawing.lines
+      let drawing = Self.render(rows, notShown: state.notShown, over: state.drawn, now: now)
+      state.drawn = drawing.lines
+      // Only a drawing that wrote something counts against the rate, and not the empty table
+      // (the header alone, drawn at start): the first peripheral shows the moment it is heard.
+      if !drawing.text.isEmpty && (!state.order.isEmpty || state.notShown > 0) {
+        state.lastDrawn = now
+      }
       return drawing.text
     }
-    if let text { output(text) }
+    if let text, !text.isEmpty { output(text) }
   }
 
-  /// The text that draws `rows` in place of a drawing `previousLines` high: move up over it,
-  /// rewrite each line, clear what is left. Built as bytes, with no intermediate strings: it
-  /// runs for every new peripheral, on the path from bluetoothd's signal to the screen.
+  /// The text that turns the drawing `previous` (the lines on screen, cursor below them) into
+  /// one of `rows`, and the new drawing's lines. Lines that did not change are left alone: the
+  /// cursor moves up to the first changed line, the rest is rewritten and what is left below
+  /// is cleared. So a new peripheral is one new line at the bottom, written first, not after
+  /// the header again (on a terminal each line can reach the reader separately). Built as
+  /// bytes, without intermediate strings: it runs on the path from bluetoothd's signal to the
+  /// screen.
   static func render(
-    _ rows: [Row], notShown: Int, over previousLines: Int, now: ContinuousClock.Instant
-  ) -> (text: [UInt8], lines: Int) {
-    var out: [UInt8] = []
-    out.reserveCapacity(64 * (rows.count + 2))
-    if previousLines > 0 {
-      out.append(contentsOf: "\u{1B}[".utf8)
-      appendDecimal(previousLines, to: &out)
-      out.append(contentsOf: "A\r".utf8)
-    }
-    out.append(contentsOf: header.utf8)
-    var lines = 1
+    _ rows: [Row], notShown: Int, over previous: [[UInt8]], now: ContinuousClock.Instant
+  ) -> (text: [UInt8], lines: [[UInt8]]) {
+    var lines: [[UInt8]] = [Array(header.utf8)]
+    lines.reserveCapacity(rows.count + 2)
     for row in rows {
-      out.append(contentsOf: endOfLine)
-      appendLine(row, now: now, to: &out)
-      lines += 1
+      var line: [UInt8] = []
+      line.reserveCapacity(64)
+      appendLine(row, now: now, to: &line)
+      lines.append(line)
     }
     if notShown > 0 {
-      out.append(contentsOf: endOfLine)
-      out.append(contentsOf: "(".utf8)
-      appendDecimal(notShown, to: &out)
-      out.append(contentsOf: " more reports not shown)".utf8)
-      lines += 1
+      var line = Array("(".utf8)
+      appendDecimal(notShown, to: &line)
+      line.append(contentsOf: " more reports not shown)".utf8)
+      lines.append(line)
     }
-    out.append(contentsOf: endOfLine)
+    var unchanged = 0
+    while unchanged < min(lines.count, previous.count), lines[unchanged] == previous[unchanged] {
+      unchanged += 1
+    }
+    if unchanged == lines.count && lines.count == previous.count { return ([], lines) }
+    var out: [UInt8] = []
+    out.reserveCapacity(64 * (lines.count - unchanged + 1))
+    let up = previous.count - unchanged
+    if up > 0 {
+      out.append(contentsOf: "\u{1B}[".utf8)
+      appendDecimal(up, to: &out)
+      out.append(contentsOf: "A\r".utf8)
+    }
+    for line in lines[unchanged...] {
+      out.append(contentsOf: line)
+      out.append(contentsOf: endOfLine)
+    }
     out.append(contentsOf: "\u{1B}[J".utf8)
     return (out, lines)
   }

@@ -18,27 +18,45 @@ import Testing
     #expect(ScanLiveTable.header.hasPrefix("ADDRESS"))
   }
 
-  @Test func drawingMovesUpRewritesAndClears() {
+  @Test func redrawingRewritesOnlyFromTheFirstChangedLine() {
     let now = ContinuousClock.now
-    let rows = [
-      ScanLiveTable.Row(address: "00:AA:01:01:00:01", name: "a", rssi: -7, seen: 2, lastSeen: now),
-      ScanLiveTable.Row(
-        address: "00:AA:01:02:00:02", name: nil, rssi: nil, seen: 1,
-        lastSeen: now.advanced(by: .seconds(-12))),
-    ]
-    let first = ScanLiveTable.render(rows, notShown: 0, over: 0, now: now)
     let header = ScanLiveTable.header
-    #expect(first.lines == 3)
+    let first = ScanLiveTable.Row(
+      address: "00:AA:01:01:00:01", name: "a", rssi: -7, seen: 2, lastSeen: now)
+    var second = ScanLiveTable.Row(
+      address: "00:AA:01:02:00:02", name: nil, rssi: nil, seen: 1,
+      lastSeen: now.advanced(by: .seconds(-12)))
+    let text = { (bytes: [UInt8]) in String(decoding: bytes, as: UTF8.self) }
+    // The empty table: the header alone.
+    let empty = ScanLiveTable.render([], notShown: 0, over: [], now: now)
+    #expect(text(empty.text) == "\(header)\u{1B}[K\n\u{1B}[J")
+    // A first peripheral: its line only, below the header already on screen (no cursor move).
+    let one = ScanLiveTable.render([first], notShown: 0, over: empty.lines, now: now)
+    #expect(text(one.text) == "00:AA:01:01:00:01  -7    2     now     \"a\"\u{1B}[K\n\u{1B}[J")
+    #expect(one.lines.count == 2)
+    // A second: again one line.
+    let two = ScanLiveTable.render([first, second], notShown: 0, over: one.lines, now: now)
+    #expect(text(two.text) == "00:AA:01:02:00:02  ?     1     12s ago \u{1B}[K\n\u{1B}[J")
+    // Nothing changed: nothing to write.
+    let same = ScanLiveTable.render([first, second], notShown: 0, over: two.lines, now: now)
+    #expect(same.text.isEmpty)
+    #expect(same.lines == two.lines)
+    // The second row changed and 4 peripherals were left out: up one line, rewrite from there.
+    second.seen = 3
+    let changed = ScanLiveTable.render([first, second], notShown: 4, over: two.lines, now: now)
     #expect(
-      String(decoding: first.text, as: UTF8.self)
-        == "\(header)\u{1B}[K\n00:AA:01:01:00:01  -7    2     now     \"a\"\u{1B}[K\n"
-        + "00:AA:01:02:00:02  ?     1     12s ago \u{1B}[K\n\u{1B}[J")
-    // Over an earlier drawing of 3 lines, with 4 peripherals left out.
-    let again = ScanLiveTable.render([], notShown: 4, over: 3, now: now)
-    #expect(again.lines == 2)
-    #expect(
-      String(decoding: again.text, as: UTF8.self)
-        == "\u{1B}[3A\r\(header)\u{1B}[K\n(4 more reports not shown)\u{1B}[K\n\u{1B}[J")
+      text(changed.text)
+        == "\u{1B}[1A\r00:AA:01:02:00:02  ?     3     12s ago \u{1B}[K\n"
+        + "(4 more reports not shown)\u{1B}[K\n\u{1B}[J")
+    #expect(changed.lines.count == 4)
+    // A drawing over the whole table (the first row changed): up to the row below the header.
+    let all = ScanLiveTable.render(
+      [
+        ScanLiveTable.Row(address: "00:AA:01:01:00:01", name: "b", rssi: -7, seen: 2, lastSeen: now)
+      ],
+      notShown: 0, over: changed.lines, now: now)
+    #expect(text(all.text).hasPrefix("\u{1B}[3A\r00:AA:01:01:00:01"))
+    #expect(text(all.text).hasSuffix("\"b\"\u{1B}[K\n\u{1B}[J"))
   }
 
   /// The drawings a table made, in order.
@@ -75,9 +93,20 @@ import Testing
     try await Task.sleep(for: ScanLiveTable.redrawInterval)
     table.redrawIfNeeded()
     #expect(drawings.count == 3)
-    // Forced (the final drawing at exit): drawn even so.
+    // Forced, with the screen already showing everything: nothing to write.
     table.redrawIfNeeded(force: true)
+    #expect(drawings.count == 3)
+    // A report drawn at once (the last drawing is old), then one held back by the rate...
+    table.note(address: "00:AA:01:02:00:02", name: nil, rssi: -40, at: .now)
     #expect(drawings.count == 4)
+    #expect(drawings.last.contains("-40"))
+    table.note(address: "00:AA:01:02:00:02", name: nil, rssi: -41, at: .now)
+    let held = ContinuousClock.now - start < ScanLiveTable.redrawInterval * 3
+    if held { #expect(drawings.count == 4) }
+    // ...which a forced drawing (the final one at exit) shows at once.
+    table.redrawIfNeeded(force: true)
+    #expect(drawings.count == 5)
+    #expect(drawings.last.contains("-41"))
   }
 
   @Test func nameFilterArguments() throws {
