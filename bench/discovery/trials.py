@@ -22,9 +22,17 @@
 # the signal" (the scanner's own path from the bus to its output). The monitor is one more
 # process woken at that moment, so the plain figures are taken without it.
 #
+# With --ftrace, the guest kernel's scheduler and system-call tracepoints are recorded through
+# the latency trials (tracefs, CLOCK_MONOTONIC): for each scanner, the time from its thread's
+# return from poll/epoll_wait to its write of the line, from reading the message to that write,
+# how long it was off the CPU meanwhile, and from its write to the line reaching this script.
+# That splits a scanner's own work from the machine's scheduling. Tracing slows every system
+# call, so again the plain figures are taken without it.
+#
 #   trials.py --blekit PATH --pylib DIR [--trials N] [--memory-minutes M] [--out DIR]
-#             [--stamp-signals]
+#             [--stamp-signals] [--ftrace]
 import argparse
+import bisect
 import json
 import os
 import re
@@ -272,6 +280,8 @@ def latency_trial(bus, adv, name, spec, hci1, transcript, stamps=None):
                 row["error"] = "not reported within 30 s"
             else:
                 row["latency"] = round(hit[0] - registered, 4)
+                row["hit_at"] = hit[0]
+                row["pid"] = p.proc.pid
                 row["from_call"] = round(hit[0] - called, 4)
                 row["line"] = hit[1].strip()[:120]
                 signal_at = stamps.first_after(called) if stamps else None
@@ -283,6 +293,94 @@ def latency_trial(bus, adv, name, spec, hci1, transcript, stamps=None):
     return row
 
 
+class KernelTrace:
+    """Scheduler and system-call events of the guest kernel, through tracefs."""
+
+    ROOT = "/sys/kernel/tracing"
+    EVENTS = ["sched/sched_wakeup", "sched/sched_switch", "syscalls/sys_exit_recvmsg",
+              "syscalls/sys_exit_recvfrom", "syscalls/sys_enter_write",
+              "syscalls/sys_exit_poll", "syscalls/sys_exit_epoll_wait"]
+    LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\(\s*([\d-]+)\)\s+\[\d+\]\s+\S+\s+([\d.]+): "
+                      r"(\w+)(?::|\()? ?(.*)$")
+
+    def __init__(self):
+        if not os.path.exists(f"{self.ROOT}/trace"):
+            subprocess.run(["mount", "-t", "tracefs", "nodev", self.ROOT], check=False)
+        self.set("tracing_on", "0")
+        self.set("trace_clock", "mono")  # the clock of time.monotonic()
+        self.set("buffer_size_kb", "60000")
+        self.set("options/record-tgid", "1")
+        self.set("trace", "")
+        for event in self.EVENTS:
+            self.set(f"events/{event}/enable", "1")
+        self.set("tracing_on", "1")
+
+    def set(self, name, value):
+        with open(f"{self.ROOT}/{name}", "w") as f:
+            f.write(value)
+
+    def stop(self, path):
+        """Stops tracing, saves the trace to `path` and returns its events, oldest first."""
+        self.set("tracing_on", "0")
+        events = []
+        with open(f"{self.ROOT}/trace") as f, open(path, "w") as out:
+            for line in f:
+                out.write(line)
+                found = self.LINE.match(line)
+                if found:
+                    _, tid, tgid, stamp, name, rest = found.groups()
+                    events.append((float(stamp), int(tid), tgid, name, rest))
+        events.sort(key=lambda e: e[0])
+        return events
+
+    @staticmethod
+    def path_of(events, stamps, row):
+        """For the trial `row`, the scanner's path as the kernel saw it (milliseconds), or None:
+        its write of the line, the message read before it and the poll before that, by the
+        same thread."""
+        tgid, end = str(row["pid"]), bisect.bisect_right(stamps, row["hit_at"])
+        def back(start, test):
+            for index in range(start - 1, max(-1, start - 50000), -1):
+                if test(events[index]):
+                    return index
+            return None
+        write = back(end, lambda e: e[2] == tgid and e[3] == "sys_write"
+                     and e[4].startswith("fd: 1,"))
+        if write is None:
+            return None
+        tid = events[write][1]
+        read = back(write, lambda e: e[1] == tid and e[3] in ("sys_recvmsg", "sys_recvfrom")
+                    and "-> 0x" in e[4] and not e[4].startswith("-> 0xffff"))
+        if read is None:
+            return None
+        woke = back(read, lambda e: e[1] == tid and e[3] in ("sys_poll", "sys_epoll_wait"))
+        off, left = 0.0, None
+        for event in events[woke if woke is not None else read:write]:
+            if event[3] == "sched_switch" and f"prev_pid={tid} " in event[4]:
+                left = event[0]
+            elif event[3] == "sched_switch" and f"next_pid={tid} " in event[4] and left:
+                off, left = off + event[0] - left, None
+        at = lambda index: events[index][0]
+        return {"woke_to_write": (at(write) - at(woke)) * 1000 if woke is not None else None,
+                "read_to_write": (at(write) - at(read)) * 1000, "off_cpu": off * 1000,
+                "write_to_line": (row["hit_at"] - at(write)) * 1000}
+
+    def report(self, events, rows, names):
+        stamps = [e[0] for e in events]
+        log("with the kernel's trace (ms, medians): poll/epoll return -> write of the line, "
+            "message read -> write, off the CPU meanwhile, write -> line read here")
+        log(f"{'scanner':14} {'traced':>6} {'woke->write':>12} {'read->write':>12} "
+            f"{'off CPU':>8} {'write->line':>12}")
+        for name in names:
+            paths = [p for p in (self.path_of(events, stamps, r) for r in rows
+                                 if r["scanner"] == name and "hit_at" in r) if p]
+            if not paths:
+                continue
+            med = lambda key: statistics.median(p[key] for p in paths if p[key] is not None)
+            log(f"{name:14} {len(paths):>6} {med('woke_to_write'):>12.2f} "
+                f"{med('read_to_write'):>12.2f} {med('off_cpu'):>8.2f} {med('write_to_line'):>12.2f}")
+
+
 def latency(args, bus):
     hci1 = addresses()["hci1"].upper()
     adv = Advertiser("hci1")
@@ -291,6 +389,7 @@ def latency(args, bus):
     rows = []
     device = "/org/bluez/hci0/dev_" + hci1.replace(":", "_")
     stamps = SignalStamps(device) if args.stamp_signals else None
+    kernel = KernelTrace() if args.ftrace else None
     with open(f"{args.out}/transcript.txt", "w") as transcript:
         for index in range(args.trials):
             # Rotate who goes first, so drift in machine load spreads over all three.
@@ -301,6 +400,7 @@ def latency(args, bus):
                 log(json.dumps(row))
                 rows.append(row)
     adv.close()
+    events = kernel.stop(f"{args.out}/ftrace.txt") if kernel else None
     if stamps:
         stamps.close()
     with open(f"{args.out}/latency.json", "w") as f:
@@ -334,6 +434,8 @@ def latency(args, bus):
                 signals = [r["signal_after_reply"] for r in mine]
                 log(f"{name:14} {len(mine):>8} {statistics.median(signals):>16.4f} "
                     f"{statistics.median(lines):>14.4f} {lines[-1]:>13.4f}")
+    if kernel:
+        kernel.report(events, rows, names)
     calls = [r["register_call"] for r in rows if "register_call" in r]
     if calls:
         log(f"RegisterAdvertisement round trip (call -> reply in the registering process): "
@@ -439,6 +541,7 @@ def main():
     parser.add_argument("--trials", type=int, default=20)
     parser.add_argument("--memory-minutes", type=float, default=1.5)
     parser.add_argument("--stamp-signals", action="store_true")
+    parser.add_argument("--ftrace", action="store_true")
     parser.add_argument("--out", default=os.environ.get("LAB_RESULTS", "/tmp") + "/bench-discovery")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
