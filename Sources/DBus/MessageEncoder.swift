@@ -109,7 +109,9 @@ enum MessageEncoder {
   }
 
   @inline(__always)
-  private static func appendFixed<T>(_ value: T, _ code: Int32, _ iter: inout DBusMessageIter)
+  private static func appendFixed<T: BitwiseCopyable>(
+    _ value: T, _ code: Int32, _ iter: inout DBusMessageIter
+  )
     throws(DBusError)
   {
     var copy = value

@@ -116,6 +116,7 @@ check "advertise: one advertisement active with the new bluetoothd" "wait_for 10
 receive after-restart --from "$HCI1_ADDR"
 check "receive after the restart: exit 0 and the message (exit $RC)" \
   "((RC == 0)) && grep -qx 'after restart' $OUT/after-restart.out"
+((RC == 0)) || echo "# receive stderr: $(tail -c 400 "$OUT/after-restart.err" | tr '\r\n' '  ')"
 stop_pid "$scan"
 check "scan: SIGINT/SIGTERM ends it (exit $STATUS)" "((STATUS == 143 || STATUS == 130 || STATUS == 0))"
 stop_pid "$adv"
