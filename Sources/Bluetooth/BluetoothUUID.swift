@@ -118,17 +118,14 @@ public struct BluetoothUUID: RawRepresentable, Hashable, Sendable, Comparable,
   public var uuidString: String {
     String(unsafeUninitializedCapacity: 36) { text in
       var at = 0
-      for (half, value) in [(0, high), (1, low)] {
-        for nibble in 0..<16 {
-          // Dashes after the 8th, 12th, 16th and 20th digit (8-4-4-4-12).
-          let digit = half * 16 + nibble
-          if digit == 8 || digit == 12 || digit == 16 || digit == 20 {
-            text[at] = UInt8(ascii: "-")
-            at += 1
-          }
-          text[at] = lowercaseHexDigits[Int(truncatingIfNeeded: value >> (60 - 4 * nibble)) & 0xF]
+      for digit in 0..<32 {
+        // Dashes before the 9th, 13th, 17th and 21st digit (8-4-4-4-12).
+        if digit == 8 || digit == 12 || digit == 16 || digit == 20 {
+          text[at] = UInt8(ascii: "-")
           at += 1
         }
+        text[at] = Self.hexDigit(digit < 16 ? high : low, at: digit % 16, of: 16)
+        at += 1
       }
       return at
     }
@@ -204,8 +201,17 @@ public struct BluetoothUUID: RawRepresentable, Hashable, Sendable, Comparable,
   }
 
   private static func hex(_ value: UInt64, digits: Int) -> String {
-    let text = String(value, radix: 16)
-    return String(repeating: "0", count: max(0, digits - text.count)) + text
+    String(unsafeUninitializedCapacity: digits) { text in
+      for index in 0..<digits { text[index] = hexDigit(value, at: index, of: digits) }
+      return digits
+    }
+  }
+
+  /// The lowercase ASCII hex digit at `index` (0 = most significant) of `value` written with
+  /// `digits` digits.
+  @inline(__always)
+  private static func hexDigit(_ value: UInt64, at index: Int, of digits: Int) -> UInt8 {
+    lowercaseHexDigits[Int(truncatingIfNeeded: value >> (4 * (digits - 1 - index))) & 0xF]
   }
 
   /// The error thrown when text is not a UUID.

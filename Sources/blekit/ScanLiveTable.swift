@@ -115,7 +115,7 @@ final class ScanLiveTable: Sendable {
   static func render(
     _ rows: [Row], notShown: Int, over previous: [[UInt8]], now: ContinuousClock.Instant
   ) -> (text: [UInt8], lines: [[UInt8]]) {
-    var lines: [[UInt8]] = [Array(header.utf8)]
+    var lines: [[UInt8]] = [headerBytes]
     lines.reserveCapacity(rows.count + 2)
     for row in rows {
       var line: [UInt8] = []
@@ -154,6 +154,7 @@ final class ScanLiveTable: Sendable {
   private static let endOfLine: [UInt8] = Array("\u{1B}[K\n".utf8)
 
   static let header = "ADDRESS            RSSI  SEEN  LAST    NAME"
+  private static let headerBytes = Array(header.utf8)
 
   /// One row: address, RSSI (`?` unknown), times seen, seconds since last seen, name.
   static func line(_ row: Row, now: ContinuousClock.Instant) -> String {
