@@ -4,8 +4,10 @@
 # 1. Discovery latency, TRIALS trials per scanner, the scanners taking turns: `blekit scan`,
 #    `bluetoothctl` (typed `scan.uuids SERVICE` and `scan on` on a pty, as a user would) and
 #    bench/discovery/bleak_scanner.py, each scanning on hci0 for the transfer service. Per trial: no advertisement and no device object
-#    left over; start the scanner (its output read through a pty, so nothing is block-buffered;
-#    every line stamped with CLOCK_MONOTONIC as it arrives); wait until hci0 reports
+#    left over; start the scanner (its output read through a pty, so nothing is block-buffered,
+#    by line_stamper.py, a real-time process of its own that stamps every chunk with
+#    CLOCK_MONOTONIC as it arrives; a line counts from the arrival of its last visible byte);
+#    wait until hci0 reports
 #    Discovering; register a fresh advertisement on hci1 (bench/discovery/advertiser.py); the
 #    latency runs from the moment RegisterAdvertisement returned to the arrival of the scanner's
 #    first line naming hci1's address. The scan is started first because the emulator sends its
@@ -25,7 +27,8 @@
 # With --ftrace, the guest kernel's scheduler and system-call tracepoints are recorded through
 # the latency trials (tracefs, CLOCK_MONOTONIC): for each scanner, the time from its thread's
 # return from poll/epoll_wait to its write of the line, from reading the message to that write,
-# how long it was off the CPU meanwhile, and from its write to the line reaching this script.
+# how long it was off the CPU meanwhile, and from its write to the line reaching this script;
+# also its page faults and system calls on that path.
 # That splits a scanner's own work from the machine's scheduling. Tracing slows every system
 # call, so again the plain figures are taken without it.
 #
@@ -93,10 +96,15 @@ def wait_for(predicate, seconds, step=0.02):
 
 
 class PtyProcess:
-    """A child on a pty; every output line is kept with the monotonic time it was read."""
+    """A child on a pty; every output line is kept with the monotonic time it was read.
+
+    The reading is done by line_stamper.py, a process of its own, so that the stamps do not
+    wait for this interpreter's lock."""
 
     def __init__(self, argv, env=None, transcript=None):
         master, slave = os.openpty()
+        self.stamper = subprocess.Popen([sys.executable, os.path.join(HERE, "line_stamper.py")],
+                                        stdin=master, stdout=subprocess.PIPE, close_fds=True)
         self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
                                      start_new_session=True, close_fds=True)
         os.close(slave)
@@ -108,23 +116,31 @@ class PtyProcess:
         self.thread.start()
 
     def _read(self):
-        pending = b""
+        # A line is stamped with the arrival of its last visible byte, not of the newline: a
+        # terminal can hand "text" and "\r\n" over in two reads (output processing turns "\n"
+        # into "\r\n" in a second step), and the text is what a reader sees.
+        pending, pending_at = b"", None
+        stamped = self.stamper.stdout
         while True:
-            try:
-                data = os.read(self.master, 65536)
-            except OSError:
-                data = b""
-            now = time.monotonic()
-            if not data:
+            header = stamped.readline().split()
+            if len(header) != 2:
                 break
-            pending += data
-            *complete, pending = pending.split(b"\n")
+            now, data = float(header[0]), stamped.read(int(header[1]))
+            complete = []
+            parts = data.split(b"\n")
+            for index, part in enumerate(parts):
+                if part.strip(b"\r"):
+                    pending_at = now
+                pending += part
+                if index < len(parts) - 1:  # a newline ends this part
+                    complete.append((pending_at if pending_at is not None else now, pending))
+                    pending, pending_at = b"", None
             with self.cond:
-                for raw in complete:
+                for at, raw in complete:
                     line = ANSI.sub("", raw.decode(errors="replace"))
-                    self.lines.append((now, line))
+                    self.lines.append((at, line))
                     if self.transcript:
-                        self.transcript.write(f"{now:.6f} {line}\n")
+                        self.transcript.write(f"{at:.6f} {line}\n")
                         self.transcript.flush()
                 self.cond.notify_all()
 
@@ -154,8 +170,13 @@ class PtyProcess:
         except subprocess.TimeoutExpired:
             self.signal(signal.SIGKILL)
             self.proc.wait()
-        self.thread.join(timeout=2)
         os.close(self.master)
+        try:
+            self.stamper.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.stamper.kill()
+            self.stamper.wait()
+        self.thread.join(timeout=2)
 
     def signal(self, sig):
         try:
@@ -299,7 +320,8 @@ class KernelTrace:
     ROOT = "/sys/kernel/tracing"
     EVENTS = ["sched/sched_wakeup", "sched/sched_switch", "syscalls/sys_exit_recvmsg",
               "syscalls/sys_exit_recvfrom", "syscalls/sys_enter_write",
-              "syscalls/sys_exit_poll", "syscalls/sys_exit_epoll_wait"]
+              "syscalls/sys_exit_poll", "syscalls/sys_exit_epoll_wait",
+              "exceptions/page_fault_user", "raw_syscalls/sys_enter"]
     LINE = re.compile(r"^\s*(.+?)-(\d+)\s+\(\s*([\d-]+)\)\s+\[\d+\]\s+\S+\s+([\d.]+): "
                       r"(\w+)(?::|\()? ?(.*)$")
 
@@ -354,8 +376,12 @@ class KernelTrace:
         if read is None:
             return None
         woke = back(read, lambda e: e[1] == tid and e[3] in ("sys_poll", "sys_epoll_wait"))
-        off, left = 0.0, None
+        off, left, faults, calls = 0.0, None, 0, []
         for event in events[woke if woke is not None else read:write]:
+            if event[2] == tgid and event[3] == "page_fault_user":
+                faults += 1
+            elif event[2] == tgid and event[3] == "sys_enter":
+                calls.append(event[4].split()[1] if event[4].startswith("NR ") else "?")
             if event[3] == "sched_switch" and f"prev_pid={tid} " in event[4]:
                 left = event[0]
             elif event[3] == "sched_switch" and f"next_pid={tid} " in event[4] and left:
@@ -363,14 +389,15 @@ class KernelTrace:
         at = lambda index: events[index][0]
         return {"woke_to_write": (at(write) - at(woke)) * 1000 if woke is not None else None,
                 "read_to_write": (at(write) - at(read)) * 1000, "off_cpu": off * 1000,
-                "write_to_line": (row["hit_at"] - at(write)) * 1000}
+                "write_to_line": (row["hit_at"] - at(write)) * 1000,
+                "faults": faults, "syscalls": len(calls), "calls": " ".join(calls)}
 
     def report(self, events, rows, names):
         stamps = [e[0] for e in events]
         log("with the kernel's trace (ms, medians): poll/epoll return -> write of the line, "
             "message read -> write, off the CPU meanwhile, write -> line read here")
         log(f"{'scanner':14} {'traced':>6} {'woke->write':>12} {'read->write':>12} "
-            f"{'off CPU':>8} {'write->line':>12}")
+            f"{'off CPU':>8} {'write->line':>12} {'faults':>7} {'syscalls':>9}")
         for name in names:
             paths = [p for p in (self.path_of(events, stamps, r) for r in rows
                                  if r["scanner"] == name and "hit_at" in r) if p]
@@ -378,7 +405,10 @@ class KernelTrace:
                 continue
             med = lambda key: statistics.median(p[key] for p in paths if p[key] is not None)
             log(f"{name:14} {len(paths):>6} {med('woke_to_write'):>12.2f} "
-                f"{med('read_to_write'):>12.2f} {med('off_cpu'):>8.2f} {med('write_to_line'):>12.2f}")
+                f"{med('read_to_write'):>12.2f} {med('off_cpu'):>8.2f} {med('write_to_line'):>12.2f} "
+                f"{med('faults'):>7} {med('syscalls'):>9}")
+            log(f"  {name}: system calls from poll return to the write (numbers), first trial: "
+                f"{paths[0]['calls']}")
 
 
 def latency(args, bus):
