@@ -252,15 +252,13 @@ struct DiscoveryFilterState {
   }
 
   /// The discovery to report for this device state, or `nil` to stay quiet.
-  mutating func consider(
-    _ path: ObjectPath, _ properties: [String: DBusValue], _ connection: DBusConnection
-  ) -> Discovery? {
+  mutating func consider(_ path: ObjectPath, _ properties: [String: DBusValue]) -> Discovery? {
     guard path.isDescendant(of: adapter) else { return nil }
     guard !options.allowDuplicates ? !reported.contains(path) : true else { return nil }
     guard
-      let device = try? Device1.make(path: path, properties: properties, connection: connection),
-      device[Device1.adapter] == adapter,
-      let discovery = Discovery(device: device, adapter: adapter, at: .now),
+      let advertised = DeviceAdvertisement(properties),
+      advertised.adapter == adapter,
+      let discovery = Discovery(advertised, path: path, at: .now),
       options.admits(discovery)
     else { return nil }
     reported.insert(path)

@@ -31,25 +31,28 @@ public struct Discovery: Sendable, Hashable {
   /// When blekit saw this report.
   public var timestamp: ContinuousClock.Instant
 
-  /// Reads a discovery from a Device1 snapshot; `nil` when the address is unusable.
-  init?(device: Device1, adapter: ObjectPath, at timestamp: ContinuousClock.Instant) {
-    guard let text = device[Device1.address], let address = BluetoothAddress(rawValue: text)
-    else { return nil }
-    self.peripheral = PeripheralIdentifier(address: address, adapter: adapter, path: device.path)
-    self.addressType = device[Device1.addressType].flatMap(AddressType.init(rawValue:))
-    self.name = device[Device1.name]
-    let reported = device[Device1.rssi].map(Int.init)
+  /// Reads a discovery from what bluetoothd holds for the device object at `path`; `nil` when
+  /// the address is unusable.
+  init?(
+    _ advertised: DeviceAdvertisement, path: ObjectPath, at timestamp: ContinuousClock.Instant
+  ) {
+    guard let address = BluetoothAddress(rawValue: advertised.address) else { return nil }
+    self.peripheral = PeripheralIdentifier(
+      address: address, adapter: advertised.adapter, path: path)
+    self.addressType = advertised.addressType.flatMap(AddressType.init(rawValue:))
+    self.name = advertised.name
+    let reported = advertised.rssi.map(Int.init)
     self.reportedRSSI = reported
     self.rssi = RSSIFilter.isKnown(reported) ? reported : nil
-    self.txPower = device[Device1.txPower].map(Int.init)
-    self.serviceUUIDs = (device[Device1.uuids] ?? []).compactMap { try? BluetoothUUID($0) }
-    self.manufacturerData = device[Device1.manufacturerData] ?? [:]
+    self.txPower = advertised.txPower.map(Int.init)
+    self.serviceUUIDs = (advertised.uuids ?? []).compactMap { try? BluetoothUUID($0) }
+    self.manufacturerData = advertised.manufacturerData ?? [:]
     var serviceData: [BluetoothUUID: [UInt8]] = [:]
-    for (key, value) in device[Device1.serviceData] ?? [:] {
+    for (key, value) in advertised.serviceData ?? [:] {
       if let uuid = try? BluetoothUUID(key) { serviceData[uuid] = value }
     }
     self.serviceData = serviceData
-    self.isConnected = device[Device1.connected] ?? false
+    self.isConnected = advertised.connected
     self.timestamp = timestamp
   }
 }

@@ -52,7 +52,6 @@ final class ScanSession: Sendable {
   let adapterName: String
   let options: ScanOptions
   private let sink: ScanSink
-  private let connection: DBusConnection
   private let state: Mutex<State>
   private let observation = Mutex<BlueZObjectObservation?>(nil)
 
@@ -66,7 +65,6 @@ final class ScanSession: Sendable {
     self.adapterName = adapterName
     self.options = options
     self.sink = sink
-    connection = manager.objects.connection
     var initial = State(filter: DiscoveryFilterState(options: options, adapter: adapter.path))
     if !holding { initial.held = nil }
     state = Mutex(initial)
@@ -165,7 +163,7 @@ final class ScanSession: Sendable {
   private func report(_ path: ObjectPath, _ properties: [String: DBusValue]) {
     state.withLock { state in
       guard !state.cancelled, state.ending == nil,
-        let discovery = state.filter.consider(path, properties, connection)
+        let discovery = state.filter.consider(path, properties)
       else { return }
       if state.held != nil {
         state.held!.append(discovery)

@@ -293,7 +293,11 @@ public final class BlueZObjectTree: Sendable {
       guard args.count == 2, let path = args[0].objectPathValue else { return }
       let added = decodeInterfaces(args[1])
       guard !added.isEmpty else { return }
-      state.objects[path, default: [:]].merge(added) { _, new in new }
+      if let known = state.objects.index(forKey: path) {
+        state.objects.values[known].merge(added) { _, new in new }
+      } else {
+        state.objects[path] = added  // a new object (each new peripheral): nothing to merge
+      }
       emit(.interfacesAdded(path, added), in: &state)
     case (BlueZ.Interface.objectManager, "InterfacesRemoved"):
       guard args.count == 2, let path = args[0].objectPathValue,

@@ -23,6 +23,65 @@ import Testing
     #expect(GattCharacteristic1.propertyTable.contains { $0.name == "MTU" })
   }
 
+  /// A Device1 property dictionary as bluetoothd sends it for an advertiser.
+  static let advertiser: [String: DBusValue] = [
+    "Address": .string("00:AA:01:01:00:01"), "AddressType": .string("public"),
+    "Name": .string("bench"), "Alias": .string("bench"),
+    "Adapter": .objectPath("/org/bluez/hci0"), "RSSI": .int16(-60), "TxPower": .int16(4),
+    "UUIDs": .array(element: "s", [.string("e20a39f4-73f5-4bc4-a12f-17d1ad07a961")]),
+    "ManufacturerData": .dictionary(
+      key: "q", value: "v", [DBusDictEntry(key: .uint16(0xFFFF), value: .variant(.bytes([2])))]),
+    "ServiceData": .dictionary(
+      key: "s", value: "v",
+      [DBusDictEntry(key: .string("0000180f-0000-1000-8000-00805f9b34fb"), value: .bytes([9]))]),
+    "Connected": .bool(false), "Paired": .bool(false), "Trusted": .bool(false),
+    "Blocked": .bool(false), "LegacyPairing": .bool(false), "ServicesResolved": .bool(false),
+  ]
+
+  @Test func deviceAdvertisementReadsWhatTheProxyReads() throws {
+    let path = ObjectPath("/org/bluez/hci0/dev_00_AA_01_01_00_01")
+    // Each case: the dictionary, and whether the proxy accepts it.
+    var cases: [([String: DBusValue], Bool)] = [(Self.advertiser, true)]
+    for required in ["Address", "Adapter", "Connected"] {
+      var missing = Self.advertiser
+      missing[required] = nil
+      var illTyped = Self.advertiser
+      illTyped[required] = .uint32(7)
+      cases += [(missing, false), (illTyped, false)]
+    }
+    for optional in ["AddressType", "Name", "RSSI", "TxPower", "UUIDs", "ManufacturerData"] {
+      var illTyped = Self.advertiser
+      illTyped[optional] = .uint32(7)
+      var missing = Self.advertiser
+      missing[optional] = nil
+      cases += [(illTyped, true), (missing, true)]
+    }
+    var badEntry = Self.advertiser  // one malformed entry spoils the whole map, as for the proxy
+    badEntry["ServiceData"] = .dictionary(
+      key: "s", value: "v", [DBusDictEntry(key: .string("180f"), value: .string("x"))])
+    cases.append((badEntry, true))
+    let bus = try ClientTestBus()  // the proxies need a connection; nothing is sent on it
+    defer { bus.stop() }
+    let connection = try bus.connect()
+    for (properties, accepted) in cases {
+      let proxy = try? Device1.make(path: path, properties: properties, connection: connection)
+      let advertised = DeviceAdvertisement(properties)
+      #expect((proxy != nil) == accepted)
+      #expect((advertised != nil) == accepted)
+      guard let proxy, let advertised else { continue }
+      #expect(advertised.address == proxy[Device1.address])
+      #expect(advertised.addressType == proxy[Device1.addressType])
+      #expect(advertised.name == proxy[Device1.name])
+      #expect(advertised.adapter == proxy[Device1.adapter])
+      #expect(advertised.rssi == proxy[Device1.rssi])
+      #expect(advertised.txPower == proxy[Device1.txPower])
+      #expect(advertised.uuids == proxy[Device1.uuids])
+      #expect(advertised.manufacturerData == proxy[Device1.manufacturerData])
+      #expect(advertised.serviceData == proxy[Device1.serviceData])
+      #expect(advertised.connected == proxy[Device1.connected])
+    }
+  }
+
   @Test func propertyChangesAreTyped() {
     let changes = PropertyChanges<Device1>(
       changed: ["Connected": .bool(true), "RSSI": .string("oops"), "Frobnicate": .bool(true)],
