@@ -159,21 +159,23 @@ extension CentralManager {
   }
 
   private func rehearseScan(_ options: ScanOptions, on adapter: Adapter1) -> Discovery? {
-    guard let signal = Self.madeUpAdvertisement(options, adapter: adapter.path) else {
+    guard let message = Self.madeUpAdvertisement(options, adapter: adapter.path) else {
       return nil
     }
     let found = ScanOutcome()
     let session = ScanSession(
       manager: self, adapter: adapter, adapterName: adapterName, options: options,
       sink: ScanSink(yield: found.keep, end: { _ in }), holding: false)
-    for event in BlueZObjectTree.rehearse([signal]) { session.handle(event) }
+    for event in BlueZObjectTree.rehearse(messages: [message]) { session.handle(event) }
     session.cancel()
     return found.discovery
   }
 
   /// bluetoothd's InterfacesAdded for a made-up device on `adapter` that advertises what
   /// `options` look for, taken through libdbus's wire format and back as a real one is.
-  private static func madeUpAdvertisement(_ options: ScanOptions, adapter: ObjectPath) -> Signal? {
+  private static func madeUpAdvertisement(_ options: ScanOptions, adapter: ObjectPath)
+    -> DBusMessage?
+  {
     let uuids =
       options.services.isEmpty
       ? ["0000180f-0000-1000-8000-00805f9b34fb"]
@@ -204,14 +206,11 @@ extension CentralManager {
       ])
     guard
       let message = try? DBusMessage.signal(
-        path: path, interface: BlueZ.Interface.objectManager, member: "InterfacesAdded"),
+        path: BlueZ.root, interface: BlueZ.Interface.objectManager, member: "InterfacesAdded"),
       (try? message.append([.objectPath(path), interfaces])) != nil,
-      let wire = try? message.wireBytes(),
-      let arguments = try? DBusMessage(wireBytes: wire).arguments()
+      let wire = try? message.wireBytes()
     else { return nil }
-    return Signal(
-      sender: nil, path: BlueZ.root, interface: BlueZ.Interface.objectManager,
-      member: "InterfacesAdded", arguments: arguments)
+    return try? DBusMessage(wireBytes: wire)
   }
 
   /// Whether this process has rehearsed a scan (see ``rehearseScan(_:)``).

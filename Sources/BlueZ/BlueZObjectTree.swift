@@ -51,7 +51,7 @@ public final class BlueZObjectTree: Sendable {
     var isServiceRunning = false
     var accessDeniedMessage: String?
     /// Signals held back while a GetManagedObjects reply is awaited.
-    var pending: [Signal]?
+    var pending: [ObjectManagerSignal]?
     var generation = 0
     var observers: [Observer] = []
     var subscriptions: [SignalSubscription] = []
@@ -82,9 +82,14 @@ public final class BlueZObjectTree: Sendable {
   private func listen() async throws(BlueZError) {
     let owner: BusName?
     do throws(DBusError) {
-      let signals = try await connection.handleSignals(MatchRule(sender: BlueZ.service)) {
-        [weak self] signal in self?.receive(signal)
-      }
+      // bluetoothd's signals are read straight into the tree's dictionaries (no DBusValue for
+      // the whole body first): this is the path of every scan report.
+      let signals = try await connection.handleSignals(
+        MatchRule(sender: BlueZ.service),
+        reading: { [weak self] header, reader in
+          guard let self, let signal = ObjectManagerSignal(header, &reader) else { return }
+          self.receive(signal)
+        })
       let owners = try await connection.handleSignals(.nameOwnerChanged(BlueZ.service)) {
         [weak self] signal in
         guard let self, let change = NameOwnerChange(signal) else { return }
@@ -173,13 +178,33 @@ public final class BlueZObjectTree: Sendable {
   /// received. Useful to rehearse the path a signal takes, so that a fresh process loads that
   /// code before the first real signal rather than on it, and in tests.
   public static func rehearse(_ signals: [Signal]) -> [BlueZObjectEvent] {
+    rehearse(signals.compactMap(ObjectManagerSignal.init))
+  }
+
+  /// Like the rehearsal of decoded signals, for signals as received messages: they are read the
+  /// way the tree reads bluetoothd's, so the rehearsal covers that code too.
+  public static func rehearse(messages: [DBusMessage]) -> [BlueZObjectEvent] {
+    rehearse(
+      messages.compactMap { message in
+        guard let path = message.path, let interface = message.interface,
+          let member = message.member
+        else { return nil }
+        let header = SignalHeader(
+          sender: message.sender, path: path, interface: interface, member: member)
+        return try? message.read { reader throws(DBusError) in
+          ObjectManagerSignal(header, &reader)
+        }
+      })
+  }
+
+  private static func rehearse(_ signals: [ObjectManagerSignal?]) -> [BlueZObjectEvent] {
     let events = Mutex<[BlueZObjectEvent]>([])
     var scratch = State()
     scratch.observers.append(
       Observer(observation: BlueZObjectObservation()) { event in
         events.withLock { $0.append(event) }
       })
-    for signal in signals { apply(signal, to: &scratch) }
+    for case let signal? in signals { apply(signal, to: &scratch) }
     return events.withLock { $0 }
   }
 
@@ -275,7 +300,7 @@ public final class BlueZObjectTree: Sendable {
   }
 
   /// On the connection's queue.
-  private func receive(_ signal: Signal) {
+  private func receive(_ signal: ObjectManagerSignal) {
     state.withLock { state in
       guard !state.stopped else { return }
       if state.pending != nil {
@@ -286,12 +311,9 @@ public final class BlueZObjectTree: Sendable {
     }
   }
 
-  private static func apply(_ signal: Signal, to state: inout State) {
-    let args = signal.arguments
-    switch (signal.interface, signal.member.rawValue) {
-    case (BlueZ.Interface.objectManager, "InterfacesAdded"):
-      guard args.count == 2, let path = args[0].objectPathValue else { return }
-      let added = decodeInterfaces(args[1])
+  private static func apply(_ signal: ObjectManagerSignal, to state: inout State) {
+    switch signal {
+    case .interfacesAdded(let path, let added):
       guard !added.isEmpty else { return }
       if let known = state.objects.index(forKey: path) {
         state.objects.values[known].merge(added) { _, new in new }
@@ -299,32 +321,20 @@ public final class BlueZObjectTree: Sendable {
         state.objects[path] = added  // a new object (each new peripheral): nothing to merge
       }
       emit(.interfacesAdded(path, added), in: &state)
-    case (BlueZ.Interface.objectManager, "InterfacesRemoved"):
-      guard args.count == 2, let path = args[0].objectPathValue,
-        let names = args[1].stringArrayValue
-      else { return }
-      let removed = names.compactMap { InterfaceName(rawValue: $0) }
+    case .interfacesRemoved(let path, let removed):
       guard var interfaces = state.objects[path] else { return }
       for name in removed { interfaces[name] = nil }
       state.objects[path] = interfaces.isEmpty ? nil : interfaces
       emit(.interfacesRemoved(path, removed), in: &state)
-    case (BlueZ.Interface.properties, "PropertiesChanged"):
-      guard args.count >= 2, let name = args[0].stringValue,
-        let interface = InterfaceName(rawValue: name),
-        let changed = args[1].stringVariantDictionary
-      else { return }
-      let invalidated = args.count > 2 ? (args[2].stringArrayValue ?? []) : []
-      guard var properties = state.objects[signal.path]?[interface] else { return }
-      // stringVariantDictionary has unwrapped the variants already.
-      properties.merge(changed) { _, new in new }
+    case .propertiesChanged(let path, let interface, let changed, let invalidated):
+      guard var properties = state.objects[path]?[interface] else { return }
+      properties.merge(changed) { _, new in new }  // variants already unwrapped
       for name in invalidated { properties[name] = nil }
-      state.objects[signal.path]![interface] = properties
+      state.objects[path]![interface] = properties
       emit(
         .propertiesChanged(
-          signal.path, interface, changed: changed, invalidated: invalidated, current: properties),
+          path, interface, changed: changed, invalidated: invalidated, current: properties),
         in: &state)
-    default:
-      return
     }
   }
 
@@ -347,6 +357,79 @@ public final class BlueZObjectTree: Sendable {
         continue
       }
       result[name] = entry.value.stringVariantDictionary ?? [:]  // variants unwrapped
+    }
+    return result
+  }
+}
+
+/// One of bluetoothd's ObjectManager or Properties signals, as the tree applies it.
+enum ObjectManagerSignal {
+  case interfacesAdded(ObjectPath, [InterfaceName: [String: DBusValue]])
+  case interfacesRemoved(ObjectPath, [InterfaceName])
+  case propertiesChanged(
+    ObjectPath, InterfaceName, changed: [String: DBusValue], invalidated: [String])
+
+  /// Reads a received signal; `nil` for other signals and for ill-formed ones.
+  init?(_ header: SignalHeader, _ reader: inout MessageReader) {
+    do throws(DBusError) {
+      switch (header.interface, header.member.rawValue) {
+      case (BlueZ.Interface.objectManager, "InterfacesAdded"):
+        let path = try reader.objectPath()
+        let interfaces = try reader.interfacesAndProperties()
+        guard reader.isAtEnd else { return nil }
+        self = .interfacesAdded(path, Self.named(interfaces))
+      case (BlueZ.Interface.objectManager, "InterfacesRemoved"):
+        let path = try reader.objectPath()
+        let names = try reader.strings()
+        guard reader.isAtEnd else { return nil }
+        self = .interfacesRemoved(path, names.compactMap { InterfaceName(rawValue: $0) })
+      case (BlueZ.Interface.properties, "PropertiesChanged"):
+        guard let interface = InterfaceName(rawValue: try reader.string()) else { return nil }
+        let changed = try reader.properties()
+        let invalidated = reader.isAtEnd ? [] : ((try? reader.strings()) ?? [])
+        self = .propertiesChanged(
+          header.path, interface, changed: changed, invalidated: invalidated)
+      default:
+        return nil
+      }
+    } catch {
+      return nil
+    }
+  }
+
+  /// Decodes a signal already decoded into values (a rehearsal's, a test's).
+  init?(_ signal: Signal) {
+    let args = signal.arguments
+    switch (signal.interface, signal.member.rawValue) {
+    case (BlueZ.Interface.objectManager, "InterfacesAdded"):
+      guard args.count == 2, let path = args[0].objectPathValue else { return nil }
+      self = .interfacesAdded(path, BlueZObjectTree.decodeInterfaces(args[1]))
+    case (BlueZ.Interface.objectManager, "InterfacesRemoved"):
+      guard args.count == 2, let path = args[0].objectPathValue,
+        let names = args[1].stringArrayValue
+      else { return nil }
+      self = .interfacesRemoved(path, names.compactMap { InterfaceName(rawValue: $0) })
+    case (BlueZ.Interface.properties, "PropertiesChanged"):
+      guard args.count >= 2, let name = args[0].stringValue,
+        let interface = InterfaceName(rawValue: name),
+        let changed = args[1].stringVariantDictionary
+      else { return nil }
+      let invalidated = args.count > 2 ? (args[2].stringArrayValue ?? []) : []
+      self = .propertiesChanged(
+        signal.path, interface, changed: changed, invalidated: invalidated)
+    default:
+      return nil
+    }
+  }
+
+  /// The interfaces whose names are valid.
+  private static func named(_ interfaces: [String: [String: DBusValue]])
+    -> [InterfaceName: [String: DBusValue]]
+  {
+    var result: [InterfaceName: [String: DBusValue]] = Dictionary(
+      minimumCapacity: interfaces.count)
+    for (name, properties) in interfaces {
+      if let interface = InterfaceName(rawValue: name) { result[interface] = properties }
     }
     return result
   }

@@ -103,24 +103,30 @@ enum MessageDecoder {
     case TypeCode.variant:
       var sub = DBusMessageIter()
       dbus_message_iter_recurse(&iter, &sub)
-      let innerCode = dbus_message_iter_get_arg_type(&sub)
-      let innerType: DBusType
-      if let simple = DBusType.simple(innerCode) {
-        innerType = simple
-      } else if let common = commonContainerType(&sub, innerCode) {
-        innerType = common
-      } else {
-        guard let cSignature = dbus_message_iter_get_signature(&sub) else {
-          throw DBusError.noMemoryError
-        }
-        defer { dbus_free(cSignature) }
-        innerType = try DBusType.parseSingle(String(cString: cSignature))
-      }
-      return .variant(try decode(&sub, innerType))
+      return .variant(try decodeCurrent(&sub))
     default:
       throw DBusError(
         code: .unexpectedReply, message: "unknown type code \(code) in message body")
     }
+  }
+
+  /// Decodes the value under `iter` whatever its type (a variant's content, say), finding the
+  /// type without a signature string for the common shapes.
+  static func decodeCurrent(_ iter: inout DBusMessageIter) throws(DBusError) -> DBusValue {
+    let code = dbus_message_iter_get_arg_type(&iter)
+    let type: DBusType
+    if let simple = DBusType.simple(code) {
+      type = simple
+    } else if let common = commonContainerType(&iter, code) {
+      type = common
+    } else {
+      guard let cSignature = dbus_message_iter_get_signature(&iter) else {
+        throw DBusError.noMemoryError
+      }
+      defer { dbus_free(cSignature) }
+      type = try DBusType.parseSingle(String(cString: cSignature))
+    }
+    return try decode(&iter, type)
   }
 
   /// The type of a variant's array content without asking libdbus for a signature string, for
@@ -148,7 +154,7 @@ enum MessageDecoder {
   }
 
   @inline(__always)
-  private static func readString(_ iter: inout DBusMessageIter) -> String {
+  static func readString(_ iter: inout DBusMessageIter) -> String {
     guard let pointer = blekit_iter_get_string(&iter) else { return "" }
     return String(cString: pointer)
   }

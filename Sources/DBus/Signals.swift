@@ -90,6 +90,22 @@ public struct Signal: Sendable {
   }
 }
 
+/// The header of a received signal: who sent it, and which object, interface and member.
+public struct SignalHeader: Sendable {
+  /// The sender's unique name.
+  public var sender: BusName?
+  public var path: ObjectPath
+  public var interface: InterfaceName
+  public var member: MemberName
+
+  public init(sender: BusName?, path: ObjectPath, interface: InterfaceName, member: MemberName) {
+    self.sender = sender
+    self.path = path
+    self.interface = interface
+    self.member = member
+  }
+}
+
 /// Signals matching one rule, in arrival order, buffered without limit (none are lost).
 ///
 /// The match rule is removed from the bus when iteration ends by cancellation, when `cancel()`
@@ -136,12 +152,26 @@ final class SubscriptionToken: Sendable {
   deinit { connection.endSubscription(id: id) }
 }
 
+/// How a subscription takes its signals: decoded into ``DBusValue``s, or read by the handler.
+enum SignalDelivery: Sendable {
+  case values(@Sendable (Signal) -> Void)
+  case reader(@Sendable (SignalHeader, inout MessageReader) -> Void)
+}
+
+extension SignalDelivery {
+  /// Whether the body must be decoded for this delivery.
+  var takesValues: Bool {
+    if case .values = self { return true }
+    return false
+  }
+}
+
 /// One signal subscription. Queue-confined.
 struct Subscription {
   let rule: MatchRule
   let ruleString: String
   /// Called on the queue with each matching signal, in arrival order.
-  let deliver: @Sendable (Signal) -> Void
+  let deliver: SignalDelivery
   /// Called on the queue once, when the subscription ends.
   var onEnd: [@Sendable () -> Void]
   /// Whether the bus accepted the match rule (so it must be removed at the end).
@@ -178,12 +208,28 @@ extension DBusConnection {
     SignalSubscription(token: try await subscribe(rule, deliver: handler, onEnd: {}))
   }
 
+  /// Like ``handleSignals(_:_:)``, but `handler` reads each signal's arguments itself, into the
+  /// shapes it keeps (see ``MessageReader``), instead of receiving the whole body as
+  /// ``DBusValue``s. The reader is valid only during the call.
+  public func handleSignals(
+    _ rule: MatchRule,
+    reading handler: @escaping @Sendable (SignalHeader, inout MessageReader) -> Void
+  ) async throws(DBusError) -> SignalSubscription {
+    SignalSubscription(token: try await subscribe(rule, delivery: .reader(handler), onEnd: {}))
+  }
+
   /// Registers a subscription, adds its match rule on the bus and, for a well-known sender,
   /// starts tracking that name's owner. Signals are delivered from the moment the subscription
   /// is registered (before the bus has confirmed the rule).
   func subscribe(
     _ rule: MatchRule, deliver: @escaping @Sendable (Signal) -> Void,
     onEnd: @escaping @Sendable () -> Void
+  ) async throws(DBusError) -> SubscriptionToken {
+    try await subscribe(rule, delivery: .values(deliver), onEnd: onEnd)
+  }
+
+  func subscribe(
+    _ rule: MatchRule, delivery deliver: SignalDelivery, onEnd: @escaping @Sendable () -> Void
   ) async throws(DBusError) -> SubscriptionToken {
     let id = nextID.add(1, ordering: .relaxed).newValue
     let ruleString = rule.ruleString
@@ -277,6 +323,7 @@ extension DBusConnection {
     let member = String(cString: cMember)
     var decoded: [DBusValue]?
     var signal: Signal?
+    var header: SignalHeader?
     if subscriptionsInOrder == nil {
       subscriptionsInOrder = subscriptions.sorted(by: { $0.key < $1.key }).map(\.value)
     }
@@ -286,7 +333,7 @@ extension DBusConnection {
           sender: sender, senderOwner: subscription.senderOwner, path: path,
           interface: interface, member: member)
       else { continue }
-      if decoded == nil {
+      if subscription.rule.arg0 != nil || subscription.deliver.takesValues, decoded == nil {
         guard let values = try? MessageDecoder.decodeBody(of: message) else { return }
         decoded = values
       }
@@ -295,13 +342,23 @@ extension DBusConnection {
           case .string = decoded?.first
         else { continue }
       }
-      if signal == nil {
-        signal = Signal(
+      if header == nil {
+        header = SignalHeader(
           sender: sender.map { BusName(unchecked: $0) }, path: ObjectPath(unchecked: path),
-          interface: InterfaceName(unchecked: interface), member: MemberName(unchecked: member),
-          arguments: decoded ?? [])
+          interface: InterfaceName(unchecked: interface), member: MemberName(unchecked: member))
       }
-      subscription.deliver(signal!)
+      switch subscription.deliver {
+      case .values(let deliver):
+        if signal == nil {
+          signal = Signal(
+            sender: header!.sender, path: header!.path, interface: header!.interface,
+            member: header!.member, arguments: decoded ?? [])
+        }
+        deliver(signal!)
+      case .reader(let read):
+        var reader = MessageReader(message)
+        read(header!, &reader)
+      }
     }
   }
 }
