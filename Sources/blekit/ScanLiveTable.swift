@@ -187,7 +187,7 @@ final class ScanLiveTable: Sendable {
       }
     }
     out.append(UInt8(ascii: " "))
-    if let name = row.name { out.append(contentsOf: JSON.quoted(name).utf8) }
+    if let name = row.name { JSON.appendQuoted(name, to: &out) }
   }
 
   /// Runs `write`, then pads what it wrote with spaces to `width` bytes (the padded columns
