@@ -2,70 +2,67 @@
 // asks for, without building a DBusValue for the whole body first.
 import CDBus
 
-/// Reads the arguments of a message in order, straight from libdbus's buffer.
+/// Reads the arguments of a received message in order, straight from its bytes.
 ///
 /// ``DBusMessage/arguments()`` gives the whole body as ``DBusValue``s; a caller that knows the
 /// signature it expects can instead read each argument as what it will keep: a property
 /// dictionary (`a{sv}`) comes out as `[String: DBusValue]` with the variants unwrapped, without
-/// the intermediate entries and variant boxes. Each read checks the argument's type and throws
-/// ``DBusError/Code/unexpectedReply`` on a mismatch or when the arguments have run out; after a
-/// failed read the reader's position is unspecified.
+/// the intermediate entries and variant boxes. Each read checks the argument's type against
+/// the message's signature and throws ``DBusError/Code/unexpectedReply`` on a mismatch or when
+/// the arguments have run out; after a failed read the reader's position is unspecified. Unix
+/// file descriptors (`h`) cannot be read with it.
 ///
-/// A reader is valid only while its message is: inside the handler given to
-/// ``DBusConnection/handleSignals(_:reading:)``, or inside ``DBusMessage/read(_:)``.
-public struct MessageReader {
-  private var iter = DBusMessageIter()
-  private var hasCurrent: Bool
+/// A reader lives only as long as the handler given to
+/// ``DBusConnection/handleSignals(_:reading:)``, or the body given to ``DBusMessage/read(_:)``.
+public struct MessageReader: ~Copyable {
+  private var body: WireBody
+  private let types: [DBusType]
+  private var index = 0
 
-  init(_ message: OpaquePointer) {
-    hasCurrent = dbus_message_iter_init(message, &iter) != 0
+  init(_ message: OpaquePointer) throws(DBusError) {
+    let signature = dbus_message_get_signature(message).map { String(cString: $0) } ?? ""
+    let types = signature.isEmpty ? [] : try DBusType.parseList(signature)
+    let body = try WireBody(message)
+    self.types = types
+    self.body = body
   }
 
   /// Whether every argument has been read.
-  public var isAtEnd: Bool {
-    mutating get { !hasCurrent || dbus_message_iter_get_arg_type(&iter) == TypeCode.invalid }
-  }
+  public var isAtEnd: Bool { index >= types.count }
 
   /// Reads an argument of any type.
   public mutating func value() throws(DBusError) -> DBusValue {
-    try expect(nil)
-    defer { advance() }
-    return try MessageDecoder.decodeCurrent(&iter)
+    let type = try next()
+    return try body.value(type)
   }
 
   /// Reads a string (`s`).
   public mutating func string() throws(DBusError) -> String {
-    try expect(TypeCode.string)
-    defer { advance() }
-    return MessageDecoder.readString(&iter)
+    guard try next().code == TypeCode.string else { throw mismatch("s") }
+    return try body.string()
   }
 
   /// Reads an object path (`o`).
   public mutating func objectPath() throws(DBusError) -> ObjectPath {
-    try expect(TypeCode.objectPath)
-    defer { advance() }
-    return ObjectPath(unchecked: MessageDecoder.readString(&iter))
+    guard try next().code == TypeCode.objectPath else { throw mismatch("o") }
+    return ObjectPath(unchecked: try body.string())
   }
 
   /// Reads an array of strings (`as`).
   public mutating func strings() throws(DBusError) -> [String] {
-    try expectArray(of: TypeCode.string)
-    defer { advance() }
-    var items = DBusMessageIter()
-    dbus_message_iter_recurse(&iter, &items)
-    var strings: [String] = []
-    while dbus_message_iter_get_arg_type(&items) == TypeCode.string {
-      strings.append(MessageDecoder.readString(&items))
-      dbus_message_iter_next(&items)
+    guard case .array(let element) = try next().kind, element.code == TypeCode.string else {
+      throw mismatch("as")
     }
+    let end = try body.arrayStart(elementAlignment: 4)
+    var strings: [String] = []
+    while body.offset < end { strings.append(try body.string()) }
     return strings
   }
 
   /// Reads a property dictionary (`a{sv}`), each value unwrapped from its variant(s).
   public mutating func properties() throws(DBusError) -> [String: DBusValue] {
-    try expectArray(of: TypeCode.dictEntry)
-    defer { advance() }
-    return try Self.properties(in: &iter)
+    guard Self.isProperties(try next()) else { throw mismatch("a{sv}") }
+    return try readProperties()
   }
 
   /// Reads interfaces and their properties (`a{sa{sv}}`, as ObjectManager sends them), each
@@ -73,78 +70,50 @@ public struct MessageReader {
   public mutating func interfacesAndProperties() throws(DBusError)
     -> [String: [String: DBusValue]]
   {
-    try expectArray(of: TypeCode.dictEntry)
-    defer { advance() }
-    var entries = DBusMessageIter()
-    dbus_message_iter_recurse(&iter, &entries)
+    guard case .dictionary(let key, let value) = try next().kind, key.code == TypeCode.string,
+      Self.isProperties(value)
+    else { throw mismatch("a{sa{sv}}") }
+    let end = try body.arrayStart(elementAlignment: 8)
     var result: [String: [String: DBusValue]] = [:]
-    while dbus_message_iter_get_arg_type(&entries) == TypeCode.dictEntry {
-      var pair = DBusMessageIter()
-      dbus_message_iter_recurse(&entries, &pair)
-      guard dbus_message_iter_get_arg_type(&pair) == TypeCode.string else {
-        throw Self.mismatch("a{sa{sv}}")
-      }
-      let name = MessageDecoder.readString(&pair)
-      dbus_message_iter_next(&pair)
-      guard dbus_message_iter_get_arg_type(&pair) == TypeCode.array,
-        dbus_message_iter_get_element_type(&pair) == TypeCode.dictEntry
-      else { throw Self.mismatch("a{sa{sv}}") }
-      result[name] = try Self.properties(in: &pair)
-      dbus_message_iter_next(&entries)
+    while body.offset < end {
+      try body.align(8)
+      let name = try body.string()
+      result[name] = try readProperties()
     }
     return result
   }
 
   // MARK: Helpers
 
-  /// `a{sv}` under `iter` (an array of dict entries) into a dictionary.
-  private static func properties(in iter: inout DBusMessageIter) throws(DBusError)
-    -> [String: DBusValue]
-  {
-    var entries = DBusMessageIter()
-    dbus_message_iter_recurse(&iter, &entries)
+  /// `a{sv}` at the cursor into a dictionary.
+  private mutating func readProperties() throws(DBusError) -> [String: DBusValue] {
+    let end = try body.arrayStart(elementAlignment: 8)
+    guard body.offset < end else { return [:] }
+    // Room for a typical object's properties (bluetoothd's Device1 has 12-18) without growing.
     var result: [String: DBusValue] = Dictionary(minimumCapacity: 16)
-    while dbus_message_iter_get_arg_type(&entries) == TypeCode.dictEntry {
-      var pair = DBusMessageIter()
-      dbus_message_iter_recurse(&entries, &pair)
-      guard dbus_message_iter_get_arg_type(&pair) == TypeCode.string else {
-        throw mismatch("a{sv}")
-      }
-      let key = MessageDecoder.readString(&pair)
-      dbus_message_iter_next(&pair)
-      guard dbus_message_iter_get_arg_type(&pair) == TypeCode.variant else {
-        throw mismatch("a{sv}")
-      }
-      var content = DBusMessageIter()
-      dbus_message_iter_recurse(&pair, &content)
-      result[key] = try MessageDecoder.decodeCurrent(&content).unwrapped
-      dbus_message_iter_next(&entries)
+    while body.offset < end {
+      try body.align(8)
+      let key = try body.string()
+      result[key] = try body.variantContent().unwrapped
     }
     return result
   }
 
-  private mutating func expect(_ code: Int32?) throws(DBusError) {
-    let current = hasCurrent ? dbus_message_iter_get_arg_type(&iter) : TypeCode.invalid
-    guard current != TypeCode.invalid else {
+  private static func isProperties(_ type: DBusType) -> Bool {
+    guard case .dictionary(let key, let value) = type.kind else { return false }
+    return key.code == TypeCode.string && value.code == TypeCode.variant
+  }
+
+  /// The next argument's type; the cursor moves past it with the read that follows.
+  private mutating func next() throws(DBusError) -> DBusType {
+    guard index < types.count else {
       throw DBusError(code: .unexpectedReply, message: "message has fewer arguments than expected")
     }
-    if let code, current != code {
-      throw Self.mismatch(String(UnicodeScalar(UInt8(truncatingIfNeeded: code))))
-    }
+    defer { index += 1 }
+    return types[index]
   }
 
-  private mutating func expectArray(of element: Int32) throws(DBusError) {
-    try expect(TypeCode.array)
-    guard dbus_message_iter_get_element_type(&iter) == element else {
-      throw Self.mismatch("a" + String(UnicodeScalar(UInt8(truncatingIfNeeded: element))))
-    }
-  }
-
-  private mutating func advance() {
-    hasCurrent = dbus_message_iter_next(&iter) != 0
-  }
-
-  private static func mismatch(_ expected: String) -> DBusError {
+  private func mismatch(_ expected: String) -> DBusError {
     DBusError(code: .unexpectedReply, message: "message argument is not of type \(expected)")
   }
 }
@@ -154,7 +123,7 @@ extension DBusMessage {
   public func read<Result>(
     _ body: (inout MessageReader) throws(DBusError) -> Result
   ) throws(DBusError) -> Result {
-    var reader = MessageReader(raw)
+    var reader = try MessageReader(raw)
     return try body(&reader)
   }
 }

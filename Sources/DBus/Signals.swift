@@ -356,7 +356,7 @@ extension DBusConnection {
         }
         deliver(signal!)
       case .reader(let read):
-        var reader = MessageReader(message)
+        guard var reader = try? MessageReader(message) else { continue }
         read(header!, &reader)
       }
     }

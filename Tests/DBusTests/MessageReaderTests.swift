@@ -60,27 +60,81 @@ import Testing
 
   @Test func mismatchesAndMissingArgumentsThrow() throws {
     let message = try Self.received([.string("org.bluez.Device1"), .uint32(3)])
-    let errors: [DBusError?] = try message.read { reader throws(DBusError) in
-      var errors: [DBusError?] = []
-      var first = reader
-      // a string, not a path
-      do throws(DBusError) { _ = try first.objectPath() } catch { errors.append(error) }
-      var second = reader
-      // not an array
-      do throws(DBusError) { _ = try second.properties() } catch { errors.append(error) }
-      _ = try reader.string()
-      // a uint32
-      do throws(DBusError) { _ = try reader.strings() } catch { errors.append(error) }
-      _ = try reader.value()
-      // nothing left
-      do throws(DBusError) { _ = try reader.string() } catch { errors.append(error) }
-      return errors
+    /// The error of `read` on a fresh reader, after `skip` arguments read as values.
+    func failure(
+      skipping skip: Int, _ read: (inout MessageReader) throws(DBusError) -> Void
+    ) throws -> DBusError? {
+      try message.read { reader throws(DBusError) in
+        for _ in 0..<skip { _ = try reader.value() }
+        do throws(DBusError) { try read(&reader) } catch { return error }
+        return nil
+      }
     }
+    let errors = [
+      try failure(skipping: 0) { r throws(DBusError) in _ = try r.objectPath() },  // a string
+      try failure(skipping: 0) { r throws(DBusError) in _ = try r.properties() },  // not a{sv}
+      try failure(skipping: 1) { r throws(DBusError) in _ = try r.strings() },  // a uint32
+      try failure(skipping: 2) { r throws(DBusError) in _ = try r.string() },  // nothing left
+    ]
     #expect(errors.count == 4)
     for error in errors {
       #expect(error?.code == .unexpectedReply)
     }
     #expect(errors.last??.message.contains("fewer arguments") == true)
+    #expect(try failure(skipping: 0) { r throws(DBusError) in _ = try r.string() } == nil)
+  }
+
+  /// Every value shape read from the bytes as libdbus's iterators read it.
+  @Test func bytesReadLikeLibdbusIterators() throws {
+    let values: [DBusValue] = [
+      .byte(7), .bool(true), .int16(-2), .uint16(65535), .int32(-70000), .uint32(4_000_000_000),
+      .int64(-1 << 40), .uint64(1 << 63), .double(-0.25), .string("ünï ✓"), .objectPath("/a/b"),
+      .signature("a{sv}"), .bytes([]), .bytes([1, 2, 3]), .strings([]), .strings(["x", "", "yz"]),
+      .array(element: "(yd)", [.structure([.byte(1), .double(2)])]),
+      .dictionary(
+        key: "q", value: "v", [DBusDictEntry(key: .uint16(1), value: .variant(.bytes([9])))]),
+      .dictionaryOfVariants([
+        "a": .int64(1), "b": .variant(.string("nested")), "c": .strings(["s"]),
+      ]),
+      .structure([.string("s"), .array(element: "ay", [.bytes([1]), .bytes([])]), .byte(0)]),
+      .variant(.dictionary(key: "s", value: "s", [])), .variant(.array(element: "x", [.int64(5)])),
+    ]
+    let received = try Self.received(values)
+    let decoded = try received.arguments()
+    let read = try received.read { reader throws(DBusError) in
+      var read: [DBusValue] = []
+      while !reader.isAtEnd { read.append(try reader.value()) }
+      return read
+    }
+    #expect(read == decoded)
+    #expect(decoded.count == values.count)
+  }
+
+  /// A big-endian message (written by hand: libdbus sends in the host's order) reads the same.
+  @Test func bigEndianBodies() throws {
+    var body: [UInt8] = [0xFF, 0xFE]  // q 65534
+    body += [0, 0]  // pad to 4
+    body += [0x01, 0x02, 0x03, 0x04]  // u
+    body += [0, 0, 0, 2] + Array("ab".utf8) + [0]  // s "ab"
+    body += [0]  // pad to 8
+    body += [0x3F, 0xF0, 0, 0, 0, 0, 0, 0]  // d 1.0
+    let signature = Array("qusd".utf8)
+    var message: [UInt8] = [UInt8(ascii: "B"), 2, 0, 1]
+    message += be32(UInt32(body.count)) + be32(1)
+    var fields: [UInt8] = [5, 1, UInt8(ascii: "u"), 0] + be32(1)  // REPLY_SERIAL = 1
+    fields += [8, 1, UInt8(ascii: "g"), 0, UInt8(signature.count)] + signature + [0]
+    message += be32(UInt32(fields.count)) + fields
+    while message.count % 8 != 0 { message.append(0) }
+    let received = try DBusMessage(wireBytes: message + body)
+    let read = try received.read { reader throws(DBusError) in
+      [try reader.value(), try reader.value(), try reader.value(), try reader.value()]
+    }
+    #expect(read == [.uint16(65534), .uint32(0x0102_0304), .string("ab"), .double(1)])
+    #expect(try received.arguments() == read)
+  }
+
+  private func be32(_ value: UInt32) -> [UInt8] {
+    (0..<4).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
   }
 
   @Test func handlersReadSignalsInArrivalOrder() async throws {

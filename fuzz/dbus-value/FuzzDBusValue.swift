@@ -1,7 +1,8 @@
 // libFuzzer target: the D-Bus value decoder. The input becomes a marshalled message (a
 // METHOD_RETURN header around an input-chosen signature and body), libdbus validates it with
 // dbus_message_demarshal as it does every incoming message, and MessageDecoder turns the body
-// into DBusValues. Values that decode are encoded again and must decode to the same values.
+// into DBusValues; MessageReader, reading the message's bytes, must find the same values.
+// Values that decode are encoded again and must decode to the same values.
 // Inputs starting with 'l' or 'B' are also tried as whole raw messages. Built by scripts/fuzz.
 import CDBus
 
@@ -60,6 +61,24 @@ private func decodeMarshalled(_ bytes: [UInt8]) {
   defer { dbus_message_unref(message) }
   guard let values = try? MessageDecoder.decodeBody(of: message) else { return }
   if verbose { print("decoded:", values) }
+  // MessageReader reads the same values from the message's bytes (unless the body holds a
+  // unix fd, which it cannot read).
+  if !values.contains(where: { $0.signature.rawValue.contains("h") }) {
+    let read = Result { () throws(DBusError) -> [DBusValue] in
+      var reader = try MessageReader(message)
+      var read: [DBusValue] = []
+      while !reader.isAtEnd { read.append(try reader.value()) }
+      return read
+    }
+    switch read {
+    case .success(let read):
+      fuzzCheck(
+        String(reflecting: read) == String(reflecting: values),
+        "MessageReader read other values than libdbus's iterators")
+    case .failure(let error):
+      fuzzCheck(false, "MessageReader failed where libdbus's iterators did not: \(error)")
+    }
+  }
   for value in values {
     _ = value.signature
     _ = value.stringVariantDictionary

@@ -1,0 +1,212 @@
+// WireBody: a received message's body read straight from its bytes (the D-Bus wire format),
+// for MessageReader. libdbus validated the message when it arrived; this reads a copy of it.
+import CDBus
+
+/// The marshalled bytes of one received message (libdbus's `dbus_message_marshal`) and a
+/// cursor over its body.
+///
+/// Why not libdbus's iterators: each value read through them is several calls into libdbus's
+/// type reader (which dispatches through tables of functions), and on the path of a scan report
+/// that was most of the cost of reading bluetoothd's signal in the lab's emulated machine. The
+/// message was validated by libdbus on arrival (`_dbus_message_loader_queue_messages` checks
+/// the whole body against its signature); every read here is still bounds-checked and throws
+/// on anything inconsistent. Unix file descriptors (`h`) are not read here: they travel beside
+/// the bytes.
+struct WireBody: ~Copyable {
+  private let base: UnsafeMutablePointer<CChar>
+  private let end: Int
+  private let bigEndian: Bool
+  /// The read position, from the start of the message (D-Bus aligns relative to it).
+  private(set) var offset: Int
+
+  /// The body of `message`; throws when libdbus cannot marshal it (out of memory).
+  init(_ message: OpaquePointer) throws(DBusError) {
+    var pointer: UnsafeMutablePointer<CChar>?
+    var length: Int32 = 0
+    guard dbus_message_marshal(message, &pointer, &length) != 0, let pointer else {
+      throw DBusError.noMemoryError
+    }
+    let count = Int(length)
+    let raw = UnsafeRawPointer(pointer)
+    // Fixed header: endianness, type, flags, version, body length, serial, then the header
+    // fields' array length; the body starts at the next multiple of 8 after the fields.
+    guard count >= 16 else {
+      dbus_free(pointer)
+      throw Self.malformed
+    }
+    let big = raw.load(as: UInt8.self) == UInt8(ascii: "B")
+    func u32(_ at: Int) -> Int {
+      let value = raw.loadUnaligned(fromByteOffset: at, as: UInt32.self)
+      return Int(big ? UInt32(bigEndian: value) : UInt32(littleEndian: value))
+    }
+    let bodyLength = u32(4)
+    let start = (16 + u32(12) + 7) & ~7
+    guard start <= count, bodyLength <= count - start else {
+      dbus_free(pointer)
+      throw Self.malformed
+    }
+    base = pointer
+    bigEndian = big
+    offset = start
+    end = start + bodyLength
+  }
+
+  deinit { dbus_free(base) }
+
+  /// Whether the body has been read to its end.
+  var isAtEnd: Bool { offset >= end }
+
+  // MARK: Values
+
+  /// Reads one value of `type`, as ``MessageDecoder`` would decode it through libdbus.
+  mutating func value(_ type: DBusType) throws(DBusError) -> DBusValue {
+    switch type.code {
+    case TypeCode.byte: return .byte(try fixed(UInt8.self))
+    case TypeCode.bool: return .bool(try fixed(UInt32.self) != 0)
+    case TypeCode.int16: return .int16(Int16(bitPattern: try fixed(UInt16.self)))
+    case TypeCode.uint16: return .uint16(try fixed(UInt16.self))
+    case TypeCode.int32: return .int32(Int32(bitPattern: try fixed(UInt32.self)))
+    case TypeCode.uint32: return .uint32(try fixed(UInt32.self))
+    case TypeCode.int64: return .int64(Int64(bitPattern: try fixed(UInt64.self)))
+    case TypeCode.uint64: return .uint64(try fixed(UInt64.self))
+    case TypeCode.double: return .double(Double(bitPattern: try fixed(UInt64.self)))
+    case TypeCode.string: return .string(try string())
+    case TypeCode.objectPath: return .objectPath(ObjectPath(unchecked: try string()))
+    case TypeCode.signature: return .signature(Signature(unchecked: try signature()))
+    case TypeCode.variant: return .variant(try variantContent())
+    case TypeCode.structure:
+      guard case .structure(let fieldTypes) = type.kind else { throw Self.malformed }
+      try align(8)
+      var fields: [DBusValue] = []
+      fields.reserveCapacity(fieldTypes.count)
+      for fieldType in fieldTypes { fields.append(try value(fieldType)) }
+      return .structure(fields)
+    case TypeCode.array:
+      switch type.kind {
+      case .array(let element):
+        let arrayEnd = try arrayStart(elementAlignment: Self.alignment(of: element.code))
+        if element.isByte {
+          let bytes = Array(
+            UnsafeRawBufferPointer(start: UnsafeRawPointer(base) + offset, count: arrayEnd - offset)
+          )
+          offset = arrayEnd
+          return .bytes(bytes)
+        }
+        var items: [DBusValue] = []
+        items.reserveCapacity(8)
+        while offset < arrayEnd { items.append(try value(element)) }
+        guard offset == arrayEnd else { throw Self.malformed }
+        return .array(element: element.signature, items)
+      case .dictionary(let key, let valueType):
+        let arrayEnd = try arrayStart(elementAlignment: 8)
+        var entries: [DBusDictEntry] = []
+        entries.reserveCapacity(8)
+        while offset < arrayEnd {
+          try align(8)
+          let k = try value(key)
+          entries.append(DBusDictEntry(key: k, value: try value(valueType)))
+        }
+        guard offset == arrayEnd else { throw Self.malformed }
+        return .dictionary(key: key.signature, value: valueType.signature, entries)
+      default:
+        throw Self.malformed
+      }
+    default:
+      // `h`: the descriptor itself is not in the bytes.
+      throw DBusError(
+        code: .unexpectedReply, message: "type \(type.signature) cannot be read from the bytes")
+    }
+  }
+
+  /// A variant's signature and value, the value unwrapped from the variant.
+  mutating func variantContent() throws(DBusError) -> DBusValue {
+    let signature = try signature()
+    return try value(try Self.type(ofVariantSignature: signature))
+  }
+
+  /// A string (`s` or `o`): length, bytes, NUL.
+  mutating func string() throws(DBusError) -> String {
+    let length = Int(try fixed(UInt32.self))
+    guard length < end - offset else { throw Self.malformed }
+    let text = String(
+      decoding: UnsafeRawBufferPointer(start: UnsafeRawPointer(base) + offset, count: length),
+      as: UTF8.self)
+    offset += length + 1
+    return text
+  }
+
+  /// A signature (`g`): one length byte, bytes, NUL.
+  mutating func signature() throws(DBusError) -> String {
+    let length = Int(try fixed(UInt8.self))
+    guard length < end - offset else { throw Self.malformed }
+    let text = String(
+      decoding: UnsafeRawBufferPointer(start: UnsafeRawPointer(base) + offset, count: length),
+      as: UTF8.self)
+    offset += length + 1
+    return text
+  }
+
+  /// Reads an array's length and moves to its first element; returns where the array ends.
+  mutating func arrayStart(elementAlignment: Int) throws(DBusError) -> Int {
+    let length = Int(try fixed(UInt32.self))
+    try align(elementAlignment)
+    guard length <= end - offset else { throw Self.malformed }
+    return offset + length
+  }
+
+  /// Moves to the next multiple of `alignment` (1, 2, 4 or 8).
+  mutating func align(_ alignment: Int) throws(DBusError) {
+    let aligned = (offset + alignment - 1) & ~(alignment - 1)
+    guard aligned <= end else { throw Self.malformed }
+    offset = aligned
+  }
+
+  /// A fixed-size integer, aligned to its size, in the message's byte order.
+  @inline(__always)
+  mutating func fixed<T: FixedWidthInteger & UnsignedInteger>(_: T.Type) throws(DBusError) -> T {
+    let size = MemoryLayout<T>.size
+    try align(size)
+    guard size <= end - offset else { throw Self.malformed }
+    let raw = UnsafeRawPointer(base).loadUnaligned(fromByteOffset: offset, as: T.self)
+    offset += size
+    return bigEndian ? T(bigEndian: raw) : T(littleEndian: raw)
+  }
+
+  // MARK: Types
+
+  /// The wire alignment of a type code.
+  static func alignment(of code: Int32) -> Int {
+    switch code {
+    case TypeCode.byte, TypeCode.signature, TypeCode.variant: 1
+    case TypeCode.int16, TypeCode.uint16: 2
+    case TypeCode.int64, TypeCode.uint64, TypeCode.double, TypeCode.structure,
+      TypeCode.dictEntry:
+      8
+    default: 4  // b, i, u, s, o, h, a
+    }
+  }
+
+  /// The type a variant's signature names, from the shared tables for the common shapes.
+  static func type(ofVariantSignature signature: String) throws(DBusError) -> DBusType {
+    let utf8 = signature.utf8
+    if utf8.count == 1, let simple = DBusType.simple(Int32(utf8.first!)) { return simple }
+    if utf8.count == 2, utf8.first == UInt8(ascii: "a"),
+      let array = DBusType.arrays[Int(utf8[utf8.index(after: utf8.startIndex)] & 0x7F)]
+    {
+      return array
+    }
+    if utf8.count == 5 {
+      let bytes = Array(utf8)
+      if bytes[0] == UInt8(ascii: "a"), bytes[1] == UInt8(ascii: "{"),
+        bytes[4] == UInt8(ascii: "}"), bytes[2] < 128, bytes[3] < 128,
+        let dictionary = DBusType.dictionaries[Int(bytes[2])][Int(bytes[3])]
+      {
+        return dictionary
+      }
+    }
+    return try DBusType.parseSingle(signature)
+  }
+
+  static let malformed = DBusError(
+    code: .unexpectedReply, message: "message body does not match its signature")
+}
