@@ -120,8 +120,20 @@ struct WireBody: ~Copyable {
 
   /// A variant's signature and value, the value unwrapped from the variant.
   mutating func variantContent() throws(DBusError) -> DBusValue {
-    let signature = try signature()
-    return try value(try Self.type(ofVariantSignature: signature))
+    // The common shapes (`s`, `as`, `a{qv}`...) are looked up from the signature's bytes in the
+    // shared tables; only others are made into a string and parsed.
+    let length = Int(try fixed(UInt8.self))
+    guard length < end - offset else { throw Self.malformed }
+    let signature = UnsafeRawBufferPointer(
+      start: UnsafeRawPointer(base) + offset, count: length)
+    let type: DBusType
+    if let common = Self.commonType(signature) {
+      type = common
+    } else {
+      type = try DBusType.parseSingle(String(decoding: signature, as: UTF8.self))
+    }
+    offset += length + 1
+    return try value(type)
   }
 
   /// A string (`s` or `o`): length, bytes, NUL.
@@ -186,25 +198,26 @@ struct WireBody: ~Copyable {
     }
   }
 
-  /// The type a variant's signature names, from the shared tables for the common shapes.
-  static func type(ofVariantSignature signature: String) throws(DBusError) -> DBusType {
-    let utf8 = signature.utf8
-    if utf8.count == 1, let simple = DBusType.simple(Int32(utf8.first!)) { return simple }
-    if utf8.count == 2, utf8.first == UInt8(ascii: "a"),
-      let array = DBusType.arrays[Int(utf8[utf8.index(after: utf8.startIndex)] & 0x7F)]
-    {
-      return array
+  /// The shared type for a signature of the form `x`, `ax` or `a{xy}` (`x` basic or `v`, `y`
+  /// basic or `v`), or `nil` for any other.
+  static func commonType(_ signature: UnsafeRawBufferPointer) -> DBusType? {
+    func code(_ index: Int) -> Int? {
+      let byte = signature[index]
+      return byte < 128 ? Int(byte) : nil
     }
-    if utf8.count == 5 {
-      let bytes = Array(utf8)
-      if bytes[0] == UInt8(ascii: "a"), bytes[1] == UInt8(ascii: "{"),
-        bytes[4] == UInt8(ascii: "}"), bytes[2] < 128, bytes[3] < 128,
-        let dictionary = DBusType.dictionaries[Int(bytes[2])][Int(bytes[3])]
-      {
-        return dictionary
-      }
+    switch signature.count {
+    case 1:
+      return code(0).flatMap { DBusType.simple[$0] }
+    case 2 where signature[0] == UInt8(ascii: "a"):
+      return code(1).flatMap { DBusType.arrays[$0] }
+    case 5
+    where signature[0] == UInt8(ascii: "a") && signature[1] == UInt8(ascii: "{")
+      && signature[4] == UInt8(ascii: "}"):
+      guard let key = code(2), let value = code(3) else { return nil }
+      return DBusType.dictionaries[key][value]
+    default:
+      return nil
     }
-    return try DBusType.parseSingle(signature)
   }
 
   static let malformed = DBusError(
