@@ -154,7 +154,7 @@ enum MessageDecoder {
   }
 
   @inline(__always)
-  static func readString(_ iter: inout DBusMessageIter) -> String {
+  private static func readString(_ iter: inout DBusMessageIter) -> String {
     guard let pointer = blekit_iter_get_string(&iter) else { return "" }
     return String(cString: pointer)
   }
