@@ -122,40 +122,33 @@ struct WireBody: ~Copyable {
   mutating func variantContent() throws(DBusError) -> DBusValue {
     // The common shapes (`s`, `as`, `a{qv}`...) are looked up from the signature's bytes in the
     // shared tables; only others are made into a string and parsed.
-    let length = Int(try fixed(UInt8.self))
-    guard length < end - offset else { throw Self.malformed }
-    let signature = UnsafeRawBufferPointer(
-      start: UnsafeRawPointer(base) + offset, count: length)
+    let signature = try terminatedBytes(length: Int(try fixed(UInt8.self)))
     let type: DBusType
     if let common = Self.commonType(signature) {
       type = common
     } else {
       type = try DBusType.parseSingle(String(decoding: signature, as: UTF8.self))
     }
-    offset += length + 1
     return try value(type)
   }
 
-  /// A string (`s` or `o`): length, bytes, NUL.
+  /// A string (`s` or `o`): a 32-bit length, the bytes, NUL.
   mutating func string() throws(DBusError) -> String {
-    let length = Int(try fixed(UInt32.self))
-    guard length < end - offset else { throw Self.malformed }
-    let text = String(
-      decoding: UnsafeRawBufferPointer(start: UnsafeRawPointer(base) + offset, count: length),
-      as: UTF8.self)
-    offset += length + 1
-    return text
+    String(decoding: try terminatedBytes(length: Int(try fixed(UInt32.self))), as: UTF8.self)
   }
 
-  /// A signature (`g`): one length byte, bytes, NUL.
+  /// A signature (`g`): one length byte, the bytes, NUL.
   mutating func signature() throws(DBusError) -> String {
-    let length = Int(try fixed(UInt8.self))
+    String(decoding: try terminatedBytes(length: Int(try fixed(UInt8.self))), as: UTF8.self)
+  }
+
+  /// The `length` bytes at the cursor, which moves past them and the NUL that follows. The
+  /// bytes are valid until the body is freed.
+  private mutating func terminatedBytes(length: Int) throws(DBusError) -> UnsafeRawBufferPointer {
     guard length < end - offset else { throw Self.malformed }
-    let text = String(
-      decoding: UnsafeRawBufferPointer(start: UnsafeRawPointer(base) + offset, count: length),
-      as: UTF8.self)
+    let bytes = UnsafeRawBufferPointer(start: UnsafeRawPointer(base) + offset, count: length)
     offset += length + 1
-    return text
+    return bytes
   }
 
   /// Reads an array's length and moves to its first element; returns where the array ends.
