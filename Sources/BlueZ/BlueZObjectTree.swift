@@ -178,7 +178,16 @@ public final class BlueZObjectTree: Sendable {
   /// received. Useful to rehearse the path a signal takes, so that a fresh process loads that
   /// code before the first real signal rather than on it, and in tests.
   public static func rehearse(_ signals: [Signal]) -> [BlueZObjectEvent] {
-    rehearse(signals.compactMap(ObjectManagerSignal.init))
+    // Marshalled into messages, so they are read as bluetoothd's are.
+    rehearse(
+      messages: signals.compactMap { signal in
+        guard
+          let message = try? DBusMessage.signal(
+            path: signal.path, interface: signal.interface, member: signal.member),
+          (try? message.append(signal.arguments)) != nil
+        else { return nil }
+        return message
+      })
   }
 
   /// Like the rehearsal of decoded signals, for signals as received messages: they are read the
@@ -393,31 +402,6 @@ enum ObjectManagerSignal {
         return nil
       }
     } catch {
-      return nil
-    }
-  }
-
-  /// Decodes a signal already decoded into values (a rehearsal's, a test's).
-  init?(_ signal: Signal) {
-    let args = signal.arguments
-    switch (signal.interface, signal.member.rawValue) {
-    case (BlueZ.Interface.objectManager, "InterfacesAdded"):
-      guard args.count == 2, let path = args[0].objectPathValue else { return nil }
-      self = .interfacesAdded(path, BlueZObjectTree.decodeInterfaces(args[1]))
-    case (BlueZ.Interface.objectManager, "InterfacesRemoved"):
-      guard args.count == 2, let path = args[0].objectPathValue,
-        let names = args[1].stringArrayValue
-      else { return nil }
-      self = .interfacesRemoved(path, names.compactMap { InterfaceName(rawValue: $0) })
-    case (BlueZ.Interface.properties, "PropertiesChanged"):
-      guard args.count >= 2, let name = args[0].stringValue,
-        let interface = InterfaceName(rawValue: name),
-        let changed = args[1].stringVariantDictionary
-      else { return nil }
-      let invalidated = args.count > 2 ? (args[2].stringArrayValue ?? []) : []
-      self = .propertiesChanged(
-        signal.path, interface, changed: changed, invalidated: invalidated)
-    default:
       return nil
     }
   }

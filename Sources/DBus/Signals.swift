@@ -171,7 +171,7 @@ struct Subscription {
   let rule: MatchRule
   let ruleString: String
   /// Called on the queue with each matching signal, in arrival order.
-  let deliver: SignalDelivery
+  let delivery: SignalDelivery
   /// Called on the queue once, when the subscription ends.
   var onEnd: [@Sendable () -> Void]
   /// Whether the bus accepted the match rule (so it must be removed at the end).
@@ -229,14 +229,14 @@ extension DBusConnection {
   }
 
   func subscribe(
-    _ rule: MatchRule, delivery deliver: SignalDelivery, onEnd: @escaping @Sendable () -> Void
+    _ rule: MatchRule, delivery: SignalDelivery, onEnd: @escaping @Sendable () -> Void
   ) async throws(DBusError) -> SubscriptionToken {
     let id = nextID.add(1, ordering: .relaxed).newValue
     let ruleString = rule.ruleString
     try onQueueSync { () throws(DBusError) in
       guard !isClosed else { throw DBusError.disconnectedError() }
       subscriptions[id] = Subscription(
-        rule: rule, ruleString: ruleString, deliver: deliver, onEnd: [onEnd])
+        rule: rule, ruleString: ruleString, delivery: delivery, onEnd: [onEnd])
     }
     let token = SubscriptionToken(connection: self, id: id)
     _ = try await callBus("AddMatch", [.string(ruleString)])
@@ -333,7 +333,7 @@ extension DBusConnection {
           sender: sender, senderOwner: subscription.senderOwner, path: path,
           interface: interface, member: member)
       else { continue }
-      if subscription.rule.arg0 != nil || subscription.deliver.takesValues, decoded == nil {
+      if subscription.rule.arg0 != nil || subscription.delivery.takesValues, decoded == nil {
         guard let values = try? MessageDecoder.decodeBody(of: message) else { return }
         decoded = values
       }
@@ -347,7 +347,7 @@ extension DBusConnection {
           sender: sender.map { BusName(unchecked: $0) }, path: ObjectPath(unchecked: path),
           interface: InterfaceName(unchecked: interface), member: MemberName(unchecked: member))
       }
-      switch subscription.deliver {
+      switch subscription.delivery {
       case .values(let deliver):
         if signal == nil {
           signal = Signal(

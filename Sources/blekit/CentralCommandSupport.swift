@@ -160,25 +160,25 @@ enum JSON {
         out.append(contentsOf: [
           UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
         ])
-        out.append(hexDigits[Int(byte >> 4)])
-        out.append(hexDigits[Int(byte & 0x0F)])
+        out.append(lowercaseHexDigits[Int(byte >> 4)])
+        out.append(lowercaseHexDigits[Int(byte & 0x0F)])
       default: out.append(byte)
       }
     }
     out.append(UInt8(ascii: "\""))
   }
-
-  private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 }
+
+/// ASCII `0`-`9`, `a`-`f`, indexed by value.
+let lowercaseHexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 
 /// Lowercase hex of bytes, no separators.
 func hexString(_ bytes: [UInt8]) -> String {
-  let digits = Array("0123456789abcdef")
-  var out = ""
-  out.reserveCapacity(bytes.count * 2)
-  for byte in bytes {
-    out.append(digits[Int(byte >> 4)])
-    out.append(digits[Int(byte & 0x0F)])
+  String(unsafeUninitializedCapacity: bytes.count * 2) { text in
+    for (index, byte) in bytes.enumerated() {
+      text[2 * index] = lowercaseHexDigits[Int(byte >> 4)]
+      text[2 * index + 1] = lowercaseHexDigits[Int(byte & 0x0F)]
+    }
+    return bytes.count * 2
   }
-  return out
 }
