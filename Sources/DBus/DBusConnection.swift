@@ -1,8 +1,11 @@
 // DBusConnection: the one owner of a libdbus connection. Opening, closing, method calls.
 import CDBus
 import Dispatch
-import Foundation
 import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
 
 /// A private connection to a message bus.
 ///
@@ -66,14 +69,14 @@ public final class DBusConnection: @unchecked Sendable {
   /// Connects to the system bus (honours `DBUS_SYSTEM_BUS_ADDRESS`).
   public static func system() throws(DBusError) -> DBusConnection {
     let address =
-      ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"]
+      environmentValue("DBUS_SYSTEM_BUS_ADDRESS")
       ?? "unix:path=/var/run/dbus/system_bus_socket"
     return try DBusConnection(address: address)
   }
 
   /// Connects to the session bus (`DBUS_SESSION_BUS_ADDRESS`).
   public static func session() throws(DBusError) -> DBusConnection {
-    guard let address = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"] else {
+    guard let address = environmentValue("DBUS_SESSION_BUS_ADDRESS") else {
       throw DBusError(
         code: .connectionFailed, message: "DBUS_SESSION_BUS_ADDRESS is not set")
     }
@@ -309,4 +312,10 @@ public final class DBusConnection: @unchecked Sendable {
     let ms = seconds * 1000 + attoseconds / 1_000_000_000_000_000
     return Int32(max(ms, 1))
   }
+}
+
+/// The value of the environment variable `name`, if set (read with `getenv`: this module
+/// does without Foundation).
+private func environmentValue(_ name: String) -> String? {
+  getenv(name).map { String(cString: $0) }
 }

@@ -71,7 +71,7 @@ public final class DBusMessage {
     guard dbus_message_set_error_name(raw, name.rawValue) != 0 else {
       throw DBusError.noMemoryError
     }
-    try message.append([.string(text.replacingOccurrences(of: "\0", with: ""))])
+    try message.append([.string(text.replacing("\0", with: ""))])
     return message
   }
 
