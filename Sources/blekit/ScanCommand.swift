@@ -106,13 +106,7 @@ struct ScanCommand: ParsableCommand {
             options, onInterruption: noteScanInterruption, onDiscovery: printer.handle)
           group.addTask { try await run.wait() }
           live.redrawIfNeeded(force: true)
-          group.addTask {
-            defer { live.redrawIfNeeded(force: true) }
-            while true {
-              try await Task.sleep(for: ScanLiveTable.tickInterval)
-              live.redrawIfNeeded()
-            }
-          }
+          live.startRedrawing()
         } else {
           let scan = try await manager.resumingScan(
             options, onInterruption: noteScanInterruption)
@@ -127,9 +121,11 @@ struct ScanCommand: ParsableCommand {
         try await group.next()
       }
     } catch {
+      live?.stopRedrawing()
       await manager.close()
       throw centralCLIError(error)
     }
+    live?.stopRedrawing()
     await manager.close()
   }
 

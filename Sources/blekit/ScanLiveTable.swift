@@ -3,6 +3,7 @@
 // list.
 
 import BLEKit
+import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -15,8 +16,9 @@ final class ScanLiveTable: Sendable {
   static let maximumRows = 256
   /// The shortest time between two redraws (4 Hz).
   static let redrawInterval: Duration = .milliseconds(250)
-  /// How often the scan command checks for a due redraw.
-  static let tickInterval: Duration = .milliseconds(50)
+  /// How often the LAST column's ages are brought up to date while rows are shown and no
+  /// report comes (they are whole seconds).
+  static let ageRefreshInterval: Duration = .seconds(1)
 
   struct Row: Sendable {
     var address: String
@@ -34,6 +36,17 @@ final class ScanLiveTable: Sendable {
     /// The lines on screen, as last drawn (the cursor is on the line below them).
     var drawn: [[UInt8]] = []
     var lastDrawn: ContinuousClock.Instant?
+    /// The timer of ``startRedrawing()`` (until ``stopRedrawing()``): armed only when a
+    /// drawing is due (a report held back by the rate, or ages to refresh), so an idle scan
+    /// wakes nothing.
+    var timer: RedrawTimer?
+    /// When the timer fires next (`nil`: not armed).
+    var wakeAt: ContinuousClock.Instant?
+  }
+
+  /// A Dispatch timer source (safe to use from any thread).
+  private final class RedrawTimer: @unchecked Sendable {
+    let source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "blekit.scan.table"))
   }
 
   private let state = Mutex(State())
@@ -80,16 +93,34 @@ final class ScanLiveTable: Sendable {
     // The report's own time serves as "now": no second clock reading (in the lab's emulated
     // machine, each one is a system call).
     redrawIfNeeded(now: timestamp)
+    scheduleRedraw()
   }
 
   /// Redraws the table when something changed and the last drawing is at least
-  /// ``redrawInterval`` old (or always, with `force`). Call it often (e.g. every
-  /// ``tickInterval``): the rate stays bounded by ``redrawInterval``.
+  /// ``redrawInterval`` old (or always, with `force`). ``note(_:)`` calls it, and after
+  /// ``startRedrawing()`` a timer calls it when a held-back report falls due: the rate stays
+  /// bounded by ``redrawInterval``.
   func redrawIfNeeded(force: Bool = false, now: ContinuousClock.Instant = .now) {
-    let text: [UInt8]? = state.withLock { state in
-      if !force {
-        guard state.dirty else { return nil }
-        if let last = state.lastDrawn, now - last < Self.redrawInterval { return nil }
+    redraw(force ? .force : .ifChanged, now: now)
+  }
+
+  private enum RedrawMode {
+    /// Only when a report changed the rows, and the rate allows.
+    case ifChanged
+    /// Also when only the ages changed, as the rate allows (the timer's; not once stopped).
+    case refreshingAges
+    /// Now, whatever the rate.
+    case force
+  }
+
+  /// Draws under the lock: the text of each drawing is relative to the previous one, so two
+  /// drawings (a report's and the timer's) must reach the terminal in the order they were made.
+  private func redraw(_ mode: RedrawMode, now: ContinuousClock.Instant) {
+    state.withLock { state in
+      if mode == .refreshingAges && state.timer == nil { return }
+      if mode != .force {
+        guard state.dirty || (mode == .refreshingAges && !state.order.isEmpty) else { return }
+        if let last = state.lastDrawn, now - last < Self.redrawInterval { return }
       }
       state.dirty = false
       let rows = state.order.compactMap { state.rows[$0] }
@@ -100,9 +131,70 @@ final class ScanLiveTable: Sendable {
       if !drawing.text.isEmpty && (!state.order.isEmpty || state.notShown > 0) {
         state.lastDrawn = now
       }
-      return drawing.text
+      if !drawing.text.isEmpty { output(drawing.text) }
     }
-    if let text, !text.isEmpty { output(text) }
+  }
+
+  /// Lets the table redraw by itself: a report held back by the rate shows when the rate
+  /// allows, and the ages in the LAST column move on (every ``ageRefreshInterval``) while no
+  /// report comes. Nothing is woken while the table has no rows.
+  func startRedrawing() {
+    let timer = RedrawTimer()
+    timer.source.setEventHandler { [weak self] in self?.timerFired() }
+    timer.source.activate()
+    let previous = state.withLock { state in
+      defer { state.timer = timer }
+      return state.timer
+    }
+    previous?.source.cancel()
+    scheduleRedraw()
+  }
+
+  /// Stops the timer of ``startRedrawing()`` and draws the final state at once.
+  func stopRedrawing() {
+    let timer = state.withLock { state in
+      defer {
+        state.timer = nil
+        state.wakeAt = nil
+      }
+      return state.timer
+    }
+    timer?.source.cancel()
+    redrawIfNeeded(force: true)
+  }
+
+  private func timerFired() {
+    let now = ContinuousClock.now
+    state.withLock { $0.wakeAt = nil }
+    redraw(.refreshingAges, now: now)
+    scheduleRedraw()
+  }
+
+  /// Arms the timer for the next due drawing, unless it is already armed for that or earlier:
+  /// a held-back report when the rate allows it, else an age refresh while rows are shown.
+  /// Armed under the lock, so the timer's deadline and `wakeAt` always agree. (Called after a
+  /// report's drawing is written, so its clock reading costs the report nothing.)
+  private func scheduleRedraw() {
+    let now = ContinuousClock.now
+    state.withLock { state in
+      guard let timer = state.timer else { return }
+      let next: ContinuousClock.Instant
+      if state.dirty, let last = state.lastDrawn {
+        next = last + Self.redrawInterval
+      } else if !state.order.isEmpty {
+        next = max(now, state.lastDrawn ?? now) + Self.ageRefreshInterval
+      } else {
+        return
+      }
+      if let armed = state.wakeAt, armed <= next { return }
+      state.wakeAt = next
+      let wait = max(.zero, next - now)
+      let nanoseconds =
+        wait.components.seconds * 1_000_000_000 + wait.components.attoseconds / 1_000_000_000
+      timer.source.schedule(
+        deadline: .now() + .nanoseconds(Int(nanoseconds)), repeating: .never,
+        leeway: .milliseconds(10))
+    }
   }
 
   /// The text that turns the drawing `previous` (the lines on screen, cursor below them) into

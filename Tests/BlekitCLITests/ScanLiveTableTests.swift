@@ -109,6 +109,48 @@ import Testing
     #expect(drawings.last.contains("-41"))
   }
 
+  /// Waits up to `limit` for `condition`, checking every 20 ms.
+  func eventually(within limit: Duration, _ condition: () -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while !condition() {
+      if ContinuousClock.now >= deadline { return false }
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    return true
+  }
+
+  @Test func redrawsByItselfWhenDueAndOnlyThen() async throws {
+    let drawings = Drawings()
+    let table = ScanLiveTable { bytes in
+      drawings.texts.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
+    }
+    table.redrawIfNeeded(force: true)
+    table.startRedrawing()
+    // No rows: nothing to draw, however long it runs.
+    try await Task.sleep(for: .milliseconds(400))
+    #expect(drawings.count == 1)
+    // A first sighting shows at once; a second right after is held back by the rate and then
+    // drawn by the timer, with nobody calling redrawIfNeeded.
+    table.note(address: "00:AA:01:01:00:01", name: "peer", rssi: nil, at: .now)
+    #expect(drawings.count == 2)
+    table.note(address: "00:AA:01:02:00:02", name: nil, rssi: -50, at: .now)
+    let held = try await eventually(within: .seconds(2)) {
+      drawings.last.contains("00:AA:01:02:00:02")
+    }
+    #expect(held)
+    // The ages move on without reports: a row last seen 5 s ago later reads 6 s.
+    table.note(address: "00:AA:01:03:00:03", name: nil, rssi: -60, at: .now - .seconds(5))
+    let aged = try await eventually(within: .seconds(3)) {
+      drawings.texts.withLock { $0.contains { $0.contains("6s ago") } }
+    }
+    #expect(aged)
+    // Stopped: one final drawing at most, then nothing more.
+    table.stopRedrawing()
+    let final = drawings.count
+    try await Task.sleep(for: .milliseconds(1300))
+    #expect(drawings.count == final)
+  }
+
   @Test func nameFilterArguments() throws {
     let scan = try ScanCommand.parse(["--name", "lab"])
     #expect(scan.name == "lab")
