@@ -113,6 +113,7 @@ extension CentralManager {
     // Observed before the start, so nothing reported in between is missed; what arrives before
     // the start succeeds is held back and dropped if it fails.
     session.observe(objects)
+    session.prepareRestarts()
     do throws(BlueZError) {
       try await adapter.setDiscoveryFilter(options.discoveryFilter)
       do throws(BlueZError) {

@@ -85,20 +85,20 @@ final class ScanSession: Sendable {
     self.observation.withLock { $0 = observation }
   }
 
-  /// Discovery runs: hands over what was held back, and starts the periodic restart if asked.
-  func started() {
-    // Handed over under the lock, so a discovery reported meanwhile cannot overtake them.
-    let ending = state.withLock { state in
-      for discovery in state.held ?? [] { sink.yield(discovery) }
-      state.held = nil
-      return state.ending
-    }
-    if let ending { sink.end(ending) }
+  /// Starts the periodic restart, if asked (before the discovery starts: the task and its
+  /// timer are set up while nothing is being reported yet, and a fresh process pays for that
+  /// code then, not in the moments after the start). A restart falls due every
+  /// `restartInterval` and is skipped until ``started()``.
+  func prepareRestarts() {
     guard let interval = options.restartInterval else { return }
-    let restarter = Task { [adapter, options] in
+    let restarter = Task { [weak self, adapter, options] in
+      var due = ContinuousClock.now + interval
       while !Task.isCancelled {
-        try? await Task.sleep(for: interval)
+        try? await Task.sleep(until: due)
         if Task.isCancelled { return }
+        due = .now + interval
+        guard let started = self?.isStarted else { return }
+        guard started else { continue }
         // bluetoothd drops a client's filter with its session: set it again each time.
         try? await adapter.stopDiscovery()
         try? await adapter.setDiscoveryFilter(options.discoveryFilter)
@@ -108,9 +108,27 @@ final class ScanSession: Sendable {
     state.withLock { $0.restarter = restarter }
   }
 
-  /// Stops reporting (at once; never waits).
+  /// Whether ``started()`` was called.
+  private var isStarted: Bool { state.withLock { $0.held == nil } }
+
+  /// Discovery runs: hands over what was held back.
+  func started() {
+    // Handed over under the lock, so a discovery reported meanwhile cannot overtake them.
+    let ending = state.withLock { state in
+      for discovery in state.held ?? [] { sink.yield(discovery) }
+      state.held = nil
+      return state.ending
+    }
+    if let ending { sink.end(ending) }
+  }
+
+  /// Stops reporting and restarting (at once; never waits).
   func cancel() {
-    state.withLock { $0.cancelled = true }
+    let restarter = state.withLock { state in
+      state.cancelled = true
+      return state.restarter
+    }
+    restarter?.cancel()
     observation.withLock { $0?.cancel() }
   }
 

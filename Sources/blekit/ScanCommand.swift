@@ -96,17 +96,20 @@ struct ScanCommand: ParsableCommand {
     // A made-up discovery through the whole path (decoding, filter, this printer) before the
     // scan: a fresh process then shows the first real one without loading code for it.
     if let sample = await manager.rehearseScan(options) { printer.rehearse(sample) }
+    // The header, and the table's timer, before the scan starts: the moments after the start
+    // are when a peripheral that is already advertising is reported, so nothing else is left
+    // to do then.
+    live?.redrawIfNeeded(force: true)
+    live?.startRedrawing()
     do {
       try await withThrowingTaskGroup(of: Void.self) { group in
-        if let live {
+        if live != nil {
           // The table is drawn where each discovery is made (the D-Bus queue): a new
           // peripheral shows without waking another thread. A terminal is a safe place to
           // write from there; a pipe that may fill is not, so piped output takes the stream.
           let run = try await manager.startResumingScan(
             options, onInterruption: noteScanInterruption, onDiscovery: printer.handle)
           group.addTask { try await run.wait() }
-          live.redrawIfNeeded(force: true)
-          live.startRedrawing()
         } else {
           let scan = try await manager.resumingScan(
             options, onInterruption: noteScanInterruption)

@@ -167,6 +167,24 @@ private func eventually(_ condition: () -> Bool) async -> Bool {
     }
   }
 
+  @Test func restartsAtTheIntervalWhileRunningAndNotAfterTheStop() async throws {
+    try await withFakeBlueZ { bluez, central in
+      do {
+        let scan = try await central.scan(ScanOptions(restartInterval: .milliseconds(200)))
+        // Each restart is StopDiscovery, SetDiscoveryFilter, StartDiscovery.
+        #expect(await eventually { bluez.count("StartDiscovery") >= 3 })
+        #expect(bluez.count("StopDiscovery") >= 2)
+        #expect(bluez.count("SetDiscoveryFilter") >= 3)
+        _ = scan
+      }
+      // Dropped: one last StopDiscovery, then no more restarts.
+      #expect(await eventually { bluez.count("StopDiscovery") == bluez.count("StartDiscovery") })
+      let starts = bluez.count("StartDiscovery")
+      try await Task.sleep(for: .milliseconds(600))
+      #expect(bluez.count("StartDiscovery") == starts)
+    }
+  }
+
   @Test func endsWithPoweredOffWhenTheAdapterGoesOff() async throws {
     try await withFakeBlueZ { bluez, central in
       let scan = try await central.scan()

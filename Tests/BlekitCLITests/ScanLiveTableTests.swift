@@ -66,45 +66,44 @@ import Testing
     var last: String { texts.withLock { $0.last ?? "" } }
   }
 
-  @Test func firstSightingDrawsAtOnceThenTheRateIsBounded() async throws {
+  @Test func firstSightingDrawsAtOnceThenTheRateIsBounded() {
     let drawings = Drawings()
     let table = ScanLiveTable { bytes in
       drawings.texts.withLock { $0.append(String(decoding: bytes, as: UTF8.self)) }
     }
+    // Every time is given, so the rate (and the ages, all "now") do not depend on how fast
+    // the test runs.
+    let t0 = ContinuousClock.now
+    func at(_ milliseconds: Int) -> ContinuousClock.Instant { t0 + .milliseconds(milliseconds) }
     // The header alone, drawn at start, does not hold back the first sighting...
-    table.redrawIfNeeded(force: true)
+    table.redrawIfNeeded(force: true, now: at(0))
     #expect(drawings.count == 1)
-    let start = ContinuousClock.now
-    table.note(address: "00:AA:01:01:00:01", name: "peer", rssi: nil, at: .now)
-    // ...which is on screen at once, without any timer tick.
+    table.note(address: "00:AA:01:01:00:01", name: "peer", rssi: nil, at: at(0))
+    // ...which is on screen at once, without any timer.
     #expect(drawings.count == 2)
     #expect(drawings.last.contains("00:AA:01:01:00:01"))
-    // A second report right after waits for the interval: no drawing now...
-    table.note(address: "00:AA:01:02:00:02", name: nil, rssi: -50, at: .now)
-    table.redrawIfNeeded()
-    let early = ContinuousClock.now - start < ScanLiveTable.redrawInterval
-    if early { #expect(drawings.count == 2) }
-    // ...and once the interval has passed, one drawing shows both rows.
-    try await Task.sleep(for: ScanLiveTable.redrawInterval)
-    table.redrawIfNeeded()
+    // A second report right after waits for the interval: no drawing before it has passed...
+    table.note(address: "00:AA:01:02:00:02", name: nil, rssi: -50, at: at(10))
+    table.redrawIfNeeded(now: at(100))
+    #expect(drawings.count == 2)
+    // ...and once it has, one drawing shows both rows.
+    table.redrawIfNeeded(now: at(260))
     #expect(drawings.count == 3)
     #expect(drawings.last.contains("00:AA:01:02:00:02"))
     // Nothing changed: no drawing, however often it is asked.
-    try await Task.sleep(for: ScanLiveTable.redrawInterval)
-    table.redrawIfNeeded()
+    table.redrawIfNeeded(now: at(600))
     #expect(drawings.count == 3)
     // Forced, with the screen already showing everything: nothing to write.
-    table.redrawIfNeeded(force: true)
+    table.redrawIfNeeded(force: true, now: at(600))
     #expect(drawings.count == 3)
     // A report drawn at once (the last drawing is old), then one held back by the rate...
-    table.note(address: "00:AA:01:02:00:02", name: nil, rssi: -40, at: .now)
+    table.note(address: "00:AA:01:02:00:02", name: nil, rssi: -40, at: at(700))
     #expect(drawings.count == 4)
     #expect(drawings.last.contains("-40"))
-    table.note(address: "00:AA:01:02:00:02", name: nil, rssi: -41, at: .now)
-    let held = ContinuousClock.now - start < ScanLiveTable.redrawInterval * 3
-    if held { #expect(drawings.count == 4) }
+    table.note(address: "00:AA:01:02:00:02", name: nil, rssi: -41, at: at(710))
+    #expect(drawings.count == 4)
     // ...which a forced drawing (the final one at exit) shows at once.
-    table.redrawIfNeeded(force: true)
+    table.redrawIfNeeded(force: true, now: at(720))
     #expect(drawings.count == 5)
     #expect(drawings.last.contains("-41"))
   }
