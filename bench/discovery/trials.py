@@ -302,6 +302,7 @@ def latency_trial(bus, adv, name, spec, hci1, transcript, stamps=None):
             row["error"] = "RegisterAdvertisement failed"
         else:
             row["register_call"] = round(registered - called, 4)
+            row["called_at"] = called
             # A line about the device (bluetoothctl also prints hci1 as a Controller). Any such
             # line of this scanner counts: there was no advertisement and no device object
             # before `called`. It can come before the registering process has its reply
@@ -403,8 +404,39 @@ class KernelTrace:
                 "write_to_line": (row["hit_at"] - at(write)) * 1000,
                 "faults": faults, "syscalls": len(calls), "calls": " ".join(calls)}
 
+    @staticmethod
+    def cpu_ms(events, stamps, tids, lo, hi):
+        """Milliseconds the threads `tids` spent on a CPU between `lo` and `hi` (scheduler
+        switches; a thread's state is taken from the last second before `lo`)."""
+        entered, total = {}, 0.0
+        pattern = re.compile(r"prev_pid=(\d+) .*next_pid=(\d+)")
+        for event in events[bisect.bisect_left(stamps, lo - 1.0):bisect.bisect_right(stamps, hi)]:
+            if event[3] != "sched_switch":
+                continue
+            found = pattern.search(event[4])
+            if not found:
+                continue
+            left, came = int(found.group(1)), int(found.group(2))
+            if left in tids and left in entered:
+                total += max(0.0, event[0] - max(entered.pop(left), lo))
+            if came in tids:
+                entered[came] = event[0]
+        total += sum(max(0.0, hi - max(at, lo)) for at in entered.values())
+        return total * 1000
+
     def report(self, events, rows, names):
         stamps = [e[0] for e in events]
+        threads = {}
+        for event in events:
+            threads.setdefault(event[2], set()).add(event[1])
+        log("CPU the scanner used while the advertisement was being registered (call -> reply; "
+            "it shares the guest's 2 CPUs with bluetoothd and the kernel), ms: median, worst")
+        for name in names:
+            used = [self.cpu_ms(events, stamps, threads.get(str(r["pid"]), set()), r["called_at"],
+                                r["hit_at"] - r["latency"])
+                    for r in rows if r["scanner"] == name and "hit_at" in r and "called_at" in r]
+            if used:
+                log(f"  {name:14} {statistics.median(used):6.2f} {max(used):6.2f}")
         log("with the kernel's trace (ms, medians): poll/epoll return -> write of the line, "
             "message read -> write, off the CPU meanwhile, write -> line read here")
         log(f"{'scanner':14} {'traced':>6} {'woke->write':>12} {'read->write':>12} "
@@ -420,6 +452,45 @@ class KernelTrace:
                 f"{med('faults'):>7} {med('syscalls'):>9}")
             log(f"  {name}: system calls from poll return to the write (numbers), first trial: "
                 f"{paths[0]['calls']}")
+
+
+BTMON_EVENT = re.compile(r"^@ MGMT Event: .*\((0x[0-9a-f]{4})\) plen \d+ .*\[(hci\d+)\] "
+                         r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)$")
+
+
+def bluetoothd_order(rows):
+    """Marks each trial with the order in which bluetoothd was told of two things the kernel
+    reports within a fraction of a millisecond: hci0's Device Found for the advertiser (which
+    makes the device object and the InterfacesAdded every scanner waits for) and the completion
+    of the advertiser's last command on hci1 (which makes the reply the latency counts from).
+    bluetoothd handles them in that order; with its debug log on (as in the lab), each costs it
+    milliseconds, so when the completion comes first the reply is sent ~10-15 ms before the
+    signal, for whichever scanner runs. Read from the lab's btmon capture (the management
+    channel, in the order bluetoothd reads it); row["report_first"] is True, False or absent."""
+    snoop = os.path.join(os.environ.get("LAB_RESULTS", ""), "btmon.btsnoop")
+    if not os.path.exists(snoop):
+        return
+    text = subprocess.run(["btmon", "-T", "-r", snoop], capture_output=True, text=True,
+                          env=dict(os.environ, COLUMNS="200")).stdout.splitlines()
+    offset = time.time() - time.monotonic()
+    events = []  # (monotonic time, "report" | "completion")
+    for index, line in enumerate(text):
+        found = BTMON_EVENT.match(line)
+        if not found:
+            continue
+        code, adapter, stamp = found.groups()
+        at = time.mktime(time.strptime(stamp[:19], "%Y-%m-%d %H:%M:%S")) + float(stamp[19:]) - offset
+        detail = text[index + 1] if index + 1 < len(text) else ""
+        if code == "0x0012" and adapter == "hci0":
+            events.append((at, "report"))
+        elif code == "0x0001" and adapter == "hci1" and re.search(r"\(0x(0055|003e)\)", detail):
+            events.append((at, "completion"))
+    for row in rows:
+        if "called_at" not in row:
+            continue
+        after = [kind for at, kind in events if at >= row["called_at"] - 0.005][:2]
+        if sorted(after) == ["completion", "report"]:
+            row["report_first"] = after[0] == "report"
 
 
 def latency(args, bus):
@@ -442,6 +513,7 @@ def latency(args, bus):
                 rows.append(row)
     adv.close()
     events = kernel.stop(f"{args.out}/ftrace.txt") if kernel else None
+    bluetoothd_order(rows)
     if stamps:
         stamps.close()
     with open(f"{args.out}/latency.json", "w") as f:
@@ -463,6 +535,18 @@ def latency(args, bus):
         from_call = statistics.median(r["from_call"] for r in mine if "from_call" in r)
         log(f"{name:14} {len(got):>3}/{len(mine):<2} {medians[name]:>9.3f} {worst:>8} "
             f"{got[0]:>7.3f} {from_call:>19.3f}")
+    ordered = [r for r in rows if "report_first" in r and "latency" in r]
+    if ordered:
+        log("bluetoothd's order (btmon): the advertising report before the advertiser's command "
+            "completion (the usual order), or after it (the reply then precedes the signal by "
+            "~10-15 ms for any scanner)")
+        log(f"{'scanner':14} {'report first':>12} {'median s':>9} {'completion first':>16} "
+            f"{'median s':>9}")
+        for name in names:
+            first = [r["latency"] for r in ordered if r["scanner"] == name and r["report_first"]]
+            late = [r["latency"] for r in ordered if r["scanner"] == name and not r["report_first"]]
+            med = lambda xs: f"{statistics.median(xs):.3f}" if xs else "-"
+            log(f"{name:14} {len(first):>12} {med(first):>9} {len(late):>16} {med(late):>9}")
     if stamps:
         log("with dbus-monitor's stamps: bluetoothd's InterfacesAdded after the reply (the same "
             "for every scanner), then the scanner's line after that signal")
