@@ -268,13 +268,17 @@ public actor CentralManager {
 }
 
 extension BlueZObjectEvent {
-  /// Whether the event can change a ``CentralState``: adapters appearing, changing or going,
-  /// and bluetoothd starting, stopping or refusing us.
+  /// Whether the event can change a ``CentralState``: adapters appearing, powering on or off,
+  /// or going, and bluetoothd starting, stopping or refusing us.
   var concernsCentralState: Bool {
     switch self {
     case .interfacesAdded(_, let interfaces): interfaces[Adapter1.interface] != nil
     case .interfacesRemoved(_, let names): names.contains(Adapter1.interface)
-    case .propertiesChanged(_, let interface, _, _, _): interface == Adapter1.interface
+    // Only Powered: the state depends on no other property, and an adapter's other changes
+    // (Discovering, at the start of each scan) would wake the manager's task for nothing.
+    case .propertiesChanged(_, let interface, let changed, let invalidated, _):
+      interface == Adapter1.interface
+        && (changed[Adapter1.powered.name] != nil || invalidated.contains(Adapter1.powered.name))
     case .serviceStarted, .serviceStopped, .accessDenied: true
     }
   }

@@ -336,10 +336,12 @@ public final class BlueZObjectTree: Sendable {
       state.objects[path] = interfaces.isEmpty ? nil : interfaces
       emit(.interfacesRemoved(path, removed), in: &state)
     case .propertiesChanged(let path, let interface, let changed, let invalidated):
-      guard var properties = state.objects[path]?[interface] else { return }
-      properties.merge(changed) { _, new in new }  // variants already unwrapped
-      for name in invalidated { properties[name] = nil }
-      state.objects[path]![interface] = properties
+      guard state.objects[path]?[interface] != nil else { return }
+      // Changed in place: a copy taken out and written back would copy the whole property
+      // table (an adapter's or a device's ~20 entries) at each signal.
+      state.objects[path]![interface]!.merge(changed) { _, new in new }  // variants unwrapped
+      for name in invalidated { state.objects[path]![interface]![name] = nil }
+      let properties = state.objects[path]![interface]!
       emit(
         .propertiesChanged(
           path, interface, changed: changed, invalidated: invalidated, current: properties),

@@ -157,4 +157,25 @@ import Testing
     #expect(CentralManager.chooseAdapter(nil, among: ["/org/bluez/hci2"]) == "/org/bluez/hci2")
     #expect(CentralManager.chooseAdapter(nil, among: []) == nil)
   }
+
+  @Test func onlyPoweredChangesOfAnAdapterConcernTheState() {
+    let adapter: ObjectPath = "/org/bluez/hci0"
+    func changed(
+      _ interface: InterfaceName, _ changed: [String: DBusValue], invalidated: [String] = []
+    )
+      -> BlueZObjectEvent
+    {
+      .propertiesChanged(
+        adapter, interface, changed: changed, invalidated: invalidated, current: [:])
+    }
+    #expect(changed(Adapter1.interface, ["Powered": .bool(false)]).concernsCentralState)
+    #expect(changed(Adapter1.interface, [:], invalidated: ["Powered"]).concernsCentralState)
+    #expect(!changed(Adapter1.interface, ["Discovering": .bool(true)]).concernsCentralState)
+    #expect(!changed(Device1.interface, ["Powered": .bool(true)]).concernsCentralState)
+    #expect(
+      BlueZObjectEvent.interfacesAdded(adapter, [Adapter1.interface: [:]]).concernsCentralState)
+    #expect(BlueZObjectEvent.interfacesRemoved(adapter, [Adapter1.interface]).concernsCentralState)
+    #expect(!BlueZObjectEvent.interfacesRemoved(adapter, [Device1.interface]).concernsCentralState)
+    #expect(BlueZObjectEvent.serviceStopped.concernsCentralState)
+  }
 }
