@@ -74,7 +74,9 @@ public struct MessageReader: ~Copyable {
       Self.isProperties(value)
     else { throw mismatch("a{sa{sv}}") }
     let end = try body.arrayStart(elementAlignment: 8)
-    var result: [String: [String: DBusValue]] = [:]
+    // Room for a device's or an adapter's interfaces (bluetoothd sends 3-6) without growing:
+    // each growth rehashes what was read so far.
+    var result: [String: [String: DBusValue]] = Dictionary(minimumCapacity: 8)
     while body.offset < end {
       try body.align(8)
       let name = try body.string()
@@ -89,8 +91,9 @@ public struct MessageReader: ~Copyable {
   private mutating func readProperties() throws(DBusError) -> [String: DBusValue] {
     let end = try body.arrayStart(elementAlignment: 8)
     guard body.offset < end else { return [:] }
-    // Room for a typical object's properties (bluetoothd's Device1 has 12-18) without growing.
-    var result: [String: DBusValue] = Dictionary(minimumCapacity: 16)
+    // Room for a typical object's properties (bluetoothd's Device1 has 12-18, Adapter1 ~20)
+    // without growing.
+    var result: [String: DBusValue] = Dictionary(minimumCapacity: 24)
     while body.offset < end {
       try body.align(8)
       let key = try body.string()
