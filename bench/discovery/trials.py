@@ -521,8 +521,8 @@ def latency(args, bus):
     log("")
     log(f"discovery latency, {args.trials} trials each: RegisterAdvertisement returned -> "
         "first line naming the advertiser")
-    log(f"{'scanner':14} {'found':>6} {'median s':>9} {'worst s':>8} {'best s':>7} "
-        f"{'median from call s':>19}")
+    log(f"{'scanner':14} {'found':>6} {'median ms':>10} {'worst ms':>9} {'best ms':>8} "
+        f"{'median from call ms':>20}")
     medians = {}
     for name in names:
         mine = [r for r in rows if r["scanner"] == name]
@@ -531,22 +531,23 @@ def latency(args, bus):
             log(f"{name:14} {0:>3}/{len(mine):<2}")
             continue
         medians[name] = statistics.median(got)
-        worst = f"{got[-1]:.3f}" if len(got) == len(mine) else f">30 ({len(mine) - len(got)} missed)"
+        worst = (f"{got[-1] * 1000:.1f}" if len(got) == len(mine)
+                 else f">30000 ({len(mine) - len(got)} missed)")
         from_call = statistics.median(r["from_call"] for r in mine if "from_call" in r)
-        log(f"{name:14} {len(got):>3}/{len(mine):<2} {medians[name]:>9.3f} {worst:>8} "
-            f"{got[0]:>7.3f} {from_call:>19.3f}")
+        log(f"{name:14} {len(got):>3}/{len(mine):<2} {medians[name] * 1000:>10.2f} {worst:>9} "
+            f"{got[0] * 1000:>8.2f} {from_call * 1000:>20.1f}")
     ordered = [r for r in rows if "report_first" in r and "latency" in r]
     if ordered:
         log("bluetoothd's order (btmon): the advertising report before the advertiser's command "
             "completion (the usual order), or after it (the reply then precedes the signal by "
             "~10-15 ms for any scanner)")
-        log(f"{'scanner':14} {'report first':>12} {'median s':>9} {'completion first':>16} "
-            f"{'median s':>9}")
+        log(f"{'scanner':14} {'report first':>12} {'median ms':>10} {'completion first':>16} "
+            f"{'median ms':>10}")
         for name in names:
             first = [r["latency"] for r in ordered if r["scanner"] == name and r["report_first"]]
             late = [r["latency"] for r in ordered if r["scanner"] == name and not r["report_first"]]
-            med = lambda xs: f"{statistics.median(xs):.3f}" if xs else "-"
-            log(f"{name:14} {len(first):>12} {med(first):>9} {len(late):>16} {med(late):>9}")
+            med = lambda xs: f"{statistics.median(xs) * 1000:.2f}" if xs else "-"
+            log(f"{name:14} {len(first):>12} {med(first):>10} {len(late):>16} {med(late):>10}")
     if stamps:
         log("with dbus-monitor's stamps: bluetoothd's InterfacesAdded after the reply (the same "
             "for every scanner), then the scanner's line after that signal")
