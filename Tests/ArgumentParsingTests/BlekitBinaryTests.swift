@@ -20,7 +20,8 @@ private let blekitBinary: URL? = {
 /// Runs blekit with `arguments`; returns its status, standard output and standard error.
 private func blekit(_ arguments: String...) throws -> (status: Int32, out: String, err: String) {
   let process = Process()
-  process.executableURL = try #require(blekitBinary)
+  let binary: URL = try #require(blekitBinary)
+  process.executableURL = binary
   process.arguments = arguments
   let out = Pipe()
   let err = Pipe()
