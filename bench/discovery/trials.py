@@ -18,6 +18,11 @@
 #    registering anew every ~1.2 s so that reports keep coming), sampled from /proc
 #    every 10 s; printed at 1 minute and at the end.
 #
+# After the trials, the lab's btmon capture tells for each trial whether bluetoothd heard of the
+# advertising report before the completion of the advertiser's command (the usual order) or
+# after it (its reply then leaves ~10-15 ms before the signal, whichever scanner runs); the
+# counts and the medians of both kinds of trial are printed per scanner.
+#
 # With --stamp-signals, a dbus-monitor runs through the latency trials and stamps bluetoothd's
 # InterfacesAdded for the advertiser's device object: each latency then splits into "signal
 # after the reply" (bluetoothd and the emulator: the same for every scanner) and "line after
@@ -28,7 +33,8 @@
 # the latency trials (tracefs, CLOCK_MONOTONIC): for each scanner, the time from its thread's
 # return from poll/epoll_wait to its write of the line, from reading the message to that write,
 # how long it was off the CPU meanwhile, and from its write to the line reaching this script;
-# also its page faults and system calls on that path.
+# also its page faults and system calls on that path, and its CPU while the advertisement was
+# being registered (call -> reply).
 # That splits a scanner's own work from the machine's scheduling. Tracing slows every system
 # call, so again the plain figures are taken without it.
 #
