@@ -336,17 +336,27 @@ public final class BlueZObjectTree: Sendable {
       state.objects[path] = interfaces.isEmpty ? nil : interfaces
       emit(.interfacesRemoved(path, removed), in: &state)
     case .propertiesChanged(let path, let interface, let changed, let invalidated):
-      guard state.objects[path]?[interface] != nil else { return }
+      guard let object = state.objects.index(forKey: path),
+        state.objects.values[object][interface] != nil
+      else { return }
       // Changed in place: a copy taken out and written back would copy the whole property
       // table (an adapter's or a device's ~20 entries) at each signal.
-      state.objects[path]![interface]!.merge(changed) { _, new in new }  // variants unwrapped
-      for name in invalidated { state.objects[path]![interface]![name] = nil }
-      let properties = state.objects[path]![interface]!
+      let properties = update(
+        &state.objects.values[object][interface]!, changed: changed, invalidated: invalidated)
       emit(
         .propertiesChanged(
           path, interface, changed: changed, invalidated: invalidated, current: properties),
         in: &state)
     }
+  }
+
+  /// Applies a PropertiesChanged to `properties` and returns the result.
+  private static func update(
+    _ properties: inout [String: DBusValue], changed: [String: DBusValue], invalidated: [String]
+  ) -> [String: DBusValue] {
+    properties.merge(changed) { _, new in new }  // variants already unwrapped
+    for name in invalidated { properties[name] = nil }
+    return properties
   }
 
   /// Decodes GetManagedObjects' `a{oa{sa{sv}}}`.

@@ -188,11 +188,8 @@ final class ScanLiveTable: Sendable {
       }
       if let armed = state.wakeAt, armed <= next { return }
       state.wakeAt = next
-      let wait = max(.zero, next - now)
-      let nanoseconds =
-        wait.components.seconds * 1_000_000_000 + wait.components.attoseconds / 1_000_000_000
       timer.source.schedule(
-        deadline: .now() + .nanoseconds(Int(nanoseconds)), repeating: .never,
+        deadline: .now() + seconds(max(.zero, next - now)), repeating: .never,
         leeway: .milliseconds(10))
     }
   }
