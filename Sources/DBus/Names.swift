@@ -1,6 +1,10 @@
 // Validated D-Bus names: object paths, bus names, interface, member and error names, signatures.
 import CDBus
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// Behaviour shared by the validated D-Bus name types.
 ///
 /// Each conforming type checks its string with the matching libdbus validator at construction,
@@ -49,8 +53,10 @@ private func validate(
   _ string: String,
   _ validator: (UnsafePointer<CChar>?, UnsafeMutablePointer<CDBus.DBusError>?) -> dbus_bool_t
 ) -> Bool {
-  if string.utf8.contains(0) { return false }
-  return string.withCString { validator($0, nil) != 0 }
+  // An embedded NUL would cut the C string short: the C length must be the whole length.
+  // (`strlen` rather than a scan of the UTF-8 view: names are checked on every signal read.)
+  let length = string.utf8.count
+  return string.withCString { strlen($0) == length && validator($0, nil) != 0 }
 }
 
 /// An object path such as `/org/bluez/hci0`. Validated with `dbus_validate_path`.
@@ -97,10 +103,13 @@ public struct ObjectPath: DBusName {
   /// Whether this path lies strictly below `ancestor` (a path is not its own descendant).
   public func isDescendant(of ancestor: ObjectPath) -> Bool {
     if ancestor.rawValue == "/" { return rawValue != "/" }
-    let path = rawValue.utf8
-    let prefix = ancestor.rawValue.utf8
-    guard path.count > prefix.count, path.starts(with: prefix) else { return false }
-    return path[path.index(path.startIndex, offsetBy: prefix.count)] == UInt8(ascii: "/")
+    // Compared as C strings (paths hold no NUL): this runs for every device report of a scan.
+    let length = ancestor.rawValue.utf8.count
+    guard rawValue.utf8.count > length else { return false }
+    return rawValue.withCString { path in
+      ancestor.rawValue.withCString { memcmp(path, $0, length) == 0 }
+        && path[length] == CChar(UInt8(ascii: "/"))
+    }
   }
 }
 
