@@ -167,7 +167,8 @@ extension CentralManager {
     let session = ScanSession(
       manager: self, adapter: adapter, adapterName: adapterName, options: options,
       sink: ScanSink(yield: found.keep, end: { _ in }), holding: false)
-    for event in BlueZObjectTree.rehearse(messages: [message]) { session.handle(event) }
+    let events = BlueZObjectTree.rehearse(messages: [message], devices: session.device)
+    for event in events { session.handle(event) }
     session.cancel()
     return found.discovery
   }
@@ -252,11 +253,14 @@ struct DiscoveryFilterState {
   }
 
   /// The discovery to report for this device state, or `nil` to stay quiet.
-  mutating func consider(_ path: ObjectPath, _ properties: [String: DBusValue]) -> Discovery? {
+  /// `advertisement` is decoded only if the path passes the first checks.
+  mutating func consider(_ path: ObjectPath, _ advertisement: () -> DeviceAdvertisement?)
+    -> Discovery?
+  {
     guard path.isDescendant(of: adapter) else { return nil }
     guard !options.allowDuplicates ? !reported.contains(path) : true else { return nil }
     guard
-      let advertised = DeviceAdvertisement(properties),
+      let advertised = advertisement(),
       advertised.adapter == adapter,
       let discovery = Discovery(advertised, path: path, at: .now),
       options.admits(discovery)

@@ -78,9 +78,10 @@ final class ScanSession: Sendable {
         guard options.includeKnownPeripherals else { return }
         for path in objects.keys.sorted() {
           guard let properties = objects[path]?[Device1.interface] else { continue }
-          report(path, properties)
+          report(path) { DeviceAdvertisement(properties) }
         }
-      })
+      },
+      devices: { [weak self] path, advertisement in self?.device(path, advertisement) })
     observation.onEnd { [weak self] in self?.finish(.closed) }
     self.observation.withLock { $0 = observation }
   }
@@ -152,13 +153,14 @@ final class ScanSession: Sendable {
 
   // MARK: On the D-Bus queue
 
+  /// A change of the tree. (New devices come to ``device(_:_:)`` instead.)
   func handle(_ event: BlueZObjectEvent) {
     switch event {
-    case .interfacesAdded(let path, let interfaces):
-      if let properties = interfaces[Device1.interface] { report(path, properties) }
+    case .interfacesAdded:
+      break
     case .propertiesChanged(let path, let interface, let changed, _, let current):
       if interface == Device1.interface, !advertisingProperties.isDisjoint(with: changed.keys) {
-        report(path, current)
+        report(path) { DeviceAdvertisement(current) }
       } else if path == adapter.path, interface == Adapter1.interface,
         current[Adapter1.powered.name]?.boolValue == false
       {
@@ -177,11 +179,18 @@ final class ScanSession: Sendable {
     }
   }
 
+  /// A new device: the tree's reading of it, straight from bluetoothd's signal (see
+  /// `BlueZObjectTree.observe(_:startingWith:devices:)`).
+  func device(_ path: ObjectPath, _ advertisement: DeviceAdvertisement?) {
+    report(path) { advertisement }
+  }
+
   /// Filters one device state and reports it (or holds it back before the start).
-  private func report(_ path: ObjectPath, _ properties: [String: DBusValue]) {
+  /// `advertisement` is decoded only when the path may be reported.
+  private func report(_ path: ObjectPath, _ advertisement: () -> DeviceAdvertisement?) {
     state.withLock { state in
       guard !state.cancelled, state.ending == nil,
-        let discovery = state.filter.consider(path, properties)
+        let discovery = state.filter.consider(path, advertisement)
       else { return }
       if state.held != nil {
         state.held!.append(discovery)

@@ -44,6 +44,9 @@ public final class BlueZObjectTree: Sendable {
   private struct Observer {
     let observation: BlueZObjectObservation
     let handler: @Sendable (BlueZObjectEvent) -> Void
+    /// Takes the objects that gain `Device1` instead of `handler` (see
+    /// ``observe(_:startingWith:devices:)``).
+    var devices: (@Sendable (ObjectPath, DeviceAdvertisement?) -> Void)? = nil
   }
 
   private struct State {
@@ -86,10 +89,7 @@ public final class BlueZObjectTree: Sendable {
       // the whole body first): this is the path of every scan report.
       let signals = try await connection.handleSignals(
         MatchRule(sender: BlueZ.service),
-        reading: { [weak self] header, reader in
-          guard let self, let signal = ObjectManagerSignal(header, &reader) else { return }
-          self.receive(signal)
-        })
+        reading: { [weak self] header, reader in self?.receive(header, &reader) })
       let owners = try await connection.handleSignals(.nameOwnerChanged(BlueZ.service)) {
         [weak self] signal in
         guard let self, let change = NameOwnerChange(signal) else { return }
@@ -126,15 +126,24 @@ public final class BlueZObjectTree: Sendable {
   /// quickly and must not read the tree (the event carries what it needs). `initial` runs
   /// under the same lock, on the caller's thread. The observation lasts until it is cancelled
   /// or the tree stops.
+  ///
+  /// With `devices`, each ``BlueZObjectEvent/interfacesAdded(_:_:)`` that includes `Device1`
+  /// goes to `devices` instead of `handler`, as the device's path and its advertisement (`nil`
+  /// when its `Device1` properties lack `Address`, `Adapter` or `Connected`). When the change
+  /// comes from bluetoothd's signal, `devices` hears of it first, before the tree has read the
+  /// rest of the signal or applied it: the advertisement is read straight from the message.
+  /// That is the path of every new peripheral a scan reports.
   public func observe(
     _ handler: @escaping @Sendable (BlueZObjectEvent) -> Void,
-    startingWith initial: (_ objects: BlueZObjects, _ isServiceRunning: Bool) -> Void = { _, _ in }
+    startingWith initial: (_ objects: BlueZObjects, _ isServiceRunning: Bool) -> Void = { _, _ in },
+    devices: (@Sendable (_ path: ObjectPath, _ advertisement: DeviceAdvertisement?) -> Void)? = nil
   ) -> BlueZObjectObservation {
     let observation = BlueZObjectObservation()
     let stopped = state.withLock { state in
       guard !state.stopped else { return true }
       initial(state.objects, state.isServiceRunning)
-      state.observers.append(Observer(observation: observation, handler: handler))
+      state.observers.append(
+        Observer(observation: observation, handler: handler, devices: devices))
       return false
     }
     if stopped { observation.end() }
@@ -168,9 +177,21 @@ public final class BlueZObjectTree: Sendable {
   }
 
   /// Hands `event` to every live observer (dropping cancelled ones). Under the lock.
-  private static func emit(_ event: BlueZObjectEvent, in state: inout State) {
+  /// `devicesAnnounced`: the observers that take devices have already had this new device
+  /// (``announceDevice(_:to:)``).
+  private static func emit(
+    _ event: BlueZObjectEvent, in state: inout State, devicesAnnounced: Bool = false
+  ) {
     state.observers.removeAll { $0.observation.isCancelled }
-    for observer in state.observers { observer.handler(event) }
+    for observer in state.observers {
+      if let devices = observer.devices, case .interfacesAdded(let path, let interfaces) = event,
+        let device = interfaces[Device1.interface]
+      {
+        if !devicesAnnounced { devices(path, DeviceAdvertisement(device)) }
+      } else {
+        observer.handler(event)
+      }
+    }
   }
 
   /// Applies `signals` (as bluetoothd would send them) to an empty scratch tree, not to this
@@ -191,29 +212,27 @@ public final class BlueZObjectTree: Sendable {
   }
 
   /// Like the rehearsal of decoded signals, for signals as received messages: they are read the
-  /// way the tree reads bluetoothd's, so the rehearsal covers that code too.
-  public static func rehearse(messages: [DBusMessage]) -> [BlueZObjectEvent] {
-    rehearse(
-      messages.compactMap { message in
-        guard let path = message.path, let interface = message.interface,
-          let member = message.member
-        else { return nil }
-        let header = SignalHeader(
-          sender: message.sender, path: path, interface: interface, member: member)
-        return try? message.read { reader throws(DBusError) in
-          ObjectManagerSignal(header, &reader)
-        }
-      })
-  }
-
-  private static func rehearse(_ signals: [ObjectManagerSignal?]) -> [BlueZObjectEvent] {
+  /// way the tree reads bluetoothd's, so the rehearsal covers that code too. With `devices`,
+  /// the scratch tree's observer takes new devices as ``observe(_:startingWith:devices:)``
+  /// describes (those events are then not in the result).
+  public static func rehearse(
+    messages: [DBusMessage],
+    devices: (@Sendable (_ path: ObjectPath, _ advertisement: DeviceAdvertisement?) -> Void)? = nil
+  ) -> [BlueZObjectEvent] {
     let events = Mutex<[BlueZObjectEvent]>([])
     var scratch = State()
     scratch.observers.append(
-      Observer(observation: BlueZObjectObservation()) { event in
-        events.withLock { $0.append(event) }
-      })
-    for case let signal? in signals { apply(signal, to: &scratch) }
+      Observer(
+        observation: BlueZObjectObservation(),
+        handler: { event in events.withLock { $0.append(event) } }, devices: devices))
+    for message in messages {
+      guard let path = message.path, let interface = message.interface,
+        let member = message.member
+      else { continue }
+      let header = SignalHeader(
+        sender: message.sender, path: path, interface: interface, member: member)
+      try? message.read { reader throws(DBusError) in take(header, &reader, into: &scratch) }
+    }
     return events.withLock { $0 }
   }
 
@@ -308,19 +327,56 @@ public final class BlueZObjectTree: Sendable {
     }
   }
 
-  /// On the connection's queue.
-  private func receive(_ signal: ObjectManagerSignal) {
+  /// One of bluetoothd's signals, on the connection's queue.
+  private func receive(_ header: SignalHeader, _ reader: inout MessageReader) {
     state.withLock { state in
       guard !state.stopped else { return }
-      if state.pending != nil {
-        state.pending!.append(signal)
-      } else {
-        Self.apply(signal, to: &state)
-      }
+      Self.take(header, &reader, into: &state)
     }
   }
 
-  private static func apply(_ signal: ObjectManagerSignal, to state: inout State) {
+  /// Reads a signal and applies it (or holds it back while a snapshot is awaited). A new
+  /// device goes to the observers that take devices first, read straight from the message;
+  /// the tree reads the whole signal after that.
+  private static func take(
+    _ header: SignalHeader, _ reader: inout MessageReader, into state: inout State
+  ) {
+    var announced = false
+    if state.pending == nil, header.member.rawValue == "InterfacesAdded",
+      header.interface == BlueZ.Interface.objectManager,
+      state.observers.contains(where: { $0.devices != nil })
+    {
+      announced = announceDevice(&reader, to: state.observers)
+      reader.rewind()
+    }
+    guard let signal = ObjectManagerSignal(header, &reader) else { return }
+    if state.pending != nil {
+      state.pending!.append(signal)
+    } else {
+      apply(signal, to: &state, devicesAnnounced: announced)
+    }
+  }
+
+  /// Reads the object path and the `Device1` properties of an InterfacesAdded and hands them
+  /// to the observers that take devices. Returns whether the signal carried `Device1`.
+  private static func announceDevice(_ reader: inout MessageReader, to observers: [Observer])
+    -> Bool
+  {
+    var collector = DeviceAdvertisement.Collector()
+    guard let path = try? reader.objectPath(),
+      (try? reader.visitProperties(of: Device1.interface.rawValue) { collector.take($0, $1) })
+        == true
+    else { return false }
+    let advertisement = collector.advertisement
+    for observer in observers where !observer.observation.isCancelled {
+      observer.devices?(path, advertisement)
+    }
+    return true
+  }
+
+  private static func apply(
+    _ signal: ObjectManagerSignal, to state: inout State, devicesAnnounced: Bool = false
+  ) {
     switch signal {
     case .interfacesAdded(let path, let added):
       guard !added.isEmpty else { return }
@@ -329,7 +385,7 @@ public final class BlueZObjectTree: Sendable {
       } else {
         state.objects[path] = added  // a new object (each new peripheral): nothing to merge
       }
-      emit(.interfacesAdded(path, added), in: &state)
+      emit(.interfacesAdded(path, added), in: &state, devicesAnnounced: devicesAnnounced)
     case .interfacesRemoved(let path, let removed):
       guard var interfaces = state.objects[path] else { return }
       for name in removed { interfaces[name] = nil }

@@ -35,28 +35,87 @@ public struct DeviceAdvertisement: Sendable, Equatable {
   /// Decodes `properties` (a `Device1` property dictionary, variants unwrapped); `nil` when a
   /// required property is missing or ill-typed.
   public init?(_ properties: [String: DBusValue]) {
-    var address: String?
-    var adapter: ObjectPath?
-    var connected: Bool?
-    for (key, value) in properties {
-      // The names are Device1's table's (Device1.swift); a test checks that both agree.
-      switch key {
-      case "Address": address = value.stringValue
-      case "AddressType": addressType = value.stringValue
-      case "Name": name = value.stringValue
-      case "Adapter": adapter = value.objectPathValue
-      case "RSSI": rssi = value.int16Value
-      case "TxPower": txPower = value.int16Value
-      case "UUIDs": uuids = value.stringArrayValue
-      case "ManufacturerData": manufacturerData = Decode.bytesByUInt16(value)
-      case "ServiceData": serviceData = Decode.bytesByString(value)
-      case "Connected": connected = value.boolValue
-      default: continue
+    var collector = Collector()
+    for (key, value) in properties { collector.take(key, value) }
+    guard let advertisement = collector.advertisement else { return nil }
+    self = advertisement
+  }
+
+  /// Gathers a `Device1`'s properties one at a time, from a dictionary or straight from a
+  /// message (``BlueZObjectTree`` reads a new device's this way, before anything else).
+  struct Collector {
+    private var address: String?
+    private var addressType: String?
+    private var name: String?
+    private var adapter: ObjectPath?
+    private var rssi: Int16?
+    private var txPower: Int16?
+    private var uuids: [String]?
+    private var manufacturerData: [UInt16: [UInt8]]?
+    private var serviceData: [String: [UInt8]]?
+    private var connected: Bool?
+
+    /// Notes one property; names that are not read here are ignored.
+    mutating func take(_ key: String, _ value: DBusValue) {
+      // The names are Device1's table's (Device1.swift); a test checks that both agree. The
+      // key's length picks the candidates first: a scan decodes every report, and comparing
+      // each key with every name in turn cost more than the decoding itself.
+      switch key.utf8.count {
+      case 4:
+        if key == "Name" {
+          name = value.stringValue
+        } else if key == "RSSI" {
+          rssi = value.int16Value
+        }
+      case 5:
+        if key == "UUIDs" { uuids = value.stringArrayValue }
+      case 7:
+        if key == "Address" {
+          address = value.stringValue
+        } else if key == "Adapter" {
+          adapter = value.objectPathValue
+        } else if key == "TxPower" {
+          txPower = value.int16Value
+        }
+      case 9:
+        if key == "Connected" { connected = value.boolValue }
+      case 11:
+        if key == "AddressType" {
+          addressType = value.stringValue
+        } else if key == "ServiceData" {
+          serviceData = Decode.bytesByString(value)
+        }
+      case 16:
+        if key == "ManufacturerData" { manufacturerData = Decode.bytesByUInt16(value) }
+      default:
+        break
       }
     }
-    guard let address, let adapter, let connected else { return nil }
+
+    /// What was gathered; `nil` without `Address`, `Adapter` and `Connected`.
+    var advertisement: DeviceAdvertisement? {
+      guard let address, let adapter, let connected else { return nil }
+      return DeviceAdvertisement(
+        address: address, addressType: addressType, name: name, adapter: adapter, rssi: rssi,
+        txPower: txPower, uuids: uuids, manufacturerData: manufacturerData,
+        serviceData: serviceData, connected: connected)
+    }
+  }
+
+  private init(
+    address: String, addressType: String?, name: String?, adapter: ObjectPath, rssi: Int16?,
+    txPower: Int16?, uuids: [String]?, manufacturerData: [UInt16: [UInt8]]?,
+    serviceData: [String: [UInt8]]?, connected: Bool
+  ) {
     self.address = address
+    self.addressType = addressType
+    self.name = name
     self.adapter = adapter
+    self.rssi = rssi
+    self.txPower = txPower
+    self.uuids = uuids
+    self.manufacturerData = manufacturerData
+    self.serviceData = serviceData
     self.connected = connected
   }
 }

@@ -30,6 +30,13 @@ public struct MessageReader: ~Copyable {
   /// Whether every argument has been read.
   public var isAtEnd: Bool { index >= types.count }
 
+  /// Goes back to the first argument, so the message can be read again (a quick look at one
+  /// part, then the whole).
+  public mutating func rewind() {
+    body.rewind()
+    index = 0
+  }
+
   /// Reads an argument of any type.
   public mutating func value() throws(DBusError) -> DBusValue {
     let type = try next()
@@ -83,6 +90,41 @@ public struct MessageReader: ~Copyable {
       result[name] = try readProperties()
     }
     return result
+  }
+
+  /// Reads interfaces and their properties (`a{sa{sv}}`) without building dictionaries: each
+  /// property of the interface named `interface` goes to `visit` with its value unwrapped from
+  /// its variant(s), in the message's order; the other interfaces are skipped unread. Returns
+  /// whether `interface` was there.
+  ///
+  /// For a caller that wants a few properties of one interface as soon as possible (a scan
+  /// report's `Device1`), before or instead of the dictionaries of
+  /// ``interfacesAndProperties()``.
+  public mutating func visitProperties(
+    of interface: String, _ visit: (_ name: String, _ value: DBusValue) -> Void
+  ) throws(DBusError) -> Bool {
+    guard case .dictionary(let key, let value) = try next().kind, key.code == TypeCode.string,
+      Self.isProperties(value)
+    else { throw mismatch("a{sa{sv}}") }
+    var wanted = interface
+    let end = try body.arrayStart(elementAlignment: 8)
+    var found = false
+    while body.offset < end {
+      try body.align(8)
+      let matches = try body.stringEquals(&wanted)
+      let properties = try body.arrayStart(elementAlignment: 8)
+      guard matches else {
+        try body.skip(to: properties)
+        continue
+      }
+      found = true
+      while body.offset < properties {
+        try body.align(8)
+        let name = try body.string()
+        visit(name, try body.variantContent().unwrapped)
+      }
+    }
+    return found
   }
 
   // MARK: Helpers

@@ -2,6 +2,10 @@
 // for MessageReader. libdbus validated the message when it arrived; this reads a copy of it.
 import CDBus
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The marshalled bytes of one received message (libdbus's `dbus_message_marshal`) and a
 /// cursor over its body.
 ///
@@ -16,6 +20,8 @@ struct WireBody: ~Copyable {
   private let base: UnsafeMutablePointer<CChar>
   private let end: Int
   private let bigEndian: Bool
+  /// Where the body starts, from the start of the message.
+  private let start: Int
   /// The read position, from the start of the message (D-Bus aligns relative to it).
   private(set) var offset: Int
 
@@ -47,6 +53,7 @@ struct WireBody: ~Copyable {
     }
     base = pointer
     bigEndian = big
+    self.start = start
     offset = start
     end = start + bodyLength
   }
@@ -55,6 +62,26 @@ struct WireBody: ~Copyable {
 
   /// Whether the body has been read to its end.
   var isAtEnd: Bool { offset >= end }
+
+  /// Moves the cursor back to the start of the body.
+  mutating func rewind() { offset = start }
+
+  /// Moves the cursor to `position` (an array's end, from ``arrayStart(elementAlignment:)``),
+  /// skipping what lies before it unread.
+  mutating func skip(to position: Int) throws(DBusError) {
+    guard position >= offset, position <= end else { throw Self.malformed }
+    offset = position
+  }
+
+  /// Reads a string (`s` or `o`) and tells whether it is `expected`, without making a
+  /// `String` of it.
+  mutating func stringEquals(_ expected: inout String) throws(DBusError) -> Bool {
+    let bytes = try terminatedBytes(length: Int(try fixed(UInt32.self)))
+    return expected.withUTF8 { wanted in
+      wanted.count == bytes.count
+        && (bytes.isEmpty || memcmp(bytes.baseAddress!, wanted.baseAddress!, bytes.count) == 0)
+    }
+  }
 
   // MARK: Values
 

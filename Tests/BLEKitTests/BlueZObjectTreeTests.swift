@@ -1,5 +1,6 @@
 import BlueZ
 import DBus
+import Synchronization
 import Testing
 
 // BlueZObjectTree and CentralManager against a stand-in for bluetoothd on a private bus: the
@@ -133,6 +134,76 @@ private func next<T>(
     #expect(removed == true)
     #expect(try tree.proxy(Device1.self, at: Self.device) == nil)
     tree.stop()
+  }
+
+  @Test func newDevicesGoToTheDevicesHandlerBeforeTheTreeHasThem() async throws {
+    let bus = try ClientTestBus()
+    defer { bus.stop() }
+    let bluez = try await FakeBlueZObjects(bus: bus)
+    defer { bluez.close() }
+    try bluez.exportAdapter("hci0", powered: true)
+    let client = try bus.connect()
+    defer { client.close() }
+    let tree = try await BlueZObjectTree.start(connection: client)
+
+    let log = Mutex<[String]>([])
+    let scanning = tree.observe(
+      { event in
+        if case .interfacesAdded(let path, _) = event {
+          log.withLock { $0.append("handler \(path)") }
+        }
+      },
+      devices: { path, advertisement in
+        log.withLock { $0.append("device \(path) \(advertisement?.address ?? "-")") }
+      })
+    let plain = tree.observe { event in
+      if case .interfacesAdded(let path, _) = event {
+        log.withLock { $0.append("added \(path)") }
+      }
+    }
+    try bluez.exportDevice(Self.device, address: "00:AA:01:01:00:01", uuids: [])
+    #expect(await eventually { log.withLock { $0.count } == 2 })
+    // The devices handler first (read straight from the signal), then the tree's event for
+    // the others; the devices observer's own handler never sees the new device.
+    #expect(
+      log.withLock { $0 } == [
+        "device \(Self.device) 00:AA:01:01:00:01", "added \(Self.device)",
+      ])
+    scanning.cancel()
+    plain.cancel()
+    tree.stop()
+  }
+
+  @Test func aRehearsalHandsNewDevicesToItsDevicesHandler() throws {
+    let device: [String: DBusValue] = [
+      "Address": .string("00:00:00:00:00:00"), "Adapter": .objectPath("/org/bluez/hci0"),
+      "Connected": .bool(false), "Name": .string("rehearsal"), "RSSI": .int16(-50),
+    ]
+    let added = try DBusMessage.signal(
+      path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded")
+    try added.append([
+      .objectPath(Self.device),
+      .dictionary(
+        key: "s", value: "a{sv}",
+        [
+          DBusDictEntry(
+            key: .string(Device1.interface.rawValue), value: .dictionaryOfVariants(device))
+        ]),
+    ])
+    // Through the wire format, as a received signal is.
+    let messages = [try DBusMessage(wireBytes: try added.wireBytes())]
+    let seen = Mutex<[DeviceAdvertisement?]>([])
+    let events = BlueZObjectTree.rehearse(messages: messages) { path, advertisement in
+      #expect(path == Self.device)
+      seen.withLock { $0.append(advertisement) }
+    }
+    #expect(events.isEmpty)  // the new device went to the devices handler only
+    let advertisement = try #require(seen.withLock { $0 }.first ?? nil)
+    #expect(advertisement.name == "rehearsal")
+    #expect(advertisement.rssi == -50)
+    #expect(advertisement == DeviceAdvertisement(device))
+    // Without a devices handler the same signal is an ordinary event.
+    #expect(BlueZObjectTree.rehearse(messages: messages).count == 1)
   }
 
   @Test func followsBluetoothdLeavingAndComingBack() async throws {

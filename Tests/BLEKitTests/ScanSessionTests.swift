@@ -101,15 +101,6 @@ private func withFakeBlueZ(
   await central.close()
 }
 
-/// Polls `condition` for up to five seconds.
-private func eventually(_ condition: () -> Bool) async -> Bool {
-  for _ in 0..<250 {
-    if condition() { return true }
-    try? await Task.sleep(for: .milliseconds(20))
-  }
-  return condition()
-}
-
 @Suite struct ScanSessionTests {
   private static let wanted = try! BluetoothUUID(FakeScanningBlueZ.wanted)
 

@@ -85,6 +85,60 @@ import Testing
   }
 
   /// Every value shape read from the bytes as libdbus's iterators read it.
+  @Test func visitsOneInterfacesPropertiesThenRewinds() throws {
+    let interfaces = DBusValue.dictionary(
+      key: "s", value: "a{sv}",
+      [
+        DBusDictEntry(
+          key: .string("org.freedesktop.DBus.Introspectable"), value: .dictionaryOfVariants([:])),
+        DBusDictEntry(
+          key: .string("org.bluez.Battery1"),
+          value: .dictionaryOfVariants(["Percentage": .byte(90)])),
+        DBusDictEntry(
+          key: .string("org.bluez.Device1"), value: .dictionaryOfVariants(Self.properties)),
+      ])
+    let message = try Self.received([
+      .objectPath("/org/bluez/hci0/dev_00_AA_01_01_00_01"), interfaces, .string("tail"),
+    ])
+    let read = try message.read { reader throws(DBusError) in
+      var device: [String: DBusValue] = [:]
+      var names: [String] = []
+      _ = try reader.objectPath()
+      let found = try reader.visitProperties(of: "org.bluez.Device1") { name, value in
+        names.append(name)
+        device[name] = value
+      }
+      // The argument after the skipped interfaces is where it should be.
+      let tail = try reader.string()
+      reader.rewind()
+      let path = try reader.objectPath()
+      let battery = try reader.interfacesAndProperties()["org.bluez.Battery1"]
+      reader.rewind()
+      _ = try reader.objectPath()
+      let absent = try reader.visitProperties(of: "org.bluez.Device") { _, _ in
+        Issue.record("a prefix of an interface's name is not that interface")
+      }
+      return (found, device, names.count, tail, path, battery, absent)
+    }
+    #expect(read.0)
+    #expect(read.1 == Self.properties.mapValues { $0.unwrapped })  // variants unwrapped
+    #expect(read.2 == Self.properties.count)  // each property once
+    #expect(read.3 == "tail")
+    #expect(read.4 == "/org/bluez/hci0/dev_00_AA_01_01_00_01")
+    #expect(read.5 == ["Percentage": .byte(90)])
+    #expect(!read.6)
+  }
+
+  @Test func visitingAnotherShapeThrows() throws {
+    let message = try Self.received([.objectPath("/a"), .dictionaryOfVariants(Self.properties)])
+    #expect(throws: DBusError.self) {
+      try message.read { reader throws(DBusError) in
+        _ = try reader.objectPath()
+        return try reader.visitProperties(of: "org.bluez.Device1") { _, _ in }
+      }
+    }
+  }
+
   @Test func bytesReadLikeLibdbusIterators() throws {
     let values: [DBusValue] = [
       .byte(7), .bool(true), .int16(-2), .uint16(65535), .int32(-70000), .uint32(4_000_000_000),
