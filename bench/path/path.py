@@ -1,0 +1,212 @@
+"""The instructions `blekit scan` executes for one scan report, natively under valgrind
+(callgrind), against fake_bluetoothd.py on a private bus: a deterministic figure for the path
+whose time the lab's discovery benchmark measures (and whose noise it suffers).
+
+Usage: path.py BLEKIT SHIM OUT [--reports N] [--top K]
+
+blekit runs `scan -a hci0 --service fff0` on a pseudo-terminal (the live table, as in the lab
+benchmark). Costs are collected only inside the D-Bus reading thread's handling of incoming
+data (DBusConnection.handleWatch), and split at the `write` of the table: "before the write" is
+the path a user waits for, "after it" the rest of that signal's handling (the object tree's
+full reading, for instance). Printed per report: instructions, distinct instructions and the
+4 KiB code pages they fall on (under the lab's emulated CPU, code run once after a context
+switch is what costs), by library; then the functions with the most instructions before the
+write in the first report."""
+import argparse
+import collections
+import glob
+import os
+import pty
+import re
+import select
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class Profile:
+    """One callgrind dump: exclusive instructions per (object, function), and the distinct
+    instruction addresses per object."""
+
+    def __init__(self, path, names):
+        self.trigger = ""
+        self.cost = collections.Counter()
+        self.addresses = collections.defaultdict(set)
+        ob = fn = None
+        address, after_call = 0, False
+        with open(path, errors="replace") as lines:
+            for line in lines:
+                line = line.rstrip("\n")
+                if line.startswith("desc: Trigger:"):
+                    self.trigger = line.split(":", 2)[2].strip()
+                    continue
+                spec = re.match(r"^(ob|fn|cob|cfn|fl|fi|fe|cfi|cfl|calls)=(.*)", line)
+                if spec:
+                    key, value = spec.groups()
+                    if key in ("ob", "cob"):
+                        name = self.name(names["ob"], value)
+                        ob = name if key == "ob" else ob
+                    elif key in ("fn", "cfn"):
+                        name = self.name(names["fn"], value)
+                        fn = name if key == "fn" else fn
+                    elif key == "calls":
+                        after_call = True  # the next line is a call's inclusive cost
+                    continue
+                if not line or line[0] not in "+-*0123456789":
+                    continue
+                fields = line.split()
+                position = fields[0]
+                if position.startswith("0x"):
+                    current = int(position, 16)
+                elif position[0] in "+-":
+                    current = address + int(position)
+                else:
+                    current = address
+                if after_call:
+                    after_call = False
+                    continue
+                address = current
+                count = int(fields[2]) if len(fields) > 2 else 0
+                self.cost[(ob, fn)] += count
+                self.addresses[ob].add(current)
+
+    @staticmethod
+    def name(table, value):
+        """callgrind's name compression: "(id) name" defines, "(id)" refers."""
+        found = re.match(r"\((\d+)\)\s*(.*)", value)
+        if not found:
+            return value
+        key, name = found.groups()
+        if name:
+            table[key] = name
+        return table.get(key, "?" + key)
+
+    @property
+    def total(self):
+        return sum(self.cost.values())
+
+
+def merged(profiles):
+    result = Profile.__new__(Profile)
+    result.trigger, result.cost = "merged", collections.Counter()
+    result.addresses = collections.defaultdict(set)
+    for profile in profiles:
+        result.cost.update(profile.cost)
+        for ob, addresses in profile.addresses.items():
+            result.addresses[ob] |= addresses
+    return result
+
+
+def library(ob):
+    return os.path.basename(ob or "?")
+
+
+def run(args, work):
+    daemon = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address=1"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    address = daemon.stdout.readline().strip()
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=address, REPORTS=str(args.reports))
+    fake = subprocess.Popen([sys.executable, os.path.join(HERE, "fake_bluetoothd.py")], env=env,
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        if fake.stdout.readline().strip() != "ready":
+            sys.exit("bench-path: the fake bluetoothd did not start")
+        # 2 s between restarts: the first start, then one report per restart, then slack.
+        seconds = 2 * (args.reports + 1) + 3
+        argv = ["valgrind", "--tool=callgrind", "--dump-instr=yes",
+                "--toggle-collect=*handleWatch*", "--dump-before=write",
+                "--callgrind-out-file=" + work + "/callgrind.out.%p",
+                args.blekit, "scan", "-a", "hci0", "--service", "fff0",
+                "--timeout", str(seconds)]
+        master, slave = pty.openpty()
+        scan = subprocess.Popen(argv, env=dict(env, LD_PRELOAD=args.shim), stdin=slave,
+                                stdout=slave, stderr=subprocess.PIPE, close_fds=True)
+        os.close(slave)
+        screen = b""
+        deadline = time.monotonic() + seconds * 4 + 60
+        while scan.poll() is None and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                try:
+                    screen += os.read(master, 65536)
+                except OSError:
+                    break
+        if scan.poll() is None:
+            scan.kill()
+            sys.exit("bench-path: blekit scan did not end in time")
+        errors = scan.stderr.read().decode(errors="replace")
+        if scan.returncode != 0:
+            sys.exit("bench-path: blekit scan exited %d:\n%s" % (scan.returncode, errors[-2000:]))
+        shown = screen.decode(errors="replace")
+        for n in range(1, args.reports + 1):
+            if "00:AA:01:01:00:%02X" % n not in shown:
+                sys.exit("bench-path: report %d never reached the table" % n)
+    finally:
+        fake.terminate()
+        daemon.terminate()
+        fake.wait()
+        daemon.wait()
+
+
+def reports(work, count):
+    """Per report: the profile up to the table's write, and the rest of that signal's handling."""
+    files = sorted(glob.glob(work + "/callgrind.out.*.*"), key=lambda p: int(p.rsplit(".", 1)[1]))
+    names = {"ob": {}, "fn": {}}
+    profiles = [Profile(path, names) for path in files]  # in order: names are defined once
+    result = []
+    for n in range(1, count + 1):
+        start = next(i for i, p in enumerate(profiles) if p.trigger == "dump before-%d" % n)
+        end = next(i for i, p in enumerate(profiles) if p.trigger == "dump report-%d" % n)
+        window = profiles[start + 1:end + 1]
+        first = next((i for i, p in enumerate(window) if p.trigger.endswith("dump-before=write")
+                      and p.total > 0), None)
+        if first is None:
+            sys.exit("bench-path: no write of the table after report %d" % n)
+        result.append((window[first], merged(window[first + 1:])))
+    return result
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("blekit")
+    parser.add_argument("shim")
+    parser.add_argument("out")
+    parser.add_argument("--reports", type=int, default=3)
+    parser.add_argument("--top", type=int, default=25)
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for stale in glob.glob(args.out + "/callgrind.out.*"):
+        os.remove(stale)
+    run(args, args.out)
+    measured = reports(args.out, args.reports)
+    print("instructions per scan report (%s, valgrind %s)" % (
+        args.blekit, subprocess.run(["valgrind", "--version"], capture_output=True,
+                                    text=True).stdout.strip()))
+    print("%-7s %14s %12s %14s %12s %10s" % ("report", "before write", "after it",
+                                             "distinct before", "code pages", "total"))
+    for n, (before, after) in enumerate(measured, 1):
+        distinct = sum(len(a) for a in before.addresses.values())
+        pages = sum(len({x >> 12 for x in a}) for a in before.addresses.values())
+        print("%-7d %14s %12s %14s %12d %10s" % (n, f"{before.total:,}", f"{after.total:,}",
+                                                 f"{distinct:,}", pages,
+                                                 f"{before.total + after.total:,}"))
+    before = measured[0][0]
+    print("\nbefore the write, report 1, by library: instructions, distinct, code pages")
+    by_library = collections.Counter()
+    for (ob, _), count in before.cost.items():
+        by_library[library(ob)] += count
+    for name, count in by_library.most_common():
+        addresses = set().union(*(a for ob, a in before.addresses.items() if library(ob) == name))
+        print("  %-32s %9s %7s %5d" % (name, f"{count:,}", f"{len(addresses):,}",
+                                      len({x >> 12 for x in addresses})))
+    print("\nbefore the write, report 1, functions with the most instructions (exclusive):")
+    for (ob, fn), count in before.cost.most_common(args.top):
+        print("  %8s  %-22s %s" % (f"{count:,}", library(ob)[:22], fn))
+    print("\ncallgrind's dumps are in %s (callgrind_annotate reads them)" % args.out)
+
+
+if __name__ == "__main__":
+    main()
