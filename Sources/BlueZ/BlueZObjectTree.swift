@@ -337,7 +337,9 @@ public final class BlueZObjectTree: Sendable {
 
   /// Reads a signal and applies it (or holds it back while a snapshot is awaited). A new
   /// device goes to the observers that take devices first, read straight from the message;
-  /// the tree reads the whole signal after that.
+  /// the tree reads the whole signal after that. (Should the whole reading then fail, e.g. on
+  /// an extra argument, those observers have had a device the tree never holds; bluetoothd
+  /// does not send such signals.)
   private static func take(
     _ header: SignalHeader, _ reader: inout MessageReader, into state: inout State
   ) {

@@ -62,7 +62,7 @@ class Profile:
                 if position.startswith("0x"):
                     current = int(position, 16)
                 elif position[0] in "+-":
-                    current = address + int(position)
+                    current = address + int(position, 0)  # "+12", "-3", "+0x1a"
                 else:
                     current = address
                 if after_call:
