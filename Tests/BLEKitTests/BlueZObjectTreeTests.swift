@@ -58,6 +58,21 @@ private final class FakeBlueZObjects: Sendable {
   func close() { connection.close() }
 }
 
+/// Runs `body` with a tree on a private bus, over a fake bluetoothd that exports one powered
+/// adapter (hci0).
+private func withTree(
+  _ body: (FakeBlueZObjects, BlueZObjectTree) async throws -> Void
+) async throws {
+  let bus = try ClientTestBus()
+  defer { bus.stop() }
+  let bluez = try await FakeBlueZObjects(bus: bus)
+  defer { bluez.close() }
+  try bluez.exportAdapter("hci0", powered: true)
+  let client = try bus.connect()
+  defer { client.close() }
+  try await body(bluez, try await BlueZObjectTree.start(connection: client))
+}
+
 /// Waits for the first event that `match` accepts (the stream is unbounded, so none is lost).
 private func next<T>(
   _ events: AsyncStream<BlueZObjectEvent>, _ match: (BlueZObjectEvent) -> T?
@@ -72,106 +87,94 @@ private func next<T>(
   static let device: ObjectPath = "/org/bluez/hci0/dev_00_AA_01_01_00_01"
 
   @Test func snapshotThenLiveChanges() async throws {
-    let bus = try ClientTestBus()
-    defer { bus.stop() }
-    let bluez = try await FakeBlueZObjects(bus: bus)
-    defer { bluez.close() }
-    try bluez.exportAdapter("hci0", powered: true)
+    try await withTree { bluez, tree in
+      let client = tree.connection
+      let (snapshot, running, events) = tree.subscribe()
+      #expect(running)
+      let adapter = try #require(try tree.proxy(Adapter1.self, at: "/org/bluez/hci0"))
+      #expect(adapter[Adapter1.powered] == true)
+      #expect(adapter[Adapter1.address] == "00:AA:01:00:00:00")
+      #expect(adapter[Adapter1.roles] == nil)  // absent optional property: nil
+      #expect(snapshot.keys.contains("/org/bluez/hci0"))
 
-    let client = try bus.connect()
-    defer { client.close() }
-    let tree = try await BlueZObjectTree.start(connection: client)
-    let (snapshot, running, events) = tree.subscribe()
-    #expect(running)
-    let adapter = try #require(try tree.proxy(Adapter1.self, at: "/org/bluez/hci0"))
-    #expect(adapter[Adapter1.powered] == true)
-    #expect(adapter[Adapter1.address] == "00:AA:01:00:00:00")
-    #expect(adapter[Adapter1.roles] == nil)  // absent optional property: nil
-    #expect(snapshot.keys.contains("/org/bluez/hci0"))
-
-    try bluez.exportDevice(
-      Self.device, address: "00:AA:01:01:00:01", uuids: ["0000180f-0000-1000-8000-00805f9b34fb"])
-    let added = await next(events) { event -> [String: DBusValue]? in
-      if case .interfacesAdded(Self.device, let interfaces) = event {
-        return interfaces[Device1.interface]
+      try bluez.exportDevice(
+        Self.device, address: "00:AA:01:01:00:01", uuids: ["0000180f-0000-1000-8000-00805f9b34fb"])
+      let added = await next(events) { event -> [String: DBusValue]? in
+        if case .interfacesAdded(Self.device, let interfaces) = event {
+          return interfaces[Device1.interface]
+        }
+        return nil
       }
-      return nil
-    }
-    let device = try Device1.make(
-      path: Self.device, properties: try #require(added), connection: client)
-    #expect(device[Device1.manufacturerData] == [0xFFFF: [2, 16, 1]])
-    #expect(device[Device1.rssi] == 127)
+      let device = try Device1.make(
+        path: Self.device, properties: try #require(added), connection: client)
+      #expect(device[Device1.manufacturerData] == [0xFFFF: [2, 16, 1]])
+      #expect(device[Device1.rssi] == 127)
 
-    try bluez.connection.emitPropertiesChanged(
-      path: Self.device, interface: Device1.interface, changed: ["RSSI": .int16(-60)],
-      invalidated: ["ManufacturerData"])
-    let changes = await next(events) { event -> PropertyChanges<Device1>? in
-      if case .propertiesChanged(Self.device, Device1.interface, let changed, let gone, _) = event {
-        return PropertyChanges(changed: changed, invalidated: gone)
+      try bluez.connection.emitPropertiesChanged(
+        path: Self.device, interface: Device1.interface, changed: ["RSSI": .int16(-60)],
+        invalidated: ["ManufacturerData"])
+      let changes = await next(events) { event -> PropertyChanges<Device1>? in
+        if case .propertiesChanged(Self.device, Device1.interface, let changed, let gone, _) = event
+        {
+          return PropertyChanges(changed: changed, invalidated: gone)
+        }
+        return nil
       }
-      return nil
-    }
-    let typed = try #require(changes)
-    guard case .changed(let rssi)? = typed[Device1.rssi] else {
-      Issue.record("RSSI change not decoded")
-      return
-    }
-    #expect(rssi == -60)
-    guard case .removed? = typed[Device1.manufacturerData] else {
-      Issue.record("invalidated ManufacturerData not reported as removed")
-      return
-    }
-    #expect(typed[Device1.name] == nil)
-    let current = try #require(try tree.proxy(Device1.self, at: Self.device))
-    #expect(current[Device1.rssi] == -60)
-    #expect(current[Device1.manufacturerData] == nil)
+      let typed = try #require(changes)
+      guard case .changed(let rssi)? = typed[Device1.rssi] else {
+        Issue.record("RSSI change not decoded")
+        return
+      }
+      #expect(rssi == -60)
+      guard case .removed? = typed[Device1.manufacturerData] else {
+        Issue.record("invalidated ManufacturerData not reported as removed")
+        return
+      }
+      #expect(typed[Device1.name] == nil)
+      let current = try #require(try tree.proxy(Device1.self, at: Self.device))
+      #expect(current[Device1.rssi] == -60)
+      #expect(current[Device1.manufacturerData] == nil)
 
-    bluez.connection.unexport(Self.device)
-    let removed = await next(events) { event -> Bool? in
-      if case .interfacesRemoved(Self.device, _) = event { return true }
-      return nil
+      bluez.connection.unexport(Self.device)
+      let removed = await next(events) { event -> Bool? in
+        if case .interfacesRemoved(Self.device, _) = event { return true }
+        return nil
+      }
+      #expect(removed == true)
+      #expect(try tree.proxy(Device1.self, at: Self.device) == nil)
+      tree.stop()
     }
-    #expect(removed == true)
-    #expect(try tree.proxy(Device1.self, at: Self.device) == nil)
-    tree.stop()
   }
 
   @Test func newDevicesGoToTheDevicesHandlerBeforeTheTreeHasThem() async throws {
-    let bus = try ClientTestBus()
-    defer { bus.stop() }
-    let bluez = try await FakeBlueZObjects(bus: bus)
-    defer { bluez.close() }
-    try bluez.exportAdapter("hci0", powered: true)
-    let client = try bus.connect()
-    defer { client.close() }
-    let tree = try await BlueZObjectTree.start(connection: client)
-
-    let log = Mutex<[String]>([])
-    let scanning = tree.observe(
-      { event in
+    try await withTree { bluez, tree in
+      let log = Mutex<[String]>([])
+      let scanning = tree.observe(
+        { event in
+          if case .interfacesAdded(let path, _) = event {
+            log.withLock { $0.append("handler \(path)") }
+          }
+        },
+        devices: { path, advertisement in
+          log.withLock { $0.append("device \(path) \(advertisement?.address ?? "-")") }
+        })
+      let plain = tree.observe { event in
         if case .interfacesAdded(let path, _) = event {
-          log.withLock { $0.append("handler \(path)") }
+          log.withLock { $0.append("added \(path)") }
         }
-      },
-      devices: { path, advertisement in
-        log.withLock { $0.append("device \(path) \(advertisement?.address ?? "-")") }
-      })
-    let plain = tree.observe { event in
-      if case .interfacesAdded(let path, _) = event {
-        log.withLock { $0.append("added \(path)") }
       }
+      try bluez.exportDevice(Self.device, address: "00:AA:01:01:00:01", uuids: [])
+      #expect(await eventually { log.withLock { $0.count } == 2 })
+      // The devices handler first (read straight from the signal), then the tree's event for
+      // the others; the devices observer's own handler never sees the new device.
+      #expect(
+        log.withLock { $0 } == [
+          "device \(Self.device) 00:AA:01:01:00:01", "added \(Self.device)",
+        ])
+      scanning.cancel()
+      plain.cancel()
+      tree.stop()
     }
-    try bluez.exportDevice(Self.device, address: "00:AA:01:01:00:01", uuids: [])
-    #expect(await eventually { log.withLock { $0.count } == 2 })
-    // The devices handler first (read straight from the signal), then the tree's event for
-    // the others; the devices observer's own handler never sees the new device.
-    #expect(
-      log.withLock { $0 } == [
-        "device \(Self.device) 00:AA:01:01:00:01", "added \(Self.device)",
-      ])
-    scanning.cancel()
-    plain.cancel()
-    tree.stop()
   }
 
   @Test func aRehearsalHandsNewDevicesToItsDevicesHandler() throws {
