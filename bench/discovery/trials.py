@@ -18,7 +18,13 @@
 #    registering anew every ~1.2 s so that reports keep coming), sampled from /proc
 #    every 10 s; printed at 1 minute and at the end.
 #
-# After the trials, the lab's btmon capture tells for each trial whether bluetoothd heard of the
+# The HCI capture for that (btmon) goes to guest memory during the trials: the lab's own btmon
+# writes to the results share, which QEMU's main thread serves (9p) on the same host cores as
+# the guest's CPUs, and the --ftrace runs showed scanners' paths stretching while it wrote. The
+# lab's btmon is stopped when the trials begin (its btmon.btsnoop ends there); the trials'
+# capture is copied to bench-discovery/btmon.btsnoop at the end.
+#
+# After the trials, the HCI capture tells for each trial whether bluetoothd heard of the
 # advertising report before the completion of the advertiser's command (the usual order) or
 # after it (its reply then leaves ~10-15 ms before the signal, whichever scanner runs); the
 # counts and the medians of both kinds of trial are printed per scanner.
@@ -48,6 +54,7 @@ import bisect
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -464,7 +471,33 @@ BTMON_EVENT = re.compile(r"^@ MGMT Event: .*\((0x[0-9a-f]{4})\) plen \d+ .*\[(hc
                          r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+)$")
 
 
-def bluetoothd_order(rows):
+class MemoryCapture:
+    """btmon capturing into guest memory (the overlay's tmpfs) in place of the lab's btmon,
+    which writes to the 9p results share (see the header)."""
+    PATH = "/tmp/bench-discovery-btmon.btsnoop"
+
+    def __init__(self):
+        subprocess.run(["pkill", "-INT", "-x", "btmon"], check=False)
+        time.sleep(0.3)
+        self.process = subprocess.Popen(["btmon", "-w", self.PATH], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+        for _ in range(50):  # until the file header is written, as the lab waits
+            if os.path.exists(self.PATH) and os.path.getsize(self.PATH) > 0:
+                break
+            time.sleep(0.1)
+
+    def stop(self, out):
+        """Ends the capture, copies it to `out` and returns that path."""
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        shutil.copyfile(self.PATH, out)
+        return out
+
+
+def bluetoothd_order(rows, snoop):
     """Marks each trial with the order in which bluetoothd was told of two things the kernel
     reports within a fraction of a millisecond: hci0's Device Found for the advertiser (which
     makes the device object and the InterfacesAdded every scanner waits for) and the completion
@@ -473,7 +506,6 @@ def bluetoothd_order(rows):
     milliseconds, so when the completion comes first the reply is sent ~10-15 ms before the
     signal, for whichever scanner runs. Read from the lab's btmon capture (the management
     channel, in the order bluetoothd reads it); row["report_first"] is True, False or absent."""
-    snoop = os.path.join(os.environ.get("LAB_RESULTS", ""), "btmon.btsnoop")
     if not os.path.exists(snoop):
         return
     text = subprocess.run(["btmon", "-T", "-r", snoop], capture_output=True, text=True,
@@ -507,6 +539,7 @@ def latency(args, bus):
     rows = []
     device = "/org/bluez/hci0/dev_" + hci1.replace(":", "_")
     stamps = SignalStamps(device) if args.stamp_signals else None
+    capture = MemoryCapture()
     kernel = KernelTrace() if args.ftrace else None
     with open(f"{args.out}/transcript.txt", "w") as transcript:
         for index in range(args.trials):
@@ -519,7 +552,7 @@ def latency(args, bus):
                 rows.append(row)
     adv.close()
     events = kernel.stop(f"{args.out}/ftrace.txt") if kernel else None
-    bluetoothd_order(rows)
+    bluetoothd_order(rows, capture.stop(f"{args.out}/btmon.btsnoop"))
     if stamps:
         stamps.close()
     with open(f"{args.out}/latency.json", "w") as f:
