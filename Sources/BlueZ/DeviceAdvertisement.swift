@@ -44,16 +44,12 @@ public struct DeviceAdvertisement: Sendable, Equatable {
   /// Gathers a `Device1`'s properties one at a time, from a dictionary or straight from a
   /// message (``BlueZObjectTree`` reads a new device's this way, before anything else).
   struct Collector {
+    // The required properties until they are known; the optional ones go straight into
+    // `gathered`, whose required fields are placeholders until `advertisement` fills them in.
     private var address: String?
-    private var addressType: String?
-    private var name: String?
     private var adapter: ObjectPath?
-    private var rssi: Int16?
-    private var txPower: Int16?
-    private var uuids: [String]?
-    private var manufacturerData: [UInt16: [UInt8]]?
-    private var serviceData: [String: [UInt8]]?
     private var connected: Bool?
+    private var gathered = DeviceAdvertisement(address: "", adapter: .root, connected: false)
 
     /// Notes one property; names that are not read here are ignored.
     mutating func take(_ key: String, _ value: DBusValue) {
@@ -63,30 +59,32 @@ public struct DeviceAdvertisement: Sendable, Equatable {
       switch key.utf8.count {
       case 4:
         if key == "Name" {
-          name = value.stringValue
+          gathered.name = value.stringValue
         } else if key == "RSSI" {
-          rssi = value.int16Value
+          gathered.rssi = value.int16Value
         }
       case 5:
-        if key == "UUIDs" { uuids = value.stringArrayValue }
+        if key == "UUIDs" { gathered.uuids = value.stringArrayValue }
       case 7:
         if key == "Address" {
           address = value.stringValue
         } else if key == "Adapter" {
           adapter = value.objectPathValue
         } else if key == "TxPower" {
-          txPower = value.int16Value
+          gathered.txPower = value.int16Value
         }
       case 9:
         if key == "Connected" { connected = value.boolValue }
       case 11:
         if key == "AddressType" {
-          addressType = value.stringValue
+          gathered.addressType = value.stringValue
         } else if key == "ServiceData" {
-          serviceData = Decode.bytesByString(value)
+          gathered.serviceData = Decode.bytesByString(value)
         }
       case 16:
-        if key == "ManufacturerData" { manufacturerData = Decode.bytesByUInt16(value) }
+        if key == "ManufacturerData" {
+          gathered.manufacturerData = Decode.bytesByUInt16(value)
+        }
       default:
         break
       }
@@ -95,27 +93,17 @@ public struct DeviceAdvertisement: Sendable, Equatable {
     /// What was gathered; `nil` without `Address`, `Adapter` and `Connected`.
     var advertisement: DeviceAdvertisement? {
       guard let address, let adapter, let connected else { return nil }
-      return DeviceAdvertisement(
-        address: address, addressType: addressType, name: name, adapter: adapter, rssi: rssi,
-        txPower: txPower, uuids: uuids, manufacturerData: manufacturerData,
-        serviceData: serviceData, connected: connected)
+      var advertisement = gathered
+      advertisement.address = address
+      advertisement.adapter = adapter
+      advertisement.connected = connected
+      return advertisement
     }
   }
 
-  private init(
-    address: String, addressType: String?, name: String?, adapter: ObjectPath, rssi: Int16?,
-    txPower: Int16?, uuids: [String]?, manufacturerData: [UInt16: [UInt8]]?,
-    serviceData: [String: [UInt8]]?, connected: Bool
-  ) {
+  private init(address: String, adapter: ObjectPath, connected: Bool) {
     self.address = address
-    self.addressType = addressType
-    self.name = name
     self.adapter = adapter
-    self.rssi = rssi
-    self.txPower = txPower
-    self.uuids = uuids
-    self.manufacturerData = manufacturerData
-    self.serviceData = serviceData
     self.connected = connected
   }
 }

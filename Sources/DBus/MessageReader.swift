@@ -77,9 +77,7 @@ public struct MessageReader: ~Copyable {
   public mutating func interfacesAndProperties() throws(DBusError)
     -> [String: [String: DBusValue]]
   {
-    guard case .dictionary(let key, let value) = try next().kind, key.code == TypeCode.string,
-      Self.isProperties(value)
-    else { throw mismatch("a{sa{sv}}") }
+    try nextIsInterfacesAndProperties()
     let end = try body.arrayStart(elementAlignment: 8)
     // Room for a device's or an adapter's interfaces (bluetoothd sends 3-6) without growing:
     // each growth rehashes what was read so far.
@@ -103,9 +101,7 @@ public struct MessageReader: ~Copyable {
   public mutating func visitProperties(
     of interface: String, _ visit: (_ name: String, _ value: DBusValue) -> Void
   ) throws(DBusError) -> Bool {
-    guard case .dictionary(let key, let value) = try next().kind, key.code == TypeCode.string,
-      Self.isProperties(value)
-    else { throw mismatch("a{sa{sv}}") }
+    try nextIsInterfacesAndProperties()
     var wanted = interface
     let end = try body.arrayStart(elementAlignment: 8)
     var found = false
@@ -142,6 +138,13 @@ public struct MessageReader: ~Copyable {
       result[key] = try body.variantContent().unwrapped
     }
     return result
+  }
+
+  /// Takes the next argument, which must be `a{sa{sv}}`.
+  private mutating func nextIsInterfacesAndProperties() throws(DBusError) {
+    guard case .dictionary(let key, let value) = try next().kind, key.code == TypeCode.string,
+      Self.isProperties(value)
+    else { throw mismatch("a{sa{sv}}") }
   }
 
   private static func isProperties(_ type: DBusType) -> Bool {
