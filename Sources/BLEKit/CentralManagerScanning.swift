@@ -167,14 +167,17 @@ extension CentralManager {
     let session = ScanSession(
       manager: self, adapter: adapter, adapterName: adapterName, options: options,
       sink: ScanSink(yield: found.keep, end: { _ in }), holding: false)
-    let events = BlueZObjectTree.rehearse(messages: [message], devices: session.device)
+    let events = BlueZObjectTree.rehearse(messages: [message], devices: session.devicesHandler)
     for event in events { session.handle(event) }
     session.cancel()
     return found.discovery
   }
 
   /// bluetoothd's InterfacesAdded for a made-up device on `adapter` that advertises what
-  /// `options` look for, taken through libdbus's wire format and back as a real one is.
+  /// `options` look for, taken through libdbus's wire format and back as a real one is. It is
+  /// shaped like bluetoothd 5.66's for an LE advertiser (its interfaces and the usual Device1
+  /// properties, in its order, RSSI 127 as the lab's emulator reports), with the optional
+  /// advertising properties added, so that the rehearsal runs the code a real signal runs.
   private static func madeUpAdvertisement(_ options: ScanOptions, adapter: ObjectPath)
     -> DBusMessage?
   {
@@ -182,30 +185,50 @@ extension CentralManager {
       options.services.isEmpty
       ? ["0000180f-0000-1000-8000-00805f9b34fb"]
       : options.services.map(\.uuidString)
-    let properties: [String: DBusValue] = [
-      Device1.address.name: .string("00:00:00:00:00:00"),
-      Device1.addressType.name: .string("public"),
-      Device1.name.name: .string("rehearsal"),
-      Device1.alias.name: .string("rehearsal"),
-      Device1.adapter.name: .objectPath(adapter),
-      Device1.rssi.name: .int16(127),
-      Device1.txPower.name: .int16(0),
-      Device1.uuids.name: .strings(uuids),
-      Device1.manufacturerData.name: .dictionary(
-        key: "q", value: "v", [DBusDictEntry(key: .uint16(0xFFFF), value: .variant(.bytes([1])))]),
-      Device1.serviceData.name: .dictionary(
-        key: "s", value: "v",
-        [DBusDictEntry(key: .string(uuids[0]), value: .variant(.bytes([1])))]),
-      Device1.connected.name: .bool(false),
-      Device1.paired.name: .bool(false),
+    // Hex letters and digits both, as real addresses have.
+    let address = "0A:1B:2C:3D:4E:5F"
+    let properties: [(String, DBusValue)] = [
+      (Device1.address.name, .string(address)),
+      (Device1.addressType.name, .string("public")),
+      (Device1.name.name, .string("rehearsal")),
+      (Device1.alias.name, .string("rehearsal")),
+      (Device1.paired.name, .bool(false)),
+      (Device1.bonded.name, .bool(false)),
+      (Device1.trusted.name, .bool(false)),
+      (Device1.blocked.name, .bool(false)),
+      ("LegacyPairing", .bool(false)),
+      (Device1.rssi.name, .int16(127)),
+      (Device1.txPower.name, .int16(0)),
+      (Device1.connected.name, .bool(false)),
+      (Device1.uuids.name, .strings(uuids)),
+      (
+        Device1.manufacturerData.name,
+        .dictionary(
+          key: "q", value: "v",
+          [DBusDictEntry(key: .uint16(0xFFFF), value: .variant(.bytes([1])))])
+      ),
+      (
+        Device1.serviceData.name,
+        .dictionary(
+          key: "s", value: "v",
+          [DBusDictEntry(key: .string(uuids[0]), value: .variant(.bytes([1])))])
+      ),
+      (Device1.adapter.name, .objectPath(adapter)),
+      (Device1.servicesResolved.name, .bool(false)),
     ]
-    let path = adapter.appending("dev_00_00_00_00_00_00")
+    let noProperties = DBusValue.dictionary(key: "s", value: "v", [])
     let interfaces = DBusValue.dictionary(
       key: "s", value: "a{sv}",
       [
+        DBusDictEntry(key: .string(InterfaceName.introspectable.rawValue), value: noProperties),
         DBusDictEntry(
-          key: .string(Device1.interface.rawValue), value: .dictionaryOfVariants(properties))
+          key: .string(Device1.interface.rawValue),
+          value: .dictionary(
+            key: "s", value: "v",
+            properties.map { DBusDictEntry(key: .string($0.0), value: .variant($0.1)) })),
+        DBusDictEntry(key: .string(InterfaceName.properties.rawValue), value: noProperties),
       ])
+    let path = adapter.appending("dev_0A_1B_2C_3D_4E_5F")
     guard
       let message = try? DBusMessage.signal(
         path: BlueZ.root, interface: BlueZ.Interface.objectManager, member: "InterfacesAdded"),

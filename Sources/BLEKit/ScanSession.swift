@@ -81,7 +81,7 @@ final class ScanSession: Sendable {
           report(path) { DeviceAdvertisement(properties) }
         }
       },
-      devices: { [weak self] path, advertisement in self?.device(path, advertisement) })
+      devices: devicesHandler)
     observation.onEnd { [weak self] in self?.finish(.closed) }
     self.observation.withLock { $0 = observation }
   }
@@ -177,6 +177,12 @@ final class ScanSession: Sendable {
     case .serviceStarted, .accessDenied:
       break
     }
+  }
+
+  /// What the tree calls with each new device (``device(_:_:)``, the session held weakly); the
+  /// rehearsal calls the same closure.
+  var devicesHandler: @Sendable (ObjectPath, DeviceAdvertisement?) -> Void {
+    { [weak self] path, advertisement in self?.device(path, advertisement) }
   }
 
   /// A new device: the tree's reading of it, straight from bluetoothd's signal (see

@@ -285,6 +285,8 @@ private func withFakeBlueZ(
       let sample = try #require(await central.rehearseScan(options))
       #expect(sample.serviceUUIDs == [Self.wanted])
       #expect(sample.name == "rehearsal")
+      #expect(sample.address.rawValue == "0A:1B:2C:3D:4E:5F")
+      #expect(sample.rssi == nil && sample.reportedRSSI == 127)
       #expect(sample.manufacturerData == [0xFFFF: [1]])
       #expect(sample.peripheral.adapter == FakeScanningBlueZ.adapter)
       // Options that exclude it: no discovery. Neither call reached bluetoothd or the tree.

@@ -401,6 +401,9 @@ class KernelTrace:
         if read is None:
             return None
         woke = back(read, lambda e: e[1] == tid and e[3] in ("sys_poll", "sys_epoll_wait"))
+        # The kernel's wake-up of that thread: when the message reached its socket.
+        woken = back(woke, lambda e: e[3] == "sched_wakeup" and f"pid={tid} " in e[4]) \
+            if woke is not None else None
         off, left, faults, calls = 0.0, None, 0, []
         for event in events[woke if woke is not None else read:write]:
             if event[2] == tgid and event[3] == "page_fault_user":
@@ -412,7 +415,10 @@ class KernelTrace:
             elif event[3] == "sched_switch" and f"next_pid={tid} " in event[4] and left:
                 off, left = off + event[0] - left, None
         at = lambda index: events[index][0]
-        return {"woke_to_write": (at(write) - at(woke)) * 1000 if woke is not None else None,
+        reply = row["hit_at"] - row["latency"]
+        return {"reply_to_woken": (at(woken) - reply) * 1000 if woken is not None else None,
+                "woken_to_line": (row["hit_at"] - at(woken)) * 1000 if woken is not None else None,
+                "woke_to_write": (at(write) - at(woke)) * 1000 if woke is not None else None,
                 "read_to_write": (at(write) - at(read)) * 1000, "off_cpu": off * 1000,
                 "write_to_line": (row["hit_at"] - at(write)) * 1000,
                 "faults": faults, "syscalls": len(calls), "calls": " ".join(calls)}
@@ -450,17 +456,22 @@ class KernelTrace:
                     for r in rows if r["scanner"] == name and "hit_at" in r and "called_at" in r]
             if used:
                 log(f"  {name:14} {statistics.median(used):6.2f} {max(used):6.2f}")
-        log("with the kernel's trace (ms, medians): poll/epoll return -> write of the line, "
-            "message read -> write, off the CPU meanwhile, write -> line read here")
-        log(f"{'scanner':14} {'traced':>6} {'woke->write':>12} {'read->write':>12} "
-            f"{'off CPU':>8} {'write->line':>12} {'faults':>7} {'syscalls':>9}")
+        log("with the kernel's trace (ms, medians): the latency split where the signal wakes the "
+            "scanner (reply -> woken: bluetoothd, the kernel and dbus-daemon, not the scanner; "
+            "woken -> line: the scanner's own part); then within the scanner: poll/epoll "
+            "return -> write of the line, message read -> write, off the CPU meanwhile, "
+            "write -> line read here")
+        log(f"{'scanner':14} {'traced':>6} {'reply->woken':>13} {'woken->line':>12} "
+            f"{'woke->write':>12} {'read->write':>12} {'off CPU':>8} {'write->line':>12} "
+            f"{'faults':>7} {'syscalls':>9}")
         for name in names:
             paths = [p for p in (self.path_of(events, stamps, r) for r in rows
                                  if r["scanner"] == name and "hit_at" in r) if p]
             if not paths:
                 continue
             med = lambda key: statistics.median(p[key] for p in paths if p[key] is not None)
-            log(f"{name:14} {len(paths):>6} {med('woke_to_write'):>12.2f} "
+            log(f"{name:14} {len(paths):>6} {med('reply_to_woken'):>13.2f} "
+                f"{med('woken_to_line'):>12.2f} {med('woke_to_write'):>12.2f} "
                 f"{med('read_to_write'):>12.2f} {med('off_cpu'):>8.2f} {med('write_to_line'):>12.2f} "
                 f"{med('faults'):>7} {med('syscalls'):>9}")
             log(f"  {name}: system calls from poll return to the write (numbers), first trial: "

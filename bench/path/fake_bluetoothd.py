@@ -32,18 +32,18 @@ def adapter_properties():
 
 
 def device(n):
-    """Device n's path and interfaces, with the properties bluetoothd 5.66 sends for an LE
-    advertiser of one service."""
+    """Device n's path and interfaces, with the properties bluetoothd 5.66 sends for the lab
+    benchmark's advertiser (one service, a local name; the emulator's RSSI is 127, "unknown",
+    and its reports carry no flags), in its order (dbus-monitor in the lab)."""
     address = "00:AA:01:01:00:%02X" % n
     properties = {
         "Address": Variant("s", address), "AddressType": Variant("s", "public"),
         "Name": Variant("s", "bench-%d" % n), "Alias": Variant("s", "bench-%d" % n),
         "Paired": Variant("b", False), "Bonded": Variant("b", False),
         "Trusted": Variant("b", False), "Blocked": Variant("b", False),
-        "LegacyPairing": Variant("b", False), "RSSI": Variant("n", -60),
+        "LegacyPairing": Variant("b", False), "RSSI": Variant("n", 127),
         "Connected": Variant("b", False), "UUIDs": Variant("as", [SERVICE]),
         "Adapter": Variant("o", ADAPTER), "ServicesResolved": Variant("b", False),
-        "AdvertisingFlags": Variant("ay", b"\x06"),
     }
     path = ADAPTER + "/dev_" + address.replace(":", "_")
     return path, {"org.freedesktop.DBus.Introspectable": {}, "org.bluez.Device1": properties,

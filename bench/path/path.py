@@ -35,6 +35,7 @@ class Profile:
         self.trigger = ""
         self.cost = collections.Counter()
         self.addresses = collections.defaultdict(set)
+        self.functions = collections.defaultdict(set)
         ob = fn = None
         address, after_call = 0, False
         with open(path, errors="replace") as lines:
@@ -72,6 +73,7 @@ class Profile:
                 count = int(fields[2]) if len(fields) > 2 else 0
                 self.cost[(ob, fn)] += count
                 self.addresses[ob].add(current)
+                self.functions[(ob, fn)].add(current)
 
     @staticmethod
     def name(table, value):
@@ -93,10 +95,13 @@ def merged(profiles):
     result = Profile.__new__(Profile)
     result.trigger, result.cost = "merged", collections.Counter()
     result.addresses = collections.defaultdict(set)
+    result.functions = collections.defaultdict(set)
     for profile in profiles:
         result.cost.update(profile.cost)
         for ob, addresses in profile.addresses.items():
             result.addresses[ob] |= addresses
+        for key, addresses in profile.functions.items():
+            result.functions[key] |= addresses
     return result
 
 
@@ -104,20 +109,24 @@ def library(ob):
     return os.path.basename(ob or "?")
 
 
-def run(args, work):
+def run(args, work, reports, whole=False):
+    """blekit scan under callgrind until `reports` reports are in; `whole` collects every
+    thread from the start (for what ran before a report), else only the reading thread's
+    handling."""
     daemon = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address=1"],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     address = daemon.stdout.readline().strip()
-    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=address, REPORTS=str(args.reports))
+    env = dict(os.environ, DBUS_SYSTEM_BUS_ADDRESS=address, REPORTS=str(reports))
     fake = subprocess.Popen([sys.executable, os.path.join(HERE, "fake_bluetoothd.py")], env=env,
                             stdout=subprocess.PIPE, text=True)
     try:
         if fake.stdout.readline().strip() != "ready":
             sys.exit("bench-path: the fake bluetoothd did not start")
         # 2 s between restarts: the first start, then one report per restart, then slack.
-        seconds = 2 * (args.reports + 1) + 3
-        argv = ["valgrind", "--tool=callgrind", "--dump-instr=yes",
-                "--toggle-collect=*handleWatch*", "--dump-before=write",
+        seconds = 2 * (reports + 1) + 3
+        collect = ["--collect-atstart=yes"] if whole else ["--toggle-collect=*handleWatch*"]
+        argv = ["valgrind", "--tool=callgrind", "--dump-instr=yes", *collect,
+                "--dump-before=write",
                 "--callgrind-out-file=" + work + "/callgrind.out.%p",
                 args.blekit, "scan", "-a", "hci0", "--service", "fff0",
                 "--timeout", str(seconds)]
@@ -141,7 +150,7 @@ def run(args, work):
         if scan.returncode != 0:
             sys.exit("bench-path: blekit scan exited %d:\n%s" % (scan.returncode, errors[-2000:]))
         shown = screen.decode(errors="replace")
-        for n in range(1, args.reports + 1):
+        for n in range(1, reports + 1):
             if "00:AA:01:01:00:%02X" % n not in shown:
                 sys.exit("bench-path: report %d never reached the table" % n)
     finally:
@@ -151,11 +160,15 @@ def run(args, work):
         daemon.wait()
 
 
-def reports(work, count):
-    """Per report: the profile up to the table's write, and the rest of that signal's handling."""
+def profiles_in(work):
     files = sorted(glob.glob(work + "/callgrind.out.*.*"), key=lambda p: int(p.rsplit(".", 1)[1]))
     names = {"ob": {}, "fn": {}}
-    profiles = [Profile(path, names) for path in files]  # in order: names are defined once
+    return [Profile(path, names) for path in files]  # in order: names are defined once
+
+
+def reports(work, count):
+    """Per report: the profile up to the table's write, and the rest of that signal's handling."""
+    profiles = profiles_in(work)
     result = []
     for n in range(1, count + 1):
         start = next(i for i, p in enumerate(profiles) if p.trigger == "dump before-%d" % n)
@@ -169,6 +182,46 @@ def reports(work, count):
     return result
 
 
+def first_run(work):
+    """What report 1 runs before the table's write that the process had not run before the
+    report came (for all its start-up and rehearsal): under the lab's emulated CPU that code is
+    translated on the path, for every new process (its libraries load at new addresses).
+    Returns (before report 1, report 1 up to the write)."""
+    profiles = profiles_in(work)
+    start = next(i for i, p in enumerate(profiles) if p.trigger == "dump before-1")
+    end = next(i for i, p in enumerate(profiles) if p.trigger == "dump report-1")
+    window = profiles[start + 1:end + 1]
+    first = next((i for i, p in enumerate(window) if p.trigger.endswith("dump-before=write")
+                  and p.total > 0), None)
+    if first is None:
+        sys.exit("bench-path: no write of the table after report 1")
+    return merged(profiles[:start + 1]), merged(window[:first + 1])
+
+
+def new_code(earlier, path, top):
+    """Prints the instructions of `path` that `earlier` never ran, by library and function."""
+    fresh = {ob: addresses - earlier.addresses.get(ob, set())
+             for ob, addresses in path.addresses.items()}
+    count = sum(len(a) for a in fresh.values())
+    print("\nreport 1 up to the write, collected in every thread: %s distinct instructions, %s "
+          "of them never run before the report (on %d code pages)" % (
+              f"{sum(len(a) for a in path.addresses.values()):,}", f"{count:,}",
+              sum(len({x >> 12 for x in a}) for a in fresh.values())))
+    by_library = collections.Counter()
+    for ob, addresses in fresh.items():
+        by_library[library(ob)] += len(addresses)
+    for name, n in by_library.most_common():
+        if n:
+            print("  %-32s %7s" % (name, f"{n:,}"))
+    print("functions with the most instructions first run on report 1's path:")
+    by_function = collections.Counter()
+    for (ob, fn), addresses in path.functions.items():
+        by_function[(ob, fn)] = len(addresses - earlier.addresses.get(ob, set()))
+    for (ob, fn), n in by_function.most_common(top):
+        if n:
+            print("  %6s  %-22s %s" % (f"{n:,}", library(ob)[:22], fn))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("blekit")
@@ -180,7 +233,13 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     for stale in glob.glob(args.out + "/callgrind.out.*"):
         os.remove(stale)
-    run(args, args.out)
+    whole = os.path.join(args.out, "whole")
+    os.makedirs(whole, exist_ok=True)
+    for stale in glob.glob(whole + "/callgrind.out.*"):
+        os.remove(stale)
+    run(args, whole, 1, whole=True)
+    earlier, path = first_run(whole)
+    run(args, args.out, args.reports)
     measured = reports(args.out, args.reports)
     print("instructions per scan report (%s, valgrind %s)" % (
         args.blekit, subprocess.run(["valgrind", "--version"], capture_output=True,
@@ -205,6 +264,7 @@ def main():
     print("\nbefore the write, report 1, functions with the most instructions (exclusive):")
     for (ob, fn), count in before.cost.most_common(args.top):
         print("  %8s  %-22s %s" % (f"{count:,}", library(ob)[:22], fn))
+    new_code(earlier, path, args.top)
     print("\ncallgrind's dumps are in %s (callgrind_annotate reads them)" % args.out)
 
 
