@@ -11,7 +11,9 @@ the path a user waits for, "after it" the rest of that signal's handling (the ob
 full reading, for instance). Printed per report: instructions, distinct instructions and the
 4 KiB code pages they fall on (under the lab's emulated CPU, code run once after a context
 switch is what costs), by library; then the functions with the most instructions before the
-write in the first report."""
+write in the first report. A second run, collecting every thread from the start, gives the
+code report 1 runs before the write that the process had not run before the report (start-up,
+the rehearsal, earlier messages): under the emulated CPU that code is translated on the path."""
 import argparse
 import collections
 import glob
