@@ -402,9 +402,13 @@ class KernelTrace:
         if read is None:
             return None
         woke = back(read, lambda e: e[1] == tid and e[3] in ("sys_poll", "sys_epoll_wait"))
-        # The kernel's wake-up of that thread: when the message reached its socket.
-        woken = back(woke, lambda e: e[3] == "sched_wakeup" and f"pid={tid} " in e[4]) \
+        # The kernel's wake-up of that thread for this poll (when the message reached its
+        # socket); none if the thread returned from an earlier poll first (it was not asleep).
+        woken = back(woke, lambda e: (e[3] == "sched_wakeup" and f"pid={tid} " in e[4])
+                     or (e[1] == tid and e[3] in ("sys_poll", "sys_epoll_wait"))) \
             if woke is not None else None
+        if woken is not None and events[woken][3] != "sched_wakeup":
+            woken = None
         off, left, faults, calls = 0.0, None, 0, []
         for event in events[woke if woke is not None else read:write]:
             if event[2] == tgid and event[3] == "page_fault_user":
@@ -470,7 +474,8 @@ class KernelTrace:
                                  if r["scanner"] == name and "hit_at" in r) if p]
             if not paths:
                 continue
-            med = lambda key: statistics.median(p[key] for p in paths if p[key] is not None)
+            med = lambda key: statistics.median(
+                [p[key] for p in paths if p[key] is not None] or [float("nan")])
             log(f"{name:14} {len(paths):>6} {med('reply_to_woken'):>13.2f} "
                 f"{med('woken_to_line'):>12.2f} {med('woke_to_write'):>12.2f} "
                 f"{med('read_to_write'):>12.2f} {med('off_cpu'):>8.2f} {med('write_to_line'):>12.2f} "
