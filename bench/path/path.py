@@ -168,19 +168,26 @@ def profiles_in(work):
     return [Profile(path, names) for path in files]  # in order: names are defined once
 
 
+def report_window(profiles, n):
+    """Indices of report n's dumps: the one that frames it from before ("before-n"), the dump
+    at the table's first write after the signal, and the one after its handling ("report-n")."""
+    start = next(i for i, p in enumerate(profiles) if p.trigger == "dump before-%d" % n)
+    end = next(i for i, p in enumerate(profiles) if p.trigger == "dump report-%d" % n)
+    write = next((i for i in range(start + 1, end + 1)
+                  if profiles[i].trigger.endswith("dump-before=write") and profiles[i].total > 0),
+                 None)
+    if write is None:
+        sys.exit("bench-path: no write of the table after report %d" % n)
+    return start, write, end
+
+
 def reports(work, count):
     """Per report: the profile up to the table's write, and the rest of that signal's handling."""
     profiles = profiles_in(work)
     result = []
     for n in range(1, count + 1):
-        start = next(i for i, p in enumerate(profiles) if p.trigger == "dump before-%d" % n)
-        end = next(i for i, p in enumerate(profiles) if p.trigger == "dump report-%d" % n)
-        window = profiles[start + 1:end + 1]
-        first = next((i for i, p in enumerate(window) if p.trigger.endswith("dump-before=write")
-                      and p.total > 0), None)
-        if first is None:
-            sys.exit("bench-path: no write of the table after report %d" % n)
-        result.append((window[first], merged(window[first + 1:])))
+        _, write, end = report_window(profiles, n)
+        result.append((profiles[write], merged(profiles[write + 1:end + 1])))
     return result
 
 
@@ -190,14 +197,8 @@ def first_run(work):
     translated on the path, for every new process (its libraries load at new addresses).
     Returns (before report 1, report 1 up to the write)."""
     profiles = profiles_in(work)
-    start = next(i for i, p in enumerate(profiles) if p.trigger == "dump before-1")
-    end = next(i for i, p in enumerate(profiles) if p.trigger == "dump report-1")
-    window = profiles[start + 1:end + 1]
-    first = next((i for i, p in enumerate(window) if p.trigger.endswith("dump-before=write")
-                  and p.total > 0), None)
-    if first is None:
-        sys.exit("bench-path: no write of the table after report 1")
-    return merged(profiles[:start + 1]), merged(window[:first + 1])
+    start, write, _ = report_window(profiles, 1)
+    return merged(profiles[:start + 1]), merged(profiles[start + 1:write + 1])
 
 
 def new_code(earlier, path, top):
@@ -232,13 +233,11 @@ def main():
     parser.add_argument("--reports", type=int, default=3)
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
-    os.makedirs(args.out, exist_ok=True)
-    for stale in glob.glob(args.out + "/callgrind.out.*"):
-        os.remove(stale)
     whole = os.path.join(args.out, "whole")
-    os.makedirs(whole, exist_ok=True)
-    for stale in glob.glob(whole + "/callgrind.out.*"):
-        os.remove(stale)
+    for directory in (args.out, whole):
+        os.makedirs(directory, exist_ok=True)
+        for stale in glob.glob(directory + "/callgrind.out.*"):
+            os.remove(stale)
     run(args, whole, 1, whole=True)
     earlier, path = first_run(whole)
     run(args, args.out, args.reports)
