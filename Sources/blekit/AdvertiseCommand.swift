@@ -437,8 +437,12 @@ private func format(_ duration: Duration) -> String {
   return milliseconds < 1000 ? "\(milliseconds) ms" : "\(oneDecimal(Double(milliseconds) / 1000)) s"
 }
 
-/// Reads a whole file.
-private func readFile(_ path: String) throws -> [UInt8] {
+/// Reads a whole file of at most `limit` bytes (a transfer message's limit, the same on both
+/// sides); a longer one (or an endless one, /dev/zero) is a usage error, said before anything
+/// is registered.
+private func readFile(
+  _ path: String, limit: Int = TransferReassembler.defaultMaximumMessageLength
+) throws -> [UInt8] {
   let fd = open(path, O_RDONLY | O_CLOEXEC)
   guard fd >= 0 else {
     throw CLIError(.failure, "cannot open \(path): \(String(cString: strerror(errno)))")
@@ -453,6 +457,11 @@ private func readFile(_ path: String) throws -> [UInt8] {
       throw CLIError(.failure, "cannot read \(path): \(String(cString: strerror(errno)))")
     }
     if count == 0 { return result }
+    guard result.count + count <= limit else {
+      throw UsageError.invalid(
+        "--file: \(path) holds more than \(limit) bytes (16 MiB), the most one transfer message "
+          + "holds (receivers refuse more)")
+    }
     result += buffer[..<count]
   }
 }
