@@ -59,6 +59,8 @@ public final class DBusConnection: @unchecked Sendable {
   var subscriptionsInOrder: [Subscription]?
   var objects: [ObjectPath: ExportedObject] = [:]
   var objectManagers: Set<ObjectPath> = []
+  /// Who may call each object manager (see ``ExportedObject/admit``); absent: anyone.
+  var managerAdmissions: [ObjectPath: @Sendable (BusName) throws(DBusError) -> Void] = [:]
 
   private static let threadsInitialized: Bool = {
     dbus_threads_init_default() != 0
@@ -172,6 +174,7 @@ public final class DBusConnection: @unchecked Sendable {
     for (_, subscription) in streams { subscription.finish() }
     objects.removeAll()
     objectManagers.removeAll()
+    managerAdmissions.removeAll()
     dbus_connection_close(raw)
     // Drain what libdbus queued (the local Disconnected signal) with our filter removed.
     removeHooks()
