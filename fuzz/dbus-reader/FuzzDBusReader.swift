@@ -191,15 +191,15 @@ private func firstKey(_ values: [DBusValue]) -> String {
   return ""
 }
 
-/// WireBody reads an argument with `maximumDepth` equal to the depth its value needs, and
-/// refuses it with one less.
+/// WireBody reads an argument with `maximumDepth` equal to the containers its value is
+/// nested in, and refuses it with one less.
 private func checkDepth(
   _ message: DBusMessage, types: [DBusType], values: [DBusValue], picks: inout FuzzInput
 ) {
   guard !types.isEmpty else { return }
   let index = Int(picks.byte()) % types.count
   let needed = depth(values[index])
-  for limit in [needed, needed - 1] {
+  for limit in needed > 0 ? [needed, needed - 1] : [needed] {
     let read = Result { () throws(DBusError) -> DBusValue in
       var body = try WireBody(message.raw)
       for type in types[..<index] { _ = try body.value(type) }
@@ -216,16 +216,17 @@ private func checkDepth(
   }
 }
 
-/// How deep WireBody's reading of `value` goes: each value read counts one, the content of a
-/// container one more.
+/// How many containers deep WireBody reads `value`: an array, struct or variant counts one
+/// (a dictionary's entries count with their array), a basic value none.
 private func depth(_ value: DBusValue) -> Int {
   switch value {
   case .variant(let inner): return 1 + depth(inner)
   case .structure(let fields): return 1 + (fields.map(depth).max() ?? 0)
   case .array(_, let items): return 1 + (items.map(depth).max() ?? 0)
+  case .bytes: return 1
   case .dictionary(_, _, let entries):
     return 1 + (entries.map { max(depth($0.key), depth($0.value)) }.max() ?? 0)
-  default: return 1
+  default: return 0
   }
 }
 

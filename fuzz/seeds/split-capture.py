@@ -9,8 +9,9 @@ Properties signals, method returns holding dictionaries (GetManagedObjects, GetA
 calls and GATT calls (ReadValue, WriteValue, Acquire*). At most --per-kind files per kind of
 message (type, interface, member, signature, the PropertiesChanged interface), each with a
 body of its own; the
-bluez-readers target also gets the sequence of org.bluez signals as one input, so the
-rehearsed tree sees objects appear, change and go. Prints what it wrote.
+bluez-readers target also gets the sequence of bluetoothd's ObjectManager signals and the
+devices' PropertiesChanged as one input (up to --max-size bytes), so the rehearsed tree sees
+objects appear, change and go. Prints what it wrote.
 """
 
 import argparse
@@ -87,7 +88,7 @@ def wanted(header):
         return member
     if kind == "call" and interface in ("org.bluez.Agent1", "org.bluez.GattCharacteristic1",
                                         "org.bluez.GattDescriptor1"):
-        return member
+        return member + "-" + interface.rsplit(".", 1)[-1]
     if kind == "return" and "a{" in signature:
         names = {"a{oa{sa{sv}}}": "GetManagedObjects", "a{sv}": "GetAll"}
         return "reply-" + names.get(signature, "".join(c for c in signature if c.isalpha()))
@@ -118,7 +119,8 @@ def main():
         if header["type"] == "signal" and header.get("sender", "").startswith(":") and (
             len(sequence) + len(message) <= arguments.max_size
         ):
-            if header.get("path", "").startswith("/org/bluez") or stem != "PropertiesChanged":
+            # A device's life: added, changed, removed.
+            if "/dev_" in header.get("path", "") or header.get("member") != "PropertiesChanged":
                 sequence += message
         body = message[((16 + struct.unpack_from("<I", message, 12)[0] + 7) & ~7) :]
         if (kind, body) in bodies:
