@@ -201,6 +201,32 @@ import Testing
     #expect(throws: DBusError.self) { try body.value(DBusType.parseSingle("v")) }
   }
 
+  /// Found by the bluez-readers fuzz target: with an interface named twice, a visit saw both
+  /// entries while the whole reading keeps the last, so a scan announced a device the tree
+  /// did not hold. The visit now refuses the message.
+  @Test func visitingAnInterfaceNamedTwiceThrows() throws {
+    let twice = DBusValue.dictionary(
+      key: "s", value: "a{sv}",
+      [
+        DBusDictEntry(
+          key: .string("org.bluez.Device1"), value: .dictionaryOfVariants(Self.properties)),
+        DBusDictEntry(
+          key: .string("org.bluez.Device1"), value: .dictionaryOfVariants(["Name": "again"])),
+      ])
+    let message = try Self.received([.objectPath("/org/bluez/hci0/dev_1"), twice])
+    #expect(throws: DBusError.self) {
+      try message.read { reader throws(DBusError) in
+        _ = try reader.objectPath()
+        return try reader.visitProperties(of: "org.bluez.Device1") { _, _ in }
+      }
+    }
+    let whole = try message.read { reader throws(DBusError) in
+      _ = try reader.objectPath()
+      return try reader.interfacesAndProperties()
+    }
+    #expect(whole["org.bluez.Device1"] == ["Name": "again"])
+  }
+
   /// Found by the dbus-reader fuzz target: a byte inside 64 variants (the specification's
   /// limit, which libdbus accepts) was refused by the reader, which counted the byte as a
   /// level of nesting, while the whole-body decoder read it.
