@@ -62,7 +62,14 @@ public func fuzzBlueZReaders(_ start: UnsafePointer<UInt8>, _ count: Int) -> CIn
     )
     signals.append(message)
     if let decoded { expected.append(decoded) }
-    if let announced = announcement(header, arguments) { announcements.append(announced) }
+    if let announced = announcement(header, arguments) {
+      announcements.append(announced)
+    } else if case .interfacesAdded(let path, let added)? = decoded, !added.isEmpty,
+      let device = added["org.bluez.Device1"]
+    {
+      // Not read straight from the message: the tree announces what it applies.
+      announcements.append((path, DeviceAdvertisement(device)))
+    }
   }
   checkRehearsal(signals, expected: expected, announcements: announcements)
   return 0
@@ -107,8 +114,9 @@ private func decodeSignal(_ header: SignalHeader, _ arguments: [DBusValue])
 }
 
 /// The new device the tree announces for an InterfacesAdded, read as the tree reads it
-/// (straight from the message, before the rest of the signal): every `Device1` entry's
-/// properties in the message's order.
+/// (straight from the message, before the rest of the signal): the `Device1` entry's
+/// properties in the message's order; `nil` when there is none, or more than one (which the
+/// fast path refuses).
 private func announcement(_ header: SignalHeader, _ arguments: [DBusValue]) -> (
   ObjectPath, DeviceAdvertisement?
 )? {
@@ -119,6 +127,7 @@ private func announcement(_ header: SignalHeader, _ arguments: [DBusValue]) -> (
   var collector = DeviceAdvertisement.Collector()
   var found = false
   for entry in arguments[1].dictionaryValue! where entry.key.stringValue == "org.bluez.Device1" {
+    if found { return nil }
     found = true
     for property in entry.value.dictionaryValue! {
       collector.take(property.key.stringValue!, property.value.unwrapped)

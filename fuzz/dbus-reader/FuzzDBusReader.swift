@@ -170,10 +170,11 @@ private func expectation(_ method: Method, _ value: DBusValue, interface: String
     return .interfaces(result)
   case .visitProperties:
     guard signature == "a{sa{sv}}" else { return nil }
-    // Every entry of every interface of that name, in the message's order.
+    // The entry of that name, in the message's order; named twice, the visit refuses.
     var found = false
     var visited: [(String, DBusValue)] = []
     for entry in value.dictionaryValue! where entry.key.stringValue == interface {
+      if found { return nil }
       found = true
       for property in entry.value.dictionaryValue! {
         visited.append((property.key.stringValue!, property.value.unwrapped))
