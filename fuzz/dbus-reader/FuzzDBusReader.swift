@@ -6,7 +6,9 @@
 // that fits its type, `value()`, or any other), and must agree with the decoder or, where the
 // reader does not fit the type, refuse. WireBody must read each argument at exactly the depth
 // the value needs, and its table of common variant signatures must agree with the parser.
-// Built by scripts/fuzz.
+// Built by scripts/fuzz, against the DBus module built for testing (its internals: WireBody,
+// DBusType, the message's libdbus pointer).
+@testable import DBus
 
 #if canImport(Glibc)
   import Glibc
