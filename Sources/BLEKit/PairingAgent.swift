@@ -155,11 +155,21 @@ public final class PairingAgent: Sendable {
 
   /// Unregisters the agent and removes the exported object. Idempotent; errors (bluetoothd
   /// gone) are returned, not thrown, because there is nothing left to undo.
+  ///
+  /// Finishes even when the calling task is cancelled (Ctrl-C), waiting at most `limit` for
+  /// bluetoothd (see `runCleanup(within:_:)`).
   @discardableResult
-  public func unregister() async -> BlueZError? {
-    let failure = await registration.unregister()
+  public func unregister(within limit: Duration = defaultCleanupLimit) async -> BlueZError? {
+    let failure = Mutex<BlueZError?>(nil)
+    let finished = await runCleanup(within: limit) { [registration] in
+      let error = await registration.unregister()
+      failure.withLock { $0 = error }
+    }
     if ownsCallerCheck { callerCheck.stop() }
-    return failure
+    if !finished {
+      return BlueZError(.timeout, "bluetoothd did not confirm unregistering the agent in \(limit)")
+    }
+    return failure.withLock { $0 }
   }
 }
 
