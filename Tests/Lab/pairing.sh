@@ -61,8 +61,9 @@ finish() {
   exit
 }
 
-# no_bond_file LOCAL PEER: true when bluetoothd stored no keys for PEER.
-no_bond_file() { [[ ! -e /var/lib/bluetooth/$1/$2/info ]]; }
+# no_bond_file LOCAL PEER: true when bluetoothd stored no keys for PEER (a failed Pair leaves
+# an info file with the name, but no LongTermKey).
+no_bond_file() { ! grep -qs LongTermKey "/var/lib/bluetooth/$1/$2/info"; }
 
 if [[ $HOST == b ]]; then
   # --- host B: the peripheral, pairable and secure, re-advertising when A asks --------------
@@ -315,7 +316,9 @@ for capability in DisplayYesNo NoInputNoOutput; do
   scanning_step "denied-$capability" "$BLEKIT" pair "$B_ADDRESS" --capability "$capability" \
     --confirm auto --timeout 60
   paired=$(device_property $B_ADDRESS Paired)
-  if ((RC != 0)) && [[ $paired != true ]] && no_bond_file "$A_ADDRESS" "$B_ADDRESS"; then
+  # Refused by B: bluetoothd's Pair fails with AuthenticationFailed/Rejected (exit 8).
+  if ((RC == 8)) && grep -qE "Error.Authentication(Failed|Rejected)" "$OUT/denied-$capability.err" \
+    && [[ $paired != true ]] && no_bond_file "$A_ADDRESS" "$B_ADDRESS"; then
     ok "pair ($capability) with B, where A is not on the --allow list: refused (exit $RC)," \
       "no bond: $(tail -n 1 "$OUT/denied-$capability.err")"
   else
