@@ -27,7 +27,8 @@ struct AdvertiseCommand: ParsableCommand {
       the devices named (others are refused), --confirm auto accepts any device; without a \
       terminal one of --confirm or --allow is required (exit 2 otherwise). Each decision is \
       logged on standard error; AuthorizeService is granted only for the services served \
-      here. --manufacturer and --service-data add fields to \
+      here. The agent is NoInputNoOutput ("just works") with --confirm auto alone, else \
+      DisplayYesNo, so that Linux asks it about every pairing. --manufacturer and --service-data add fields to \
       the advertisement (--no-service-uuid leaves the service UUID out to make room); the \
       size is checked against the 31-byte legacy limit before bluetoothd is asked (exit 9 \
       with a breakdown). --read-value or --read-clock adds blekit's read service, whose \
@@ -63,7 +64,7 @@ struct AdvertiseCommand: ParsableCommand {
       help: "With --pairable: auto accepts by itself, prompt asks (default on a terminal).")
     let allow = RepeatedOption<String>(
       "--allow", value: "ADDRESS",
-      help: "With --pairable: pair only with this device (repeatable); others are refused.")
+      help: "With --pairable: pair only with this device; others are refused.")
     let secure = Flag(
       "--secure",
       help: "Subscribing, replying and reading --read-value/--read-clock need a paired link.")
