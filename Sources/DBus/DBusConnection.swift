@@ -241,7 +241,8 @@ public final class DBusConnection: @unchecked Sendable {
   }
 
   /// Calls a method and returns the reply's body. Timeout default 25 s. Cancelling the task
-  /// cancels the pending call (`.cancelled`).
+  /// cancels the pending call (`.cancelled`); in a task already cancelled the call is not sent
+  /// at all, so cleanup on the way out of one goes through ``runCleanup(within:_:)``.
   ///
   /// An error reply throws `.remote` with its name and message; no reply in time throws
   /// `.timeout`; a peer that leaves without replying throws `.noReply`.
