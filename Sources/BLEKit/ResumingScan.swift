@@ -164,7 +164,7 @@ extension CentralManager {
       do throws(CentralError) {
         try await waitUntilPoweredOn(timeout: left)
         return try await startScan(options, sink: sink)
-      } catch where error.code == .busLost {
+      } catch  where error.code == .busLost {
         throw error
       } catch {
         try? await Task.sleep(for: .milliseconds(250))
