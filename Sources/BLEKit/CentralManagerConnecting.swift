@@ -173,6 +173,8 @@ extension CentralManager {
               throw CentralError(.peripheralNotFound, "\(name) disappeared while connecting")
             case .serviceStopped:
               throw CentralError(.serviceUnavailable, "bluetoothd stopped while connecting")
+            case .connectionLost(let message):
+              throw CentralError(.busLost, message)
             default:
               continue
             }

@@ -341,7 +341,7 @@ struct AdvertiseCommand: ParsableCommand {
     case .bluez(let bluez):
       let status: ExitStatus =
         switch bluez.code {
-        case .serviceUnavailable, .bus: .bluetoothUnavailable
+        case .serviceUnavailable, .bus, .busLost: .bluetoothUnavailable
         case .adapterNotFound: .adapterNotFound
         case .accessDenied, .notAuthorized, .notPermitted: .permissionDenied
         case .timeout: .timedOut
