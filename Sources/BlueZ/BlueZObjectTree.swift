@@ -231,29 +231,13 @@ public final class BlueZObjectTree: Sendable {
     }
   }
 
-  /// Applies `signals` (as bluetoothd would send them) to an empty scratch tree, not to this
-  /// or any live tree, and returns the changes they make, in order. Nothing is sent or
-  /// received. Useful to rehearse the path a signal takes, so that a fresh process loads that
-  /// code before the first real signal rather than on it, and in tests.
-  public static func rehearse(_ signals: [Signal]) -> [BlueZObjectEvent] {
-    // Marshalled into messages, so they are read as bluetoothd's are.
-    rehearse(
-      messages: signals.compactMap { signal in
-        guard
-          let message = try? DBusMessage.signal(
-            path: signal.path, interface: signal.interface, member: signal.member),
-          (try? message.append(signal.arguments)) != nil
-        else { return nil }
-        return message
-      })
-  }
-
-  /// Like the rehearsal of decoded signals, for signals as received messages: they are read the
-  /// way the tree reads bluetoothd's, so the rehearsal covers that code too. With `devices`,
-  /// the scratch tree's observer takes new devices as ``observe(_:startingWith:devices:)``
-  /// describes (those events are then not in the result).
-  public static func rehearse(
-    messages: [DBusMessage],
+  /// Applies `messages` (signals as bluetoothd sends them) to an empty scratch tree, not to
+  /// this or any live tree, and returns the changes they make, in order, read exactly as the
+  /// tree reads bluetoothd's. With `devices`, the scratch tree's observer takes new devices as
+  /// ``observe(_:startingWith:devices:)`` describes (those events are then not in the result).
+  /// For tests of the tree's reading.
+  package static func replay(
+    _ messages: [DBusMessage],
     devices: (@Sendable (_ path: ObjectPath, _ advertisement: DeviceAdvertisement?) -> Void)? = nil
   ) -> [BlueZObjectEvent] {
     let events = Mutex<[BlueZObjectEvent]>([])

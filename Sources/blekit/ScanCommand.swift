@@ -93,9 +93,6 @@ struct ScanCommand: ParsableCommand {
     let printOnce = !duplicates && live == nil && name != nil
     let printer = DiscoveryPrinter(
       options: options, json: json, nameFilter: name, printOnce: printOnce, live: live)
-    // A made-up discovery through the whole path (decoding, filter, this printer) before the
-    // scan: a fresh process then shows the first real one without loading code for it.
-    if let sample = await manager.rehearseScan(options) { printer.rehearse(sample) }
     // The header, and the table's timer, before the scan starts: the moments after the start
     // are when a peripheral that is already advertising is reported, so nothing else is left
     // to do then.
@@ -151,21 +148,6 @@ struct ScanCommand: ParsableCommand {
       self.nameFilter = nameFilter
       self.printOnce = printOnce
       self.live = live
-    }
-
-    /// Formats `discovery` as ``handle(_:)`` would, into a table (or line) nobody sees.
-    func rehearse(_ discovery: Discovery) {
-      let scratch = DiscoveryPrinter(
-        options: options, json: json, nameFilter: nil, printOnce: printOnce,
-        live: live.map { _ in ScanLiveTable(output: { _ in }) })
-      if scratch.live != nil {
-        scratch.handle(discovery)
-      } else {
-        _ =
-          json
-          ? ScanCommand.jsonLine(discovery, options: options)
-          : ScanCommand.textLine(discovery, options)
-      }
     }
 
     func handle(_ discovery: Discovery) {

@@ -336,26 +336,7 @@ private func withFakeBlueZ(
     }
   }
 
-  @Test func rehearsalMakesADiscoveryAndTouchesNothing() async throws {
-    try await withFakeBlueZ { bluez, central in
-      let options = ScanOptions(services: [Self.wanted])
-      let sample = try #require(await central.rehearseScan(options))
-      #expect(sample.serviceUUIDs == [Self.wanted])
-      #expect(sample.name == "rehearsal")
-      #expect(sample.address.rawValue == "0A:1B:2C:3D:4E:5F")
-      #expect(sample.rssi == nil && sample.reportedRSSI == 127)
-      #expect(sample.manufacturerData == [0xFFFF: [1]])
-      #expect(sample.peripheral.adapter == FakeScanningBlueZ.adapter)
-      // Options that exclude it: no discovery. Neither call reached bluetoothd or the tree.
-      let strict = ScanOptions(
-        services: [Self.wanted], rssi: try RSSIFilter(minimum: -50, unknownPolicy: .exclude))
-      #expect(await central.rehearseScan(strict) == nil)
-      #expect(bluez.record.calls.withLock { $0 }.isEmpty)
-      #expect(central.objects.objects.keys.sorted() == [FakeScanningBlueZ.adapter])
-    }
-  }
-
-  @Test func treeRehearsalReportsTheChangesOfItsSignals() {
+  @Test func treeReplayReportsTheChangesOfItsSignals() throws {
     let path: ObjectPath = "/org/bluez/hci0/dev_00_00_00_00_00_01"
     let added = Signal(
       sender: nil, path: "/", interface: BlueZ.Interface.objectManager,
@@ -376,7 +357,13 @@ private func withFakeBlueZ(
         .string(Device1.interface.rawValue), .dictionaryOfVariants(["RSSI": .int16(-60)]),
         .strings([]),
       ])
-    let events = BlueZObjectTree.rehearse([added, changed])
+    let messages = try [added, changed].map { signal in
+      let message = try DBusMessage.signal(
+        path: signal.path, interface: signal.interface, member: signal.member)
+      try message.append(signal.arguments)
+      return message
+    }
+    let events = BlueZObjectTree.replay(messages)
     #expect(events.count == 2)
     guard case .propertiesChanged(path, Device1.interface, _, _, let current)? = events.last else {
       Issue.record("expected the RSSI change, got \(events)")
