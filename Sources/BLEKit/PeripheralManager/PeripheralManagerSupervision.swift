@@ -51,8 +51,8 @@ extension PeripheralManager {
       owners = try await connection.nameOwnerChanges(BlueZ.service)
       powered = try await connection.signals(
         MatchRule(
-          path: adapterPath, interface: .properties, member: "PropertiesChanged",
-          arg0: BlueZ.Interface.adapter.rawValue))
+          sender: BlueZ.service, path: adapterPath, interface: .properties,
+          member: "PropertiesChanged", arg0: BlueZ.Interface.adapter.rawValue))
     } catch {
       throw .bluez(BlueZError(error))
     }
