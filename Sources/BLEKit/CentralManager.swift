@@ -170,8 +170,9 @@ public actor CentralManager {
   public func stateUpdates() -> AsyncStream<CentralState> {
     let id = nextWatcher
     nextWatcher += 1
+    // A watcher that falls behind needs only the recent states, the last one above all.
     let (stream, continuation) = AsyncStream.makeStream(
-      of: CentralState.self, bufferingPolicy: .unbounded)
+      of: CentralState.self, bufferingPolicy: .bufferingNewest(16))
     continuation.yield(state)
     if busLostMessage != nil {
       continuation.finish()

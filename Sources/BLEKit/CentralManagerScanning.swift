@@ -2,6 +2,7 @@
 import BlueZ
 import Bluetooth
 import DBus
+import Synchronization
 
 /// What to scan for (CoreBluetooth's `scanForPeripherals(withServices:options:)`).
 public struct ScanOptions: Sendable, Hashable {
@@ -57,14 +58,47 @@ public struct ScanOptions: Sendable, Hashable {
 /// The scan runs while the sequence is iterated: ending the iteration (or cancelling the task,
 /// or dropping the sequence) stops this client's discovery session. The sequence ends with an
 /// error when the adapter is powered off or removed, or bluetoothd goes away.
+///
+/// At most ``bufferLimit`` discoveries wait for a consumer that falls behind (a flooding
+/// advertiser with `allowDuplicates`); beyond that the oldest waiting one is dropped, so
+/// memory stays bounded, and ``droppedCount`` says how many were.
 public struct DiscoveryStream: AsyncSequence, Sendable {
   public typealias Element = Discovery
   public typealias Failure = any Error
+  /// Discoveries kept for a consumer that falls behind.
+  public static let bufferLimit = 4096
+
   let stream: AsyncThrowingStream<Discovery, any Error>
+  let drops: DropCounter
+
+  /// Discoveries dropped so far because the consumer fell ``bufferLimit`` behind.
+  public var droppedCount: Int { drops.count }
 
   public func makeAsyncIterator() -> AsyncThrowingStream<Discovery, any Error>.Iterator {
     stream.makeAsyncIterator()
   }
+
+  /// A bounded stream and the function that feeds it, counting what it drops.
+  static func make() -> (
+    DiscoveryStream, AsyncThrowingStream<Discovery, any Error>.Continuation,
+    @Sendable (Discovery) -> Void
+  ) {
+    let (stream, continuation) = AsyncThrowingStream.makeStream(
+      of: Discovery.self, throwing: (any Error).self,
+      bufferingPolicy: .bufferingNewest(bufferLimit))
+    let drops = DropCounter()
+    let feed: @Sendable (Discovery) -> Void = { discovery in
+      if case .dropped = continuation.yield(discovery) { drops.add() }
+    }
+    return (DiscoveryStream(stream: stream, drops: drops), continuation, feed)
+  }
+}
+
+/// How many elements a bounded stream dropped.
+final class DropCounter: Sendable {
+  private let value = Atomic(0)
+  var count: Int { value.load(ordering: .relaxed) }
+  func add() { value.add(1, ordering: .relaxed) }
 }
 
 extension CentralManager {
@@ -80,18 +114,15 @@ extension CentralManager {
   public func scan(_ options: ScanOptions = ScanOptions()) async throws(CentralError)
     -> DiscoveryStream
   {
-    let (stream, continuation) = AsyncThrowingStream.makeStream(
-      of: Discovery.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
+    let (discoveries, continuation, feed) = DiscoveryStream.make()
     let session = try await startScan(
       options,
-      sink: ScanSink(
-        yield: { continuation.yield($0) },
-        end: { continuation.finish(throwing: $0.error) }))
+      sink: ScanSink(yield: feed, end: { continuation.finish(throwing: $0.error) }))
     continuation.onTermination = { _ in
       session.cancel()
       Task { await session.stop() }
     }
-    return DiscoveryStream(stream: stream)
+    return discoveries
   }
 
   /// Starts a discovery session that reports to `sink`: observes the object tree, sets the

@@ -198,6 +198,7 @@ public final class BlueZObjectTree: Sendable {
   ) -> (
     objects: BlueZObjects, isServiceRunning: Bool, events: AsyncStream<BlueZObjectEvent>
   ) {
+    // Unbounded: a watcher rebuilds its state from these changes, so none may be lost.
     let (stream, continuation) = AsyncStream.makeStream(
       of: BlueZObjectEvent.self, bufferingPolicy: .unbounded)
     var snapshot: BlueZObjects = [:]

@@ -214,6 +214,8 @@ extension DBusConnection {
   func subscriptionStream<Element: Sendable>(
     _ rule: MatchRule, _ transform: @escaping @Sendable (Signal) -> Element?
   ) async throws(DBusError) -> SubscriptionStream<Element> {
+    // Unbounded: a signal stream's consumer (the object tree, name tracking) rebuilds state
+    // from every signal; dropping one would leave it wrong.
     let (stream, continuation) = AsyncThrowingStream.makeStream(
       of: Element.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
     let token = try await subscribe(

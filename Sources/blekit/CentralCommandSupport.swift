@@ -45,6 +45,15 @@ func centralCLIError(_ error: any Error) -> any Error {
   }
 }
 
+/// Says on standard error how many discoveries a scan dropped because its output could not
+/// keep up (see `DiscoveryStream.bufferLimit`): they are not in the output, and not silently.
+func noteDroppedDiscoveries(_ scan: DiscoveryStream?) {
+  guard let dropped = scan?.droppedCount, dropped > 0 else { return }
+  writeStandardError(
+    "blekit: \(dropped) discoveries were dropped: the output fell more than "
+      + "\(DiscoveryStream.bufferLimit) behind the scan\n")
+}
+
 /// Parses `--service` values.
 func parseServiceUUIDs(_ values: [String]) throws(UsageError) -> [BluetoothUUID] {
   var result: [BluetoothUUID] = []

@@ -98,8 +98,12 @@ struct ScanCommand: ParsableCommand {
     // to do then.
     live?.redrawIfNeeded(force: true)
     live?.startRedrawing()
+    var piped: DiscoveryStream?
     do {
-      try await withThrowingTaskGroup(of: Void.self) { group in
+      if live == nil {
+        piped = try await manager.resumingScan(options, onInterruption: noteScanInterruption)
+      }
+      try await withThrowingTaskGroup(of: Void.self) { [piped] group in
         if live != nil {
           // The table is drawn where each discovery is made (the D-Bus queue): a new
           // peripheral shows without waking another thread. A terminal is a safe place to
@@ -107,11 +111,9 @@ struct ScanCommand: ParsableCommand {
           let run = try await manager.startResumingScan(
             options, onInterruption: noteScanInterruption, onDiscovery: printer.handle)
           group.addTask { try await run.wait() }
-        } else {
-          let scan = try await manager.resumingScan(
-            options, onInterruption: noteScanInterruption)
+        } else if let piped {
           group.addTask {
-            for try await discovery in scan { printer.handle(discovery) }
+            for try await discovery in piped { printer.handle(discovery) }
           }
         }
         if let timeout {
@@ -123,10 +125,12 @@ struct ScanCommand: ParsableCommand {
     } catch {
       live?.stopRedrawing()
       await manager.close()
+      noteDroppedDiscoveries(piped)
       throw centralCLIError(error)
     }
     live?.stopRedrawing()
     await manager.close()
+    noteDroppedDiscoveries(piped)
   }
 
   /// Turns each discovery into output: a row of the live table, a line, or a JSON object.

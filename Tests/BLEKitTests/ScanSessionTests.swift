@@ -372,3 +372,27 @@ private func withFakeBlueZ(
     #expect(current["RSSI"] == .int16(-60))
   }
 }
+
+@Suite struct DiscoveryStreamBoundTests {
+  @Test func aConsumerThatFallsBehindLosesTheOldestAndTheCountSaysSo() async throws {
+    let (stream, continuation, feed) = DiscoveryStream.make()
+    let path: ObjectPath = "/org/bluez/hci0/dev_00_AA_01_01_00_01"
+    let advertised = try #require(
+      DeviceAdvertisement([
+        "Address": .string("00:AA:01:01:00:01"), "Adapter": .objectPath("/org/bluez/hci0"),
+        "Connected": .bool(false),
+      ]))
+    let total = DiscoveryStream.bufferLimit + 100
+    var sent: [ContinuousClock.Instant] = []
+    for _ in 0..<total {
+      let discovery = try #require(Discovery(advertised, path: path, at: .now))
+      sent.append(discovery.timestamp)
+      feed(discovery)
+    }
+    continuation.finish()
+    #expect(stream.droppedCount == 100)
+    var received: [ContinuousClock.Instant] = []
+    for try await discovery in stream { received.append(discovery.timestamp) }
+    #expect(received == Array(sent.suffix(DiscoveryStream.bufferLimit)))
+  }
+}
