@@ -185,7 +185,7 @@ final class ScanSession: Sendable {
     { [weak self] path, advertisement in self?.device(path, advertisement) }
   }
 
-  /// A new device: the tree's reading of it, straight from bluetoothd's signal (see
+  /// A new device, as the tree holds it (see
   /// `BlueZObjectTree.observe(_:startingWith:devices:)`).
   func device(_ path: ObjectPath, _ advertisement: DeviceAdvertisement?) {
     report(path) { advertisement }
