@@ -1,6 +1,7 @@
 // A scan that survives a bluetoothd restart: it pauses while org.bluez is gone and starts
 // discovery again when bluetoothd returns (within a bounded wait).
 import BlueZ
+import DBus
 import Synchronization
 
 /// A pause or resumption of a ``CentralManager/resumingScan(_:returnWithin:onInterruption:)``.
@@ -117,6 +118,10 @@ extension CentralManager {
             return
           }
         }
+        if let lost = await busIsGone() {
+          finish(lost)
+          return
+        }
         onInterruption(.paused("bluetoothd stopped; waiting up to \(returnWithin) for it"))
         let resumed: ScanSession?
         do throws(CentralError) {
@@ -148,6 +153,22 @@ extension CentralManager {
     case .poweredOff:
       return await becomes([.serviceUnavailable, .unsupported], within: Self.serviceStopGrace)
     default: return false
+    }
+  }
+
+  /// When bluetoothd seems to have left: whether it is the system bus that goes away (the
+  /// error to end with), in which case bluetoothd cannot return on this connection. A bus
+  /// daemon that stops drops its clients one by one, so bluetoothd's leaving can be heard just
+  /// before the loss of the connection; the bus daemon answers a ping only if it stays.
+  func busIsGone() async -> CentralError? {
+    do throws(DBusError) {
+      try await objects.connection.pingBus()
+      return nil
+    } catch  where error.code == .disconnected {
+      return CentralError(
+        .busLost, objects.connectionLostMessage ?? "lost the connection to the system bus")
+    } catch {
+      return nil
     }
   }
 
