@@ -118,7 +118,7 @@ extension CentralManager {
             return
           }
         }
-        if let lost = await busIsGone() {
+        if let lost = await objects.busLoss() {
           finish(lost)
           return
         }
@@ -156,22 +156,6 @@ extension CentralManager {
     }
   }
 
-  /// When bluetoothd seems to have left: whether it is the system bus that goes away (the
-  /// error to end with), in which case bluetoothd cannot return on this connection. A bus
-  /// daemon that stops drops its clients one by one, so bluetoothd's leaving can be heard just
-  /// before the loss of the connection; the bus daemon answers a ping only if it stays.
-  func busIsGone() async -> CentralError? {
-    do throws(DBusError) {
-      try await objects.connection.pingBus()
-      return nil
-    } catch  where error.code == .disconnected {
-      return CentralError(
-        .busLost, objects.connectionLostMessage ?? "lost the connection to the system bus")
-    } catch {
-      return nil
-    }
-  }
-
   /// Starts a new scan once bluetoothd is back with the adapter powered; retries the start
   /// (the old session may still be stopping, a fresh adapter may not be ready) until `limit`.
   /// - Throws: ``CentralError/Code/busLost`` (at once) when the system bus is gone.
@@ -192,5 +176,23 @@ extension CentralManager {
       }
     }
     return nil
+  }
+}
+
+extension BlueZObjectTree {
+  /// When bluetoothd seems to have left: the error to end with if it is the system bus that
+  /// goes away (bluetoothd cannot return on this connection then), else nil. A bus daemon that
+  /// stops drops its clients one by one, so bluetoothd's leaving can be heard just before the
+  /// loss of the connection; the bus daemon answers a ping only if it stays.
+  func busLoss() async -> CentralError? {
+    do throws(DBusError) {
+      try await connection.pingBus()
+      return nil
+    } catch  where error.code == .disconnected {
+      return CentralError(
+        .busLost, connectionLostMessage ?? "lost the connection to the system bus")
+    } catch {
+      return nil
+    }
   }
 }
