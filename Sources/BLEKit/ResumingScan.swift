@@ -1,6 +1,7 @@
 // A scan that survives a bluetoothd restart: it pauses while org.bluez is gone and starts
 // discovery again when bluetoothd returns (within a bounded wait).
 import BlueZ
+import DBus
 import Synchronization
 
 /// A pause or resumption of a ``CentralManager/resumingScan(_:returnWithin:onInterruption:)``.
@@ -116,6 +117,10 @@ extension CentralManager {
             return
           }
         }
+        if let lost = await objects.busLoss() {
+          finish(lost)
+          return
+        }
         onInterruption(.paused("bluetoothd stopped; waiting up to \(returnWithin) for it"))
         let resumed: ScanSession?
         do throws(CentralError) {
@@ -170,5 +175,23 @@ extension CentralManager {
       }
     }
     return nil
+  }
+}
+
+extension BlueZObjectTree {
+  /// When bluetoothd seems to have left: the error to end with if it is the system bus that
+  /// goes away (bluetoothd cannot return on this connection then), else nil. A bus daemon that
+  /// stops drops its clients one by one, so bluetoothd's leaving can be heard just before the
+  /// loss of the connection; the bus daemon answers a ping only if it stays.
+  func busLoss() async -> CentralError? {
+    do throws(DBusError) {
+      try await connection.pingBus()
+      return nil
+    } catch  where error.code == .disconnected {
+      return CentralError(
+        .busLost, connectionLostMessage ?? "lost the connection to the system bus")
+    } catch {
+      return nil
+    }
   }
 }

@@ -308,23 +308,56 @@ public final class BlueZObjectTree: Sendable {
     }
   }
 
+  /// Fetches a snapshot for `generation` and applies it. When the call fails for a reason
+  /// other than a refusal or the loss of the bus, it is made again from a task of its own, so
+  /// that ``start(connection:)`` does not wait for it.
   private func resync(_ generation: Int) async {
+    guard await fetchSnapshot(generation) == .again else { return }
+    Task { [weak self] in
+      var pause: Duration = .milliseconds(250)
+      while true {
+        try? await Task.sleep(for: pause)
+        guard let self, await self.fetchSnapshot(generation) == .again else { return }
+        pause = min(pause * 2, Self.longestResyncPause)
+      }
+    }
+  }
+
+  /// The longest pause between two attempts at a snapshot.
+  static let longestResyncPause: Duration = .seconds(5)
+
+  /// Whether a snapshot attempt is over, or must be made again.
+  private enum Attempt { case done, again }
+
+  /// One GetManagedObjects for `generation`; on success the snapshot replaces the tree.
+  ///
+  /// A failure other than `AccessDenied` (reported) or the loss of the bus (the tree stops) is
+  /// `.again`: a call that timed out while bluetoothd was busy, or that a bluetoothd still
+  /// setting up refused, would otherwise leave the tree empty while bluetoothd runs, which
+  /// reads as "not running" until its next restart. Signals stay held back meanwhile and are
+  /// replayed on top of the snapshot that succeeds.
+  private func fetchSnapshot(_ generation: Int) async -> Attempt {
     let reply: [DBusValue]
     do throws(DBusError) {
       reply = try await connection.call(
         destination: BlueZ.service, path: BlueZ.root, interface: BlueZ.Interface.objectManager,
         member: "GetManagedObjects")
     } catch {
-      state.withLock { state in
-        guard generation == state.generation, !state.stopped else { return }
-        state.pending = nil
+      return state.withLock { state in
+        guard generation == state.generation, !state.stopped else { return .done }
         let mapped = BlueZError(error)
         if mapped.code == .accessDenied {
+          state.pending = nil
           state.accessDeniedMessage = mapped.description
           Self.emit(.accessDenied(mapped.description), in: &state)
+          return .done
         }
+        if error.code == .disconnected {
+          state.pending = nil
+          return .done
+        }
+        return .again
       }
-      return
     }
     let snapshot = reply.first.map(Self.decodeManagedObjects) ?? [:]
     state.withLock { state in
@@ -341,6 +374,7 @@ public final class BlueZObjectTree: Sendable {
       state.isServiceRunning = true
       Self.emit(.serviceStarted, in: &state)
     }
+    return .done
   }
 
   /// One of bluetoothd's signals, on the connection's queue.

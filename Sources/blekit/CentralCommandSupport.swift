@@ -30,6 +30,8 @@ func centralCLIError(_ error: any Error) -> any Error {
       }
     }
     return CLIError(status, error.message)
+  case let error as TransferInterrupted where error.cause?.code == .busLost:
+    return CLIError(.bluetoothUnavailable, error.description)
   case let error as TransferInterrupted:
     return CLIError(.disconnected, error.description)
   case let error as TransferError:

@@ -90,6 +90,15 @@ extension PeripheralManager {
         switch next {
         case .owner(nil):
           guard !stopped else { continue }
+          // A bus daemon that stops drops its clients one by one: bluetoothd's leaving can be
+          // heard just before the loss of the connection. The daemon answers only if it stays.
+          do throws(DBusError) {
+            try await connection.pingBus()
+          } catch  where error.code == .disconnected {
+            output.yield(.busLost)
+            output.finish()
+            return
+          } catch {}
           stopped = true
           generation += 1
           let current = generation
