@@ -22,45 +22,70 @@ public actor CentralManager {
 
   private var serviceRunning = false
   private var accessDenied = false
+  /// Set once the connection to the system bus is lost: nothing works any more.
+  private var busLostMessage: String?
   private var adapters: [ObjectPath: [String: DBusValue]] = [:]
   private var watchers: [Int: AsyncStream<CentralState>.Continuation] = [:]
   private var nextWatcher = 0
   private var monitor: Task<Void, Never>?
   var isScanning = false
+  /// Whether ``open(adapter:connection:)`` opened the connection (so ``close()`` closes it).
+  private let ownsConnection: Bool
 
-  private init(objects: BlueZObjectTree, requestedAdapter: String?) {
+  private init(objects: BlueZObjectTree, requestedAdapter: String?, ownsConnection: Bool) {
     self.objects = objects
     self.requestedAdapter = requestedAdapter
+    self.ownsConnection = ownsConnection
   }
 
   /// Opens the central on `adapter` (e.g. `hci1`; `nil` picks `hci0`, else the first adapter).
   ///
   /// Succeeds whenever the system bus is reachable, even if bluetoothd is not running: then
-  /// ``state`` says so and follows it when it starts.
+  /// ``state`` says so and follows it when it starts. Without `connection`, the manager opens
+  /// its own to the system bus, and ``close()`` closes it; a given one stays open.
   /// - Throws: ``CentralError/Code/adapterNotFound`` when bluetoothd runs and has no adapter of
   ///   that name; ``CentralError/Code/serviceUnavailable`` when the system bus is unreachable.
   public static func open(
     adapter: String? = nil, connection: DBusConnection? = nil
   ) async throws(CentralError) -> CentralManager {
-    let bus: DBusConnection
     if let connection {
-      bus = connection
-    } else {
-      do {
-        bus = try DBusConnection.system()
-      } catch {
-        throw CentralError(
-          .serviceUnavailable, "cannot connect to the system bus: \(error)")
-      }
+      return try await open(adapter: adapter, on: connection, owned: false)
     }
+    return try await open(adapter: adapter, connecting: DBusConnection.system)
+  }
+
+  /// Opens the central on a connection of its own, made by `connect` (the system bus's, or in
+  /// tests a private bus's), which ``close()`` closes.
+  static func open(
+    adapter: String?, connecting connect: () throws(DBusError) -> DBusConnection
+  ) async throws(CentralError) -> CentralManager {
+    let bus: DBusConnection
+    do throws(DBusError) {
+      bus = try connect()
+    } catch {
+      throw CentralError(
+        .serviceUnavailable, "cannot connect to the system bus: \(error)")
+    }
+    return try await open(adapter: adapter, on: bus, owned: true)
+  }
+
+  private static func open(adapter: String?, on bus: DBusConnection, owned: Bool)
+    async throws(CentralError) -> CentralManager
+  {
     let tree: BlueZObjectTree
     do throws(BlueZError) {
       tree = try await BlueZObjectTree.start(connection: bus)
     } catch {
+      if owned { bus.close() }
       throw CentralError(error, while: "reading bluetoothd's objects")
     }
-    let manager = CentralManager(objects: tree, requestedAdapter: adapter)
-    try await manager.startMonitoring()
+    let manager = CentralManager(objects: tree, requestedAdapter: adapter, ownsConnection: owned)
+    do throws(CentralError) {
+      try await manager.startMonitoring()
+    } catch {
+      await manager.close()
+      throw error
+    }
     return manager
   }
 
@@ -73,6 +98,7 @@ public actor CentralManager {
     })
     serviceRunning = running
     accessDenied = objects.accessDeniedMessage != nil
+    busLostMessage = objects.connectionLostMessage
     for (path, interfaces) in snapshot {
       if let properties = interfaces[Adapter1.interface] { adapters[path] = properties }
     }
@@ -97,13 +123,15 @@ public actor CentralManager {
   /// waking another thread; the loop's body should then be quick (printing a line is).
   public nonisolated var executor: any TaskExecutor { objects.connection.executor }
 
-  /// Stops following bluetoothd; scans and subscriptions made by this manager end.
+  /// Stops following bluetoothd; scans and subscriptions made by this manager end, and the
+  /// connection it opened (not one given to ``open(adapter:connection:)``) is closed.
   public func close() async {
     monitor?.cancel()
     monitor = nil
     for watcher in watchers.values { watcher.finish() }
     watchers.removeAll()
     objects.stop()
+    if ownsConnection { objects.connection.close() }
   }
 
   private func handle(_ event: BlueZObjectEvent) {
@@ -121,8 +149,16 @@ public actor CentralManager {
       serviceRunning = false
     case .accessDenied:
       accessDenied = true
+    case .connectionLost(let message):
+      serviceRunning = false
+      busLostMessage = message
     }
     update()
+    if busLostMessage != nil {
+      // No state changes any more: waiting for one would be waiting forever.
+      for watcher in watchers.values { watcher.finish() }
+      watchers.removeAll()
+    }
   }
 
   private func update() {
@@ -154,13 +190,19 @@ public actor CentralManager {
   }
 
   /// The current state first, then every change, as CoreBluetooth's
-  /// `centralManagerDidUpdateState`. The stream ends when the manager closes.
+  /// `centralManagerDidUpdateState`. The stream ends when the manager closes or the connection
+  /// to the system bus is lost.
   public func stateUpdates() -> AsyncStream<CentralState> {
     let id = nextWatcher
     nextWatcher += 1
+    // A watcher that falls behind needs only the recent states, the last one above all.
     let (stream, continuation) = AsyncStream.makeStream(
-      of: CentralState.self, bufferingPolicy: .unbounded)
+      of: CentralState.self, bufferingPolicy: .bufferingNewest(16))
     continuation.yield(state)
+    if busLostMessage != nil {
+      continuation.finish()
+      return stream
+    }
     continuation.onTermination = { [weak self] _ in
       Task { await self?.removeWatcher(id) }
     }
@@ -172,6 +214,7 @@ public actor CentralManager {
 
   /// Throws the error that explains why the central cannot work, unless it is powered on.
   public func requirePoweredOn() throws(CentralError) {
+    if let busLostMessage { throw CentralError(.busLost, busLostMessage) }
     switch state {
     case .poweredOn: return
     case .poweredOff:
@@ -285,7 +328,7 @@ extension BlueZObjectEvent {
     case .propertiesChanged(_, let interface, let changed, let invalidated, _):
       interface == Adapter1.interface
         && (changed[Adapter1.powered.name] != nil || invalidated.contains(Adapter1.powered.name))
-    case .serviceStarted, .serviceStopped, .accessDenied: true
+    case .serviceStarted, .serviceStopped, .accessDenied, .connectionLost: true
     }
   }
 }

@@ -1,6 +1,7 @@
 // A scan that survives a bluetoothd restart: it pauses while org.bluez is gone and starts
 // discovery again when bluetoothd returns (within a bounded wait).
 import BlueZ
+import DBus
 import Synchronization
 
 /// A pause or resumption of a ``CentralManager/resumingScan(_:returnWithin:onInterruption:)``.
@@ -44,19 +45,19 @@ extension CentralManager {
   /// the restart (bluetoothd forgot them). `onInterruption` is told of each pause and resume.
   ///
   /// The stream ends with ``CentralError/Code/serviceUnavailable`` when bluetoothd does not
-  /// return in time, and with the scan's own error for a power-off or a removed adapter.
+  /// return in time, with the scan's own error for a power-off or a removed adapter, and at
+  /// once with ``CentralError/Code/busLost`` when the connection to the system bus is lost
+  /// (nothing can return on it).
   public func resumingScan(
     _ options: ScanOptions, returnWithin: Duration = .seconds(30),
     onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in }
   ) async throws(CentralError) -> DiscoveryStream {
-    let (stream, continuation) = AsyncThrowingStream.makeStream(
-      of: Discovery.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
+    let (discoveries, continuation, feed) = DiscoveryStream.make()
     let supervisor = try await superviseScan(
       options, returnWithin: returnWithin, onInterruption: onInterruption,
-      deliver: { continuation.yield($0) },
-      finish: { error in continuation.finish(throwing: error) })
+      deliver: feed, finish: { error in continuation.finish(throwing: error) })
     continuation.onTermination = { _ in supervisor.cancel() }
-    return DiscoveryStream(stream: stream)
+    return discoveries
   }
 
   /// Scans like ``resumingScan(_:returnWithin:onInterruption:)``, but calls `onDiscovery` with
@@ -95,6 +96,7 @@ extension CentralManager {
     deliver: @escaping @Sendable (Discovery) -> Void,
     finish: @escaping @Sendable ((any Error)?) -> Void
   ) async throws(CentralError) -> Task<Void, Never> {
+    // Unbounded: one end per scan session.
     let (ends, endings) = AsyncStream.makeStream(of: ScanEnd.self, bufferingPolicy: .unbounded)
     let sink = ScanSink(yield: deliver, end: { endings.yield($0) })
     let first = try await startScan(options, sink: sink)
@@ -115,9 +117,19 @@ extension CentralManager {
             return
           }
         }
+        if let lost = await objects.busLoss() {
+          finish(lost)
+          return
+        }
         onInterruption(.paused("bluetoothd stopped; waiting up to \(returnWithin) for it"))
-        guard let resumed = await scanAfterReturn(options, sink: sink, within: returnWithin)
-        else {
+        let resumed: ScanSession?
+        do throws(CentralError) {
+          resumed = try await scanAfterReturn(options, sink: sink, within: returnWithin)
+        } catch {
+          finish(error)
+          return
+        }
+        guard let resumed else {
           finish(
             Task.isCancelled
               ? nil
@@ -145,20 +157,41 @@ extension CentralManager {
 
   /// Starts a new scan once bluetoothd is back with the adapter powered; retries the start
   /// (the old session may still be stopping, a fresh adapter may not be ready) until `limit`.
+  /// - Throws: ``CentralError/Code/busLost`` (at once) when the system bus is gone.
   private func scanAfterReturn(_ options: ScanOptions, sink: ScanSink, within limit: Duration)
-    async -> ScanSession?
+    async throws(CentralError) -> ScanSession?
   {
     let deadline = ContinuousClock.now + limit
     while !Task.isCancelled {
       let left = deadline - ContinuousClock.now
       guard left > .zero else { return nil }
-      if (try? await waitUntilPoweredOn(timeout: left)) != nil,
-        let scan = try? await startScan(options, sink: sink)
-      {
-        return scan
+      do throws(CentralError) {
+        try await waitUntilPoweredOn(timeout: left)
+        return try await startScan(options, sink: sink)
+      } catch  where error.code == .busLost {
+        throw error
+      } catch {
+        try? await Task.sleep(for: .milliseconds(250))
       }
-      try? await Task.sleep(for: .milliseconds(250))
     }
     return nil
+  }
+}
+
+extension BlueZObjectTree {
+  /// When bluetoothd seems to have left: the error to end with if it is the system bus that
+  /// goes away (bluetoothd cannot return on this connection then), else nil. A bus daemon that
+  /// stops drops its clients one by one, so bluetoothd's leaving can be heard just before the
+  /// loss of the connection; the bus daemon answers a ping only if it stays.
+  func busLoss() async -> CentralError? {
+    do throws(DBusError) {
+      try await connection.pingBus()
+      return nil
+    } catch  where error.code == .disconnected {
+      return CentralError(
+        .busLost, connectionLostMessage ?? "lost the connection to the system bus")
+    } catch {
+      return nil
+    }
   }
 }

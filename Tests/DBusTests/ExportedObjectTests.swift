@@ -200,7 +200,7 @@ func parseIntrospection(_ xml: String) async throws -> String {
       try server.emitPropertiesChanged(
         path: "/char", interface: "org.blekit.Characteristic", changed: ["Value": .bytes([1])],
         invalidated: ["Other"])
-      for await signal in changes {
+      for try await signal in changes {
         #expect(signal.member == "PropertiesChanged")
         #expect(signal.arguments.first == "org.blekit.Characteristic")
         #expect(signal.arguments[1].stringVariantDictionary?["Value"]?.bytesValue == [1])
@@ -220,7 +220,7 @@ func parseIntrospection(_ xml: String) async throws -> String {
       #expect(throws: DBusError.self) { try server.export(state.service, at: "/app/service0") }
       server.unexport("/app/service0")
       var seen: [Signal] = []
-      for await signal in signals {
+      for try await signal in signals {
         seen.append(signal)
         if seen.count == 2 { break }
       }

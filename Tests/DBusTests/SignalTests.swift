@@ -13,7 +13,7 @@ import Testing
           arguments: [.uint32(UInt32(index))])
       }
       var received: [UInt32] = []
-      for await signal in stream {
+      for try await signal in stream {
         #expect(signal.sender == server.uniqueName)
         #expect(signal.path == "/test")
         received.append(signal.arguments.first?.uint32Value ?? .max)
@@ -37,7 +37,7 @@ import Testing
       try emit("/org/bluez/hci0/dev_1", "wanted")
       try emit("/org/bluez", "wanted")
       var paths: [ObjectPath] = []
-      for await signal in stream {
+      for try await signal in stream {
         paths.append(signal.path)
         if paths.count == 2 { break }
       }
@@ -55,10 +55,10 @@ import Testing
         #expect(check101)
         try server.emitSignal(
           path: "/test", interface: "org.blekit.Test", member: "Tick", arguments: [.uint32(1)])
-        for await _ in stream { break }
+        for try await _ in stream { break }
         stream.cancel()
         var after: [Signal] = []
-        for await signal in stream { after.append(signal) }
+        for try await signal in stream { after.append(signal) }
         #expect(after.isEmpty)
       }
       // The RemoveMatch is queued before this call, so the bus has processed it by the reply.
@@ -94,11 +94,11 @@ import Testing
       let stream = try await client.signals(rule)
       let consumer = Task {
         var count = 0
-        for await _ in stream { count += 1 }
+        for try await _ in stream { count += 1 }
         return count
       }
       consumer.cancel()
-      #expect(await consumer.value == 0)
+      #expect(try await consumer.value == 0)
       _ = try await client.nameOwner(server.uniqueName)
       _ = try await client.nameOwner(server.uniqueName)
       let check105 = try await
@@ -120,17 +120,43 @@ import Testing
         path: "/test", interface: "org.blekit.Test", member: "S", arguments: [.string("stranger")])
       try server.emitSignal(
         path: "/test", interface: "org.blekit.Test", member: "S", arguments: [.string("owner")])
-      for await signal in stream {
+      for try await signal in stream {
         #expect(signal.arguments == ["owner"])
         break
       }
       var seen: [DBusValue] = []
-      for await signal in other {
+      for try await signal in other {
         seen.append(contentsOf: signal.arguments)
         if seen.count == 2 { break }
       }
       // Different senders: the bus does not order their signals relative to each other.
       #expect(Set(seen) == ["stranger", "owner"])
+    }
+  }
+
+  @Test func aWellKnownSenderThatNobodyOwnsMatchesNothing() async throws {
+    try await withServerAndClient { bus, server, client in
+      let stranger = try bus.connect()
+      defer { stranger.close() }
+      // Nobody owns org.blekit.Absent: a stranger's signal must not pass for it, even when a
+      // broader rule of the same connection brings the signal in.
+      let guarded = try await client.signals(
+        MatchRule(sender: "org.blekit.Absent", interface: "org.blekit.Test"))
+      let broad = try await client.signals(MatchRule(interface: "org.blekit.Test"))
+      try stranger.emitSignal(
+        path: "/test", interface: "org.blekit.Test", member: "S", arguments: [.string("fake")])
+      for try await signal in broad {
+        #expect(signal.arguments == ["fake"])
+        break
+      }
+      // The owner appears and signals: only its signal reaches the guarded stream.
+      #expect(try await server.requestName("org.blekit.Absent") == .primaryOwner)
+      try server.emitSignal(
+        path: "/test", interface: "org.blekit.Test", member: "S", arguments: [.string("real")])
+      for try await signal in guarded {
+        #expect(signal.arguments == ["real"])
+        break
+      }
     }
   }
 
