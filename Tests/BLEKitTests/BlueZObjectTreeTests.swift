@@ -211,8 +211,9 @@ private func next<T>(
   }
 
   /// Found by the bluez-readers fuzz target: an InterfacesAdded naming Device1 more than once
-  /// was announced with every entry's properties (here the second's name) while the tree held
-  /// the last entry alone. The announcement is now the tree's device.
+  /// was announced, from the early hand-over read straight from the message, with every
+  /// entry's properties (here the second's name) while the tree held the last entry alone.
+  /// The device is now handed over as the tree holds it.
   @Test func aDeviceNamedTwiceIsAnnouncedAsTheTreeHoldsIt() throws {
     let first: [String: DBusValue] = [
       "Address": .string("00:00:00:00:00:00"), "Adapter": .objectPath("/org/bluez/hci0"),
@@ -240,7 +241,7 @@ private func next<T>(
     ])
     let messages = [try DBusMessage(wireBytes: try added.wireBytes())]
     let seen = Mutex<[DeviceAdvertisement?]>([])
-    _ = BlueZObjectTree.rehearse(messages: messages) { _, advertisement in
+    _ = BlueZObjectTree.replay(messages) { _, advertisement in
       seen.withLock { $0.append(advertisement) }
     }
     #expect(seen.withLock { $0 } == [DeviceAdvertisement(second)])

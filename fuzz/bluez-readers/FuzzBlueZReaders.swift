@@ -3,10 +3,10 @@
 // shapes; see fuzz/support/FuzzMessages.swift), each validated by libdbus. Each message goes
 // to ObjectManagerSignal (checked against the same signal decoded whole), to the managed-objects
 // decoder (checked against the signal reader on the same objects), to Agent1's request decoding
-// and to the GATT request options. The signals are then rehearsed on a scratch
-// BlueZObjectTree, whose events and new-device announcements (DeviceAdvertisement's collector,
-// fed straight from the message) must match a model of the tree built from the decoded
-// signals. Built by scripts/fuzz.
+// and to the GATT request options. The signals are then replayed on a scratch BlueZObjectTree
+// (BlueZObjectTree.replay, which reads them with the tree's own `take`), whose events and
+// new devices (DeviceAdvertisement, through its collector) must match a model of the tree
+// built from the decoded signals. Built by scripts/fuzz.
 import DBus
 
 #if canImport(Glibc)
@@ -62,12 +62,10 @@ public func fuzzBlueZReaders(_ start: UnsafePointer<UInt8>, _ count: Int) -> CIn
     )
     signals.append(message)
     if let decoded { expected.append(decoded) }
-    if let announced = announcement(header, arguments) {
-      announcements.append(announced)
-    } else if case .interfacesAdded(let path, let added)? = decoded, !added.isEmpty,
+    if case .interfacesAdded(let path, let added)? = decoded, !added.isEmpty,
       let device = added["org.bluez.Device1"]
     {
-      // Not read straight from the message: the tree announces what it applies.
+      // The tree hands a new device over once it holds it, as it holds it.
       announcements.append((path, DeviceAdvertisement(device)))
     }
   }
@@ -113,30 +111,7 @@ private func decodeSignal(_ header: SignalHeader, _ arguments: [DBusValue])
   }
 }
 
-/// The new device the tree announces for an InterfacesAdded, read as the tree reads it
-/// (straight from the message, before the rest of the signal): the `Device1` entry's
-/// properties in the message's order; `nil` when there is none, or more than one (which the
-/// fast path refuses).
-private func announcement(_ header: SignalHeader, _ arguments: [DBusValue]) -> (
-  ObjectPath, DeviceAdvertisement?
-)? {
-  guard header.interface.rawValue == objectManager, header.member.rawValue == "InterfacesAdded",
-    arguments.count >= 2, arguments[0].signature == "o",
-    arguments[1].signature == "a{sa{sv}}"
-  else { return nil }
-  var collector = DeviceAdvertisement.Collector()
-  var found = false
-  for entry in arguments[1].dictionaryValue! where entry.key.stringValue == "org.bluez.Device1" {
-    if found { return nil }
-    found = true
-    for property in entry.value.dictionaryValue! {
-      collector.take(property.key.stringValue!, property.value.unwrapped)
-    }
-  }
-  return found ? (arguments[0].objectPathValue!, collector.advertisement) : nil
-}
-
-/// Rehearses `messages` on a scratch tree and checks its events and announcements against a
+/// Replays `messages` on a scratch tree and checks its events and announcements against a
 /// model of the tree applying `expected`.
 private func checkRehearsal(
   _ messages: [DBusMessage], expected: [ObjectManagerSignal],
@@ -144,7 +119,7 @@ private func checkRehearsal(
 ) {
   guard !messages.isEmpty else { return }
   let announced = Announcements()
-  let events = BlueZObjectTree.rehearse(messages: messages) { path, advertisement in
+  let events = BlueZObjectTree.replay(messages) { path, advertisement in
     announced.append(path, advertisement)
   }
   let heard = announced.list
@@ -191,10 +166,10 @@ private func checkRehearsal(
   }
   fuzzCheck(
     events.count == wanted.count && zip(events, wanted).allSatisfy(same),
-    "the rehearsal emitted \(events.count) events, the model \(wanted.count)")
+    "the replay emitted \(events.count) events, the model \(wanted.count)")
 }
 
-/// The announcements a rehearsal makes (its handler is @Sendable).
+/// The announcements a replay makes (its handler is @Sendable).
 private final class Announcements: @unchecked Sendable {
   var list: [(ObjectPath, DeviceAdvertisement?)] = []
   func append(_ path: ObjectPath, _ advertisement: DeviceAdvertisement?) {

@@ -10,7 +10,7 @@ calls and GATT calls (ReadValue, WriteValue, Acquire*). At most --per-kind files
 message (type, interface, member, signature, the PropertiesChanged interface), each with a
 body of its own; the
 bluez-readers target also gets the sequence of bluetoothd's ObjectManager signals and the
-devices' PropertiesChanged as one input (up to --max-size bytes), so the rehearsed tree sees
+devices' PropertiesChanged as one input (up to --max-size bytes), so the replayed tree sees
 objects appear, change and go. Prints what it wrote.
 """
 
