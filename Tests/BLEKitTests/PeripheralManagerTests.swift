@@ -228,7 +228,8 @@ struct PeripheralManagerTests {
     let service = MutableService(
       type: Self.serviceUUID,
       characteristics: [
-        MutableCharacteristic(type: BlekitUUID.transferCharacteristic, properties: [.notify])
+        MutableCharacteristic(
+          type: BlekitUUID.transferCharacteristic, properties: [.notify], permissions: [])
       ])
     try await manager.add(service)
     try await manager.startAdvertising(AdvertisingPayload(serviceUUIDs: [Self.serviceUUID]))
