@@ -195,8 +195,9 @@ public actor CentralManager {
   public func stateUpdates() -> AsyncStream<CentralState> {
     let id = nextWatcher
     nextWatcher += 1
+    // A watcher that falls behind needs only the recent states, the last one above all.
     let (stream, continuation) = AsyncStream.makeStream(
-      of: CentralState.self, bufferingPolicy: .unbounded)
+      of: CentralState.self, bufferingPolicy: .bufferingNewest(16))
     continuation.yield(state)
     if busLostMessage != nil {
       continuation.finish()
@@ -286,6 +287,12 @@ public actor CentralManager {
   /// services of the last connection. A peer that re-registers its service under the same
   /// address then never matches a client-side service filter until bluetoothd forgets the
   /// device. Removing such temporary entries loses nothing: bluetoothd would drop them itself.
+  /// The running bluetoothd's settings that matter to a client (its `[GATT] Channels`), or
+  /// `nil` when they cannot be read.
+  func bluetoothdConfiguration() async -> BluetoothdConfiguration? {
+    await BluetoothdConfiguration.read(on: objects.connection)
+  }
+
   @discardableResult
   public func removeCachedPeripherals() async -> Int {
     guard let adapter = try? await adapter() else { return 0 }

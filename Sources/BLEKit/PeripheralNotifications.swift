@@ -71,6 +71,8 @@ extension Peripheral {
     }
     let proxy = try await proxy(for: characteristic)
     let (_, _, events) = objects.subscribe()
+    // Unbounded: a lost notification would corrupt what the consumer assembles (a transfer
+    // caps its message at 16 MiB and fails beyond it); the consumer must keep up.
     let (stream, continuation) = AsyncThrowingStream.makeStream(
       of: [UInt8].self, throwing: (any Error).self, bufferingPolicy: .unbounded)
     let devicePath = identifier.path

@@ -52,14 +52,12 @@ extension CentralManager {
     _ options: ScanOptions, returnWithin: Duration = .seconds(30),
     onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in }
   ) async throws(CentralError) -> DiscoveryStream {
-    let (stream, continuation) = AsyncThrowingStream.makeStream(
-      of: Discovery.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
+    let (discoveries, continuation, feed) = DiscoveryStream.make()
     let supervisor = try await superviseScan(
       options, returnWithin: returnWithin, onInterruption: onInterruption,
-      deliver: { continuation.yield($0) },
-      finish: { error in continuation.finish(throwing: error) })
+      deliver: feed, finish: { error in continuation.finish(throwing: error) })
     continuation.onTermination = { _ in supervisor.cancel() }
-    return DiscoveryStream(stream: stream)
+    return discoveries
   }
 
   /// Scans like ``resumingScan(_:returnWithin:onInterruption:)``, but calls `onDiscovery` with
@@ -98,6 +96,7 @@ extension CentralManager {
     deliver: @escaping @Sendable (Discovery) -> Void,
     finish: @escaping @Sendable ((any Error)?) -> Void
   ) async throws(CentralError) -> Task<Void, Never> {
+    // Unbounded: one end per scan session.
     let (ends, endings) = AsyncStream.makeStream(of: ScanEnd.self, bufferingPolicy: .unbounded)
     let sink = ScanSink(yield: deliver, end: { endings.yield($0) })
     let first = try await startScan(options, sink: sink)

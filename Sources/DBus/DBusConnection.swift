@@ -59,6 +59,8 @@ public final class DBusConnection: @unchecked Sendable {
   var subscriptionsInOrder: [Subscription]?
   var objects: [ObjectPath: ExportedObject] = [:]
   var objectManagers: Set<ObjectPath> = []
+  /// Who may call each object manager (see ``ExportedObject/admit``); absent: anyone.
+  var managerAdmissions: [ObjectPath: @Sendable (BusName) throws(DBusError) -> Void] = [:]
 
   private static let threadsInitialized: Bool = {
     dbus_threads_init_default() != 0
@@ -176,6 +178,7 @@ public final class DBusConnection: @unchecked Sendable {
     }
     objects.removeAll()
     objectManagers.removeAll()
+    managerAdmissions.removeAll()
     dbus_connection_close(raw)
     // Drain what libdbus queued (the local Disconnected signal) with our filter removed.
     removeHooks()
@@ -242,7 +245,8 @@ public final class DBusConnection: @unchecked Sendable {
   }
 
   /// Calls a method and returns the reply's body. Timeout default 25 s. Cancelling the task
-  /// cancels the pending call (`.cancelled`).
+  /// cancels the pending call (`.cancelled`); in a task already cancelled the call is not sent
+  /// at all, so cleanup on the way out of one goes through ``runCleanup(within:_:)``.
   ///
   /// An error reply throws `.remote` with its name and message; no reply in time throws
   /// `.timeout`; a peer that leaves without replying throws `.noReply`.

@@ -20,9 +20,20 @@ struct AdvertiseCommand: ParsableCommand {
       Publishes the transfer service (Apple's sample characteristic, plus blekit's sequenced \
       one) and advertises its UUID. Every central that subscribes gets the message: in \
       chunks of min(MTU - 3, 512) bytes then EOM, or in sequenced frames for a blekit \
-      central. A reply written by a central is printed on standard output (one line each) and \
-      becomes the message for the next subscriber, as in the sample. Ctrl-C or SIGTERM \
-      unregisters everything before exiting. --manufacturer and --service-data add fields to \
+      central. The plain chunks carry no sequence numbers, and no chunk is ever exactly \
+      EOM; with EATT (several ATT bearers: BlueZ's [GATT] Channels above 1, the default of \
+      5.66, on either side) a central may receive them out of order, which only the \
+      sequenced framing can repair. --plain-only serves the sample's characteristic alone, \
+      as Apple's sample peripheral does. A reply written by a central is printed on standard \
+      output (one line each) and becomes the message for the next subscriber, as in the \
+      sample. Ctrl-C or SIGTERM unregisters everything before exiting. --pairable registers \
+      blekit's pairing agent as the default one: --confirm prompt asks on the terminal, \
+      --allow ADDRESS accepts only the devices named (others are refused), --confirm auto \
+      accepts any device; without a terminal one of --confirm or --allow is required (exit 2 \
+      otherwise). Each decision is logged on standard error; AuthorizeService is granted only \
+      for the services served here. The agent is NoInputNoOutput ("just works") with \
+      --confirm auto alone, else DisplayYesNo, so that Linux asks it about every pairing. \
+      --manufacturer and --service-data add fields to \
       the advertisement (--no-service-uuid leaves the service UUID out to make room); the \
       size is checked against the 31-byte legacy limit before bluetoothd is asked (exit 9 \
       with a breakdown). --read-value or --read-clock adds blekit's read service, whose \
@@ -53,9 +64,18 @@ struct AdvertiseCommand: ParsableCommand {
       "--read-clock", help: "Add a readable characteristic holding the time of each read.")
     let pairable = Flag(
       "--pairable", help: "Register a pairing agent (the default one) so centrals can pair.")
+    let confirm = Option<ConfirmPolicy>(
+      "--confirm", value: "POLICY",
+      help: "With --pairable: auto accepts by itself, prompt asks (default on a terminal).")
+    let allow = RepeatedOption<String>(
+      "--allow", value: "ADDRESS",
+      help: "With --pairable: pair only with this device; others are refused.")
     let secure = Flag(
       "--secure",
       help: "Subscribing, replying and reading --read-value/--read-clock need a paired link.")
+    let plainOnly = Flag(
+      "--plain-only",
+      help: "Serve only the sample's characteristic (chunks + EOM), as Apple's sample does.")
   }
 
   /// What the dynamic read characteristic answers.
@@ -76,8 +96,10 @@ struct AdvertiseCommand: ParsableCommand {
   let timeout: Duration?
   let payload: AdvertisingPayload
   let readSource: ReadSource?
-  let pairable: Bool
+  /// The pairing agent's policy, with `--pairable`.
+  let pairing: PairingPolicy?
   let secure: Bool
+  let plainOnly: Bool
 
   /// How long `--once` waits for the central to unsubscribe after the last value went out.
   static let onceGrace: Duration = .seconds(10)
@@ -96,10 +118,10 @@ struct AdvertiseCommand: ParsableCommand {
       throw .invalid("--timeout must be more than 0 seconds")
     }
     name = arguments.name
+    plainOnly = arguments.plainOnly
     adapter = arguments.adapter
     once = arguments.once
     timeout = arguments.timeout
-    pairable = arguments.pairable
     secure = arguments.secure
     var manufacturerData: [UInt16: [UInt8]] = [:]
     for value in arguments.manufacturer {
@@ -136,6 +158,20 @@ struct AdvertiseCommand: ParsableCommand {
     case (nil, true): readSource = .clock
     case (nil, false): readSource = nil
     case (.some, true): throw .invalid("give either --read-value or --read-clock, not both")
+    }
+    if arguments.pairable {
+      // AuthorizeService is granted only for what this command serves.
+      var served: Set<BluetoothUUID> = [BlekitUUID.transferService]
+      if readSource != nil { served.insert(BlekitUUID.readService) }
+      pairing = try pairingPolicy(
+        confirm: arguments.confirm, allowed: try allowedDevices(arguments.allow), served: served,
+        missing: "--pairable without a terminal needs a policy: --confirm auto (any device) "
+          + "or --allow ADDRESS (only that device)")
+    } else {
+      guard arguments.confirm == nil, arguments.allow.isEmpty else {
+        throw .invalid("--confirm and --allow go with --pairable")
+      }
+      pairing = nil
     }
   }
 
@@ -174,15 +210,16 @@ struct AdvertiseCommand: ParsableCommand {
       throw Self.cliError(error)
     }
     var agent: PairingAgent?
-    if pairable {
+    if let pairing {
       do {
-        agent = try await registerPairableAgent(manager)
+        agent = try await registerPairableAgent(manager, policy: pairing)
       } catch {
         await manager.close()
         throw error
       }
     }
-    let transfer = TransferPeripheral(manager: manager, message: bytes, requireEncryption: secure)
+    let transfer = TransferPeripheral(
+      manager: manager, message: bytes, requireEncryption: secure, sequenced: !plainOnly)
     let report = StatusReport()
     let faults = AdvertiseFaults()
     let outcome: Outcome
@@ -271,8 +308,11 @@ struct AdvertiseCommand: ParsableCommand {
         if once && outcome.completedSends > 0 { break loop }
       case .reply(let value, _):
         progress.finish()
-        print(String(decoding: value, as: UTF8.self))
-        fflush(nil)
+        // A peer's bytes: exact on a file or pipe; on a terminal, controls made visible.
+        writeStandardOutput(
+          StandardOutput.isTerminal
+            ? Array((TerminalText.visible(String(decoding: value, as: UTF8.self)) + "\n").utf8)
+            : value + [UInt8(ascii: "\n")])
       case .advertisingStopped:
         // bluetoothd also releases it as it stops or powers off: the supervision decides then.
         let stops = faults.stops
@@ -426,8 +466,12 @@ private func format(_ duration: Duration) -> String {
   return milliseconds < 1000 ? "\(milliseconds) ms" : "\(oneDecimal(Double(milliseconds) / 1000)) s"
 }
 
-/// Reads a whole file.
-private func readFile(_ path: String) throws -> [UInt8] {
+/// Reads a whole file of at most `limit` bytes (a transfer message's limit, the same on both
+/// sides); a longer one (or an endless one, /dev/zero) is a usage error, said before anything
+/// is registered.
+private func readFile(
+  _ path: String, limit: Int = TransferReassembler.defaultMaximumMessageLength
+) throws -> [UInt8] {
   let fd = open(path, O_RDONLY | O_CLOEXEC)
   guard fd >= 0 else {
     throw CLIError(.failure, "cannot open \(path): \(String(cString: strerror(errno)))")
@@ -442,6 +486,11 @@ private func readFile(_ path: String) throws -> [UInt8] {
       throw CLIError(.failure, "cannot read \(path): \(String(cString: strerror(errno)))")
     }
     if count == 0 { return result }
+    guard result.count + count <= limit else {
+      throw UsageError.invalid(
+        "--file: \(path) holds more than \(limit) bytes (16 MiB), the most one transfer message "
+          + "holds (receivers refuse more)")
+    }
     result += buffer[..<count]
   }
 }

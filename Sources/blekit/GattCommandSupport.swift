@@ -5,6 +5,7 @@ import ArgumentParsing
 import BLEKit
 import BlueZ
 import Bluetooth
+import DBus
 
 /// Parses the ADDRESS|NAME argument.
 ///
@@ -63,7 +64,12 @@ enum ValueFormat: Sendable, Equatable {
   func render(_ value: [UInt8]) -> [UInt8] {
     switch self {
     case .hex: Array(hexString(value).utf8) + [0x0A]
-    case .text: Array(String(decoding: value, as: UTF8.self).utf8) + [0x0A]
+    case .text:
+      // A peer's text reaches a terminal with its control characters made visible.
+      Array(
+        (StandardOutput.isTerminal
+          ? TerminalText.visible(String(decoding: value, as: UTF8.self))
+          : String(decoding: value, as: UTF8.self)).utf8) + [0x0A]
     case .raw: value
     }
   }
@@ -186,9 +192,10 @@ struct GattSession: Sendable {
   }
 }
 
-/// Runs `work` in a task of its own, so cancellation of the caller does not cut it short.
+/// Runs `work` in a task of its own, so cancellation of the caller does not cut it short;
+/// bounded by `runCleanup(within:_:)` (what is still pending after that is cancelled).
 func shielded(_ work: @escaping @Sendable () async -> Void) async {
-  await Task { await work() }.value
+  await runCleanup(within: PeripheralManager.closeLimit, work)
 }
 
 /// A characteristic's flags for messages: `read, notify`.

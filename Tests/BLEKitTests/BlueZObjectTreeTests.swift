@@ -178,10 +178,10 @@ private func next<T>(
     }
   }
 
-  @Test func aRehearsalHandsNewDevicesToItsDevicesHandler() throws {
+  @Test func aReplayHandsNewDevicesToItsDevicesHandler() throws {
     let device: [String: DBusValue] = [
       "Address": .string("00:00:00:00:00:00"), "Adapter": .objectPath("/org/bluez/hci0"),
-      "Connected": .bool(false), "Name": .string("rehearsal"), "RSSI": .int16(-50),
+      "Connected": .bool(false), "Name": .string("replayed"), "RSSI": .int16(-50),
     ]
     let added = try DBusMessage.signal(
       path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded")
@@ -197,17 +197,17 @@ private func next<T>(
     // Through the wire format, as a received signal is.
     let messages = [try DBusMessage(wireBytes: try added.wireBytes())]
     let seen = Mutex<[DeviceAdvertisement?]>([])
-    let events = BlueZObjectTree.rehearse(messages: messages) { path, advertisement in
+    let events = BlueZObjectTree.replay(messages) { path, advertisement in
       #expect(path == Self.device)
       seen.withLock { $0.append(advertisement) }
     }
     #expect(events.isEmpty)  // the new device went to the devices handler only
     let advertisement = try #require(seen.withLock { $0 }.first ?? nil)
-    #expect(advertisement.name == "rehearsal")
+    #expect(advertisement.name == "replayed")
     #expect(advertisement.rssi == -50)
     #expect(advertisement == DeviceAdvertisement(device))
     // Without a devices handler the same signal is an ordinary event.
-    #expect(BlueZObjectTree.rehearse(messages: messages).count == 1)
+    #expect(BlueZObjectTree.replay(messages).count == 1)
   }
 
   @Test func followsBluetoothdLeavingAndComingBack() async throws {

@@ -53,8 +53,13 @@ public final class TransferPeripheral: Sendable {
 
   /// Creates the service for `message` (UTF-8 text or any bytes). Nothing is published yet.
   /// With `requireEncryption`, subscribing and writing need an encrypted (paired) link
-  /// (`encrypt-notify`, `encrypt-write`).
-  public init(manager: PeripheralManager, message: [UInt8], requireEncryption: Bool = false) {
+  /// (`encrypt-notify`, `encrypt-write`). With `sequenced: false` the service holds only
+  /// Apple's sample characteristic, exactly as the sample's peripheral serves it (to test
+  /// centrals written for it); a blekit central then cannot restore a reordered message.
+  public init(
+    manager: PeripheralManager, message: [UInt8], requireEncryption: Bool = false,
+    sequenced: Bool = true
+  ) {
     self.manager = manager
     self.message = Mutex(message)
     let secure: CharacteristicProperties = requireEncryption ? [.notifyEncryptionRequired] : []
@@ -68,7 +73,8 @@ public final class TransferPeripheral: Sendable {
       properties: CharacteristicProperties.notify.union(secure), permissions: [.readable])
     service = MutableService(
       type: BlekitUUID.transferService,
-      characteristics: [plainCharacteristic, sequencedCharacteristic])
+      characteristics: sequenced
+        ? [plainCharacteristic, sequencedCharacteristic] : [plainCharacteristic])
   }
 
   /// The message the next subscriber gets.
@@ -89,6 +95,8 @@ public final class TransferPeripheral: Sendable {
   /// Serves subscribers until the manager's events end (``PeripheralManager/close()``) or the
   /// consuming task is cancelled. Each subscription gets the current message.
   public func serve() -> AsyncStream<Event> {
+    // Unbounded: replies and ends must not be lost; progress events come at most one per
+    // value sent, and sending waits for room on the link.
     let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
     let task = Task { [self] in
       var senders: [Framing: Task<Void, Never>] = [:]
@@ -128,7 +136,8 @@ public final class TransferPeripheral: Sendable {
     return nil
   }
 
-  /// Sends one message on one subscription, waiting for room between values.
+  /// Sends one message on one subscription, waiting for room between values. Each value is
+  /// made as it is sent (a message is never held twice, as bytes and as frames).
   private func send(
     _ bytes: [UInt8], framing: Framing, to events: AsyncStream<Event>.Continuation
   ) async {
@@ -136,48 +145,49 @@ public final class TransferPeripheral: Sendable {
     let attMTU = manager.maximumUpdateValueLength(for: characteristic) + 3
     let clock = ContinuousClock()
     let start = clock.now
-    var values: [[UInt8]]
-    var sentBytes: [Int]  // message bytes covered once values[i] is sent
+    var values: ValueSource
     do {
-      (values, sentBytes) = try Self.values(for: bytes, framing: framing, attMTU: attMTU)
+      values = try ValueSource(bytes: bytes, framing: framing, attMTU: attMTU)
     } catch {
       events.yield(.cut(framing, sent: 0, total: bytes.count))
       return
     }
-    for (index, value) in values.enumerated() {
+    while let value = values.next {
       do {
         try await manager.send(value, for: characteristic)
       } catch {
-        events.yield(.cut(framing, sent: index == 0 ? 0 : sentBytes[index - 1], total: bytes.count))
+        events.yield(.cut(framing, sent: values.bytesSent, total: bytes.count))
         return
       }
-      events.yield(.progress(framing, sent: sentBytes[index], total: bytes.count))
+      values.markSent()
+      events.yield(.progress(framing, sent: values.bytesSent, total: bytes.count))
     }
     events.yield(.sent(framing, bytes: bytes.count, duration: clock.now - start))
   }
 
-  /// Every notification value of a message, with the message bytes covered after each.
-  static func values(for bytes: [UInt8], framing: Framing, attMTU: Int) throws(TransferError)
-    -> ([[UInt8]], [Int])
-  {
-    var values: [[UInt8]] = []
-    var covered: [Int] = []
-    switch framing {
-    case .plain:
-      var chunker = try TransferChunker(bytes: bytes, attMTU: attMTU)
-      while let chunk = chunker.nextChunk {
-        chunker.markSent()
-        values.append(chunk)
-        covered.append(chunker.bytesSent)
-      }
-    case .sequenced:
-      var encoder = try SequencedTransferEncoder(bytes: bytes, attMTU: attMTU)
-      while let frame = encoder.nextFrame {
-        encoder.markSent()
-        values.append(frame.bytes)
-        covered.append(encoder.bytesSent)
+  /// The notification values of one message in either framing, made one at a time.
+  struct ValueSource {
+    private var chunker: TransferChunker?
+    private var encoder: SequencedTransferEncoder?
+
+    /// - Throws: `TransferError` for an MTU below 23 or a message over the framing's limit.
+    init(bytes: [UInt8], framing: Framing, attMTU: Int) throws(TransferError) {
+      switch framing {
+      case .plain: chunker = try TransferChunker(bytes: bytes, attMTU: attMTU)
+      case .sequenced: encoder = try SequencedTransferEncoder(bytes: bytes, attMTU: attMTU)
       }
     }
-    return (values, covered)
+
+    /// The value to send now, or `nil` when all were sent.
+    var next: [UInt8]? { chunker?.nextChunk ?? encoder?.nextFrame?.bytes }
+
+    /// Message bytes covered by the values sent so far.
+    var bytesSent: Int { chunker?.bytesSent ?? encoder?.bytesSent ?? 0 }
+
+    /// Records that `next` was sent.
+    mutating func markSent() {
+      chunker?.markSent()
+      encoder?.markSent()
+    }
   }
 }
