@@ -158,10 +158,12 @@ extension Peripheral {
     return nil
   }
 
-  /// bluetoothd stopping can be the first sign of the system bus going away (see
-  /// `BlueZObjectTree.busLoss()`): then the bus is what ended the link.
+  /// The end of a link can be the first sign of the system bus going away (see
+  /// `BlueZObjectTree.busLoss()`): the bus drops bluetoothd first, and the tree, told that
+  /// bluetoothd left, reports the device removed and then bluetoothd stopped (seen in the lab
+  /// with dbus-daemon stopped mid-transfer). Then the bus is what ended the link.
   static func explain(_ error: CentralError, tree: BlueZObjectTree) async -> CentralError {
-    guard error.code == .serviceUnavailable else { return error }
+    guard error.code != .busLost else { return error }
     return await tree.busLoss() ?? error
   }
 

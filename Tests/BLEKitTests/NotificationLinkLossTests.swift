@@ -43,6 +43,26 @@ import Testing
     }
   }
 
+  @Test func aRemovedDeviceIsSaidSoWhileTheBusStays() async throws {
+    try await withTree { _, bluez, tree in
+      try bluez.export(
+        ExportedObject(interfaces: [
+          ExportedInterface(
+            name: Device1.interface,
+            properties: [
+              ExportedProperty(name: "Address", signature: "s", access: .read) {
+                .string("00:AA:01:01:00:01")
+              }
+            ])
+        ]), at: Self.device)
+      #expect(await eventually { tree.objects[Self.device] != nil })
+      let waiting = watch(tree)
+      bluez.unexport(Self.device)
+      let error = await within(.seconds(10), waiting).value
+      #expect(error??.code == .disconnected)
+    }
+  }
+
   @Test func theBusGoingAwayIsSaidSo() async throws {
     try await withTree { bus, _, tree in
       let waiting = watch(tree)
