@@ -88,13 +88,18 @@ extension Peripheral {
         throw CentralError(error, while: "subscribing to \(characteristic.uuid)")
       }
       if let acquired, let fd = acquired.fileDescriptor.take() {
+        let tree = objects
         let reader = NotificationSocket(
           fd: fd, mtu: Int(acquired.mtu),
           onValue: { continuation.yield($0) },
           onEnd: { error in
-            if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+            guard let error = error as? CentralError else {
+              if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+              return
+            }
+            // bluetoothd closes the socket as it exits, which it does when the bus goes away.
+            Task { continuation.finish(throwing: await Self.explain(error, tree: tree)) }
           })
-        let tree = objects
         let watch = Task {
           if let error = await Self.waitForLinkLoss(
             events, device: devicePath, name: name, tree: tree)
