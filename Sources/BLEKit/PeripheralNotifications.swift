@@ -88,13 +88,18 @@ extension Peripheral {
         throw CentralError(error, while: "subscribing to \(characteristic.uuid)")
       }
       if let acquired, let fd = acquired.fileDescriptor.take() {
+        let tree = objects
         let reader = NotificationSocket(
           fd: fd, mtu: Int(acquired.mtu),
           onValue: { continuation.yield($0) },
           onEnd: { error in
-            if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+            guard let error = error as? CentralError else {
+              if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+              return
+            }
+            // bluetoothd closes the socket as it exits, which it does when the bus goes away.
+            Task { continuation.finish(throwing: await Self.explain(error, tree: tree)) }
           })
-        let tree = objects
         let watch = Task {
           if let error = await Self.waitForLinkLoss(
             events, device: devicePath, name: name, tree: tree)
@@ -158,10 +163,12 @@ extension Peripheral {
     return nil
   }
 
-  /// bluetoothd stopping can be the first sign of the system bus going away (see
-  /// `BlueZObjectTree.busLoss()`): then the bus is what ended the link.
+  /// The end of a link can be the first sign of the system bus going away (see
+  /// `BlueZObjectTree.busLoss()`): the bus drops bluetoothd first, and the tree, told that
+  /// bluetoothd left, reports the device removed and then bluetoothd stopped (seen in the lab
+  /// with dbus-daemon stopped mid-transfer). Then the bus is what ended the link.
   static func explain(_ error: CentralError, tree: BlueZObjectTree) async -> CentralError {
-    guard error.code == .serviceUnavailable else { return error }
+    guard error.code != .busLost else { return error }
     return await tree.busLoss() ?? error
   }
 

@@ -341,10 +341,12 @@ struct AdvertiseCommand: ParsableCommand {
       return CLIError(.advertisementTooLarge, report)
     case .closed:
       return CancellationError()
+    case .bluez(let bluez) where bluez.code == .busLost:
+      return CLIError(.bluetoothUnavailable, busLostLine)
     case .bluez(let bluez):
       let status: ExitStatus =
         switch bluez.code {
-        case .serviceUnavailable, .bus, .busLost: .bluetoothUnavailable
+        case .serviceUnavailable, .bus: .bluetoothUnavailable
         case .adapterNotFound: .adapterNotFound
         case .accessDenied, .notAuthorized, .notPermitted: .permissionDenied
         case .timeout: .timedOut

@@ -64,7 +64,7 @@ final class AdvertiseFaults: Sendable {
         ending = CLIError(
           .failure, "adapter \(manager.adapterName) was powered off; advertising stopped")
       case .busLost:
-        ending = CLIError(.bluetoothUnavailable, "lost the connection to the system bus")
+        ending = CLIError(.bluetoothUnavailable, busLostLine)
       }
       if let ending {
         state.withLock { $0.ending = ending }

@@ -10,13 +10,19 @@ import Bluetooth
   import Glibc
 #endif
 
+/// The one line every command ends with when the system bus goes away (exit status 4).
+let busLostLine = "lost the connection to the system bus"
+
 /// Maps an error from the central side to the exit status table.
 func centralCLIError(_ error: any Error) -> any Error {
   switch error {
+  case let error as CentralError where error.code == .busLost:
+    // The same line whichever call or stream noticed first.
+    return CLIError(.bluetoothUnavailable, busLostLine)
   case let error as CentralError:
     let status: ExitStatus
     switch error.code {
-    case .serviceUnavailable, .busLost: status = .bluetoothUnavailable
+    case .serviceUnavailable: status = .bluetoothUnavailable
     case .unauthorized: status = .permissionDenied
     case .adapterNotFound: status = .adapterNotFound
     case .timeout: status = .timedOut
@@ -31,7 +37,9 @@ func centralCLIError(_ error: any Error) -> any Error {
     }
     return CLIError(status, error.message)
   case let error as TransferInterrupted where error.cause?.code == .busLost:
-    return CLIError(.bluetoothUnavailable, error.description)
+    return CLIError(
+      .bluetoothUnavailable,
+      "\(busLostLine); the transfer was cut after \(error.bytesReceived) bytes")
   case let error as TransferInterrupted:
     return CLIError(.disconnected, error.description)
   case let error as TransferError:

@@ -10,8 +10,9 @@ import Testing
 // bluetoothd restart. Also the tree's observers, which deliver the scan's discoveries.
 @testable import BLEKit
 
-/// A fake org.bluez with one adapter (hci0) that answers the discovery calls and records them.
-private final class FakeScanningBlueZ: Sendable {
+/// A fake org.bluez with one adapter (hci0) that answers the discovery calls and records them
+/// (also used by BlekitBusLossTests).
+final class FakeScanningBlueZ: Sendable {
   /// What the fake's method handlers share with the test.
   final class Record: Sendable {
     let calls = Mutex<[String]>([])

@@ -311,7 +311,7 @@ script -qfec "$BLEKIT receive -a hci0 --from $HCI1_ADDR --timeout 60 >$OUT/bus-r
   "$OUT/bus-recv.err" >/dev/null 2>&1 &
 recv=$!
 check "bus: the transfer is under way" \
-  "wait_for 90 grep -qE 'received [1-9][0-9]* bytes' $OUT/bus-recv.err"
+  "wait_for 90 grep -qsE 'received [1-9][0-9]* bytes' $OUT/bus-recv.err"
 bus_pid=$(pidof dbus-daemon)
 echo "# stopping the system bus (dbus-daemon pid $bus_pid) with SIGTERM"
 kill -TERM $bus_pid
