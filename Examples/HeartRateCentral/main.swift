@@ -19,10 +19,10 @@ func option(_ name: String) -> String? {
   guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
   return arguments[index + 1]
 }
-/// Writes a line to standard error.
-func log(_ line: String) {
+/// Writes a line to standard output (or standard error, fd 2) at once, even on a file or pipe.
+func say(_ line: String, to fd: Int32 = 1) {
   var text = line + "\n"
-  text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+  text.withUTF8 { _ = write(fd, $0.baseAddress, $0.count) }
 }
 let adapter = option("--adapter") ?? "hci0"
 let count = option("--count").flatMap { Int($0) } ?? 5
@@ -40,14 +40,14 @@ let work = Task {
   // advertises now; forgetting the idle devices it caches lets the service filter see them.
   await central.removeCachedPeripherals()
 
-  print("scanning for the Heart Rate service on \(adapter)")
+  say("scanning for the Heart Rate service on \(adapter)")
   var found: Discovery?
   for try await discovery in try await central.scan(ScanOptions(services: [heartRateService])) {
     found = discovery
     break  // ending the iteration stops the scan
   }
   guard let found else { return }
-  print("found \(found.address) \(found.name ?? "")")
+  say("found \(found.address) \(found.name ?? "")")
 
   let peripheral = try await central.connect(to: found.peripheral, timeout: .seconds(20))
   do {
@@ -60,7 +60,7 @@ let work = Task {
       let value = try await peripheral.readValue(for: location).first
     {
       let name = locations.indices.contains(Int(value)) ? locations[Int(value)] : "unknown"
-      print("body sensor location: \(name) (\(value))")
+      say("body sensor location: \(name) (\(value))")
     }
     guard let measurement = characteristics.first(where: { $0.uuid == measurementUUID }) else {
       throw CentralError(.attributeNotFound, "\(found.address) has no Heart Rate Measurement")
@@ -71,7 +71,7 @@ let work = Task {
       // Bit 0 of the flags: the beats per minute are one byte (0) or two, little-endian (1).
       let bpm =
         value[0] & 1 == 0 || value.count < 3 ? Int(value[1]) : Int(value[1]) | Int(value[2]) << 8
-      print("heart rate \(bpm) bpm")
+      say("heart rate \(bpm) bpm")
       received += 1
       if received == count { break }
     }
@@ -82,7 +82,7 @@ let work = Task {
   }
   // Also when cancelled by Ctrl-C or the timeout: disconnectOnExit() still disconnects.
   await peripheral.disconnectOnExit()
-  print("disconnected")
+  say("disconnected")
 }
 
 // Ctrl-C or the timeout cancels the work, which then unsubscribes and disconnects.
@@ -98,11 +98,11 @@ let timer = Task { [work] in
 let result = await work.result
 timer.cancel()
 if (try? await timer.value) != nil {
-  log("timed out: fewer than \(count) values within \(timeout) s")
+  say("timed out: fewer than \(count) values within \(timeout) s", to: 2)
   exit(1)
 }
 if work.isCancelled { exit(130) }
 if case .failure(let error) = result {
-  log("error: \(error)")
+  say("error: \(error)", to: 2)
   exit(1)
 }

@@ -21,10 +21,10 @@ func option(_ name: String) -> String? {
   guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
   return arguments[index + 1]
 }
-/// Writes a line to standard error.
-func log(_ line: String) {
+/// Writes a line to standard output (or standard error, fd 2) at once, even on a file or pipe.
+func say(_ line: String, to fd: Int32 = 1) {
   var text = line + "\n"
-  text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+  text.withUTF8 { _ = write(fd, $0.baseAddress, $0.count) }
 }
 let adapter = option("--adapter") ?? "hci1"
 let count = option("--count").flatMap { Int($0) } ?? 5
@@ -48,7 +48,7 @@ let manager: PeripheralManager
 do {
   manager = try await PeripheralManager.open(adapter: adapter)
 } catch {
-  log("cannot open \(adapter): \(error)")
+  say("cannot open \(adapter): \(error)", to: 2)
   exit(1)
 }
 
@@ -57,12 +57,12 @@ let work = Task {
   try await manager.add(deviceInformation)
   try await manager.startAdvertising(
     AdvertisingPayload(discoverable: true, serviceUUIDs: [heartRate.uuid], localName: "blekit HR"))
-  print("advertising the Heart Rate service on \(adapter)")
+  say("advertising the Heart Rate service on \(adapter)")
   var sent = 0
   events: for await event in manager.events {
     switch event {
     case .subscribed(let central, let characteristic) where characteristic === measurement:
-      print("\(central?.description ?? "a central") subscribed")
+      say("\(central?.description ?? "a central") subscribed")
       while count == 0 || sent < count {
         let bpm = UInt8(truncatingIfNeeded: 60 + sent)
         do {
@@ -71,12 +71,12 @@ let work = Task {
         } catch PeripheralManagerError.notSubscribed {
           break
         }
-        print("sent \(bpm) bpm")
+        say("sent \(bpm) bpm")
         sent += 1
         try await Task.sleep(for: .seconds(1))
       }
     case .unsubscribed(_, let characteristic) where characteristic === measurement:
-      print("unsubscribed")
+      say("unsubscribed")
       if count > 0 && sent >= count { break events }
     default:
       continue
@@ -94,6 +94,6 @@ let result = await work.result
 await manager.close()
 if work.isCancelled { exit(130) }
 if case .failure(let error) = result {
-  log("error: \(error)")
+  say("error: \(error)", to: 2)
   exit(1)
 }
