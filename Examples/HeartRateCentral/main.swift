@@ -86,8 +86,9 @@ let work = Task {
 }
 
 // Ctrl-C or the timeout cancels the work, which then unsubscribes and disconnects.
+// The handler runs on the main queue: written in top-level code, it belongs to the main actor.
 signal(SIGINT, SIG_IGN)
-let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
+let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .main)
 interrupt.setEventHandler { [work] in work.cancel() }
 interrupt.resume()
 let timer = Task { [work] in

@@ -85,8 +85,9 @@ let work = Task {
 }
 
 // Ctrl-C cancels the work; close() below then unregisters the services and the advertisement.
+// The handler runs on the main queue: written in top-level code, it belongs to the main actor.
 signal(SIGINT, SIG_IGN)
-let interrupt = DispatchSource.makeSignalSource(signal: SIGINT)
+let interrupt = DispatchSource.makeSignalSource(signal: SIGINT, queue: .main)
 interrupt.setEventHandler { [work] in work.cancel() }
 interrupt.resume()
 
