@@ -29,10 +29,13 @@ public enum CommandLineTool {
   /// cooperative command end, and `signalStatus` says which signal came (``ExitStatus/
   /// interrupted`` or ``ExitStatus/terminated``), if any. A command that fails after a signal
   /// exits with the signal's status; one that returns normally (a monitor printing its
-  /// summary on Ctrl-C) exits 0.
+  /// summary on Ctrl-C) exits 0. A caller that cancels for another reason (its output failed)
+  /// returns that reason's status from `signalStatus` and its one-line message from
+  /// `stopMessage`, which then replaces "interrupted"/"terminated".
   public static func run(
     _ root: any ParsableCommand.Type, arguments: [String], output: CommandOutput,
-    signalStatus: @escaping @Sendable () -> ExitStatus? = { nil }
+    signalStatus: @escaping @Sendable () -> ExitStatus? = { nil },
+    stopMessage: @escaping @Sendable () -> String? = { nil }
   ) async -> ExitStatus {
     var path = [root.configuration.name]
     do {
@@ -57,7 +60,8 @@ public enum CommandLineTool {
       if let signal = signalStatus() {
         report.status = signal
         if error is CancellationError {
-          report.message = signal == .terminated ? "terminated" : "interrupted"
+          report.message =
+            stopMessage() ?? (signal == .terminated ? "terminated" : "interrupted")
         }
       }
       output.standardError(report.lines(program: root.configuration.name))

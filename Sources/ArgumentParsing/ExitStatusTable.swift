@@ -17,6 +17,8 @@
 /// |      9 | `advertisementTooLarge` | The advertising data does not fit.                       |
 /// |     10 | `notFound`              | No such service, characteristic or descriptor.           |
 /// |     11 | `notSupported`          | The characteristic does not allow the operation.         |
+/// |     12 | `unverified`            | The message's order is not guaranteed or it failed its checks. |
+/// |     13 | `outputFailed`          | Standard output could not be written.                    |
 /// |    130 | `interrupted`           | Stopped by SIGINT (Ctrl-C).                              |
 /// |    143 | `terminated`            | Stopped by SIGTERM.                                      |
 ///
@@ -56,6 +58,13 @@ public struct ExitStatus: RawRepresentable, Hashable, Sendable, CustomStringConv
   /// 11: the characteristic does not allow the operation (not readable, not writable, does not
   /// notify or indicate).
   public static let notSupported = ExitStatus(rawValue: 11)
+  /// 12: a received message cannot be vouched for: a plain peer's chunks whose order is not
+  /// guaranteed on this link, or sequenced frames that fail their length or CRC-32 check.
+  /// Nothing was printed.
+  public static let unverified = ExitStatus(rawValue: 12)
+  /// 13: standard output could not be written (a closed pipe, a full disk); the command
+  /// stopped and cleaned up.
+  public static let outputFailed = ExitStatus(rawValue: 13)
   /// 130 (128 + SIGINT): stopped by Ctrl-C.
   public static let interrupted = ExitStatus(rawValue: 130)
   /// 143 (128 + SIGTERM): stopped by SIGTERM.
@@ -75,6 +84,11 @@ public struct ExitStatus: RawRepresentable, Hashable, Sendable, CustomStringConv
     (.advertisementTooLarge, "The advertising data does not fit."),
     (.notFound, "No such service, characteristic or descriptor on the device."),
     (.notSupported, "The characteristic does not allow the operation (read, write, notify)."),
+    (
+      .unverified,
+      "A received message cannot be vouched for (order not guaranteed, or a failed check).",
+    ),
+    (.outputFailed, "Standard output could not be written (closed pipe, full disk)."),
     (.interrupted, "Interrupted (SIGINT, Ctrl-C)."),
     (.terminated, "Terminated (SIGTERM)."),
   ]

@@ -244,6 +244,12 @@ public actor CentralManager {
   /// services of the last connection. A peer that re-registers its service under the same
   /// address then never matches a client-side service filter until bluetoothd forgets the
   /// device. Removing such temporary entries loses nothing: bluetoothd would drop them itself.
+  /// The running bluetoothd's settings that matter to a client (its `[GATT] Channels`), or
+  /// `nil` when they cannot be read.
+  func bluetoothdConfiguration() async -> BluetoothdConfiguration? {
+    await BluetoothdConfiguration.read(on: objects.connection)
+  }
+
   @discardableResult
   public func removeCachedPeripherals() async -> Int {
     guard let adapter = try? await adapter() else { return 0 }

@@ -10,20 +10,26 @@ import Synchronization
 /// frames are numbered and CRC-checked, so reordering across EATT bearers cannot corrupt it.
 /// With a plain peer (only Apple's sample characteristic) the chunks carry no sequence
 /// numbers: on BlueZ with EATT (`[GATT] Channels` > 1, the default of 5.66) notifications can
-/// arrive out of order and the text can be wrong without any sign. ``receive(from:options:)``
-/// reports that through ``Options/warning``.
+/// arrive out of order and the message can be wrong without any sign. So before subscribing
+/// to a plain peer, ``receive(from:options:)`` decides from facts whether the order is
+/// guaranteed (see ``TransferOrder``) and, when it is not, refuses with
+/// ``TransferError/orderNotGuaranteed(_:)`` unless ``Options/acceptUnordered`` is set.
 public struct TransferCentral: Sendable {
   /// Which characteristic carried the message.
   public typealias Framing = TransferPeripheral.Framing
 
   /// A message received in full.
   public struct Received: Sendable {
-    /// The message text, decoded once at the end.
-    public var message: String
+    /// The message, exactly as sent.
+    public var bytes: [UInt8]
     /// Its size in bytes.
-    public var byteCount: Int
+    public var byteCount: Int { bytes.count }
+    /// The message as text, or `nil` when its bytes are not UTF-8.
+    public var text: String? { String(validating: bytes, as: UTF8.self) }
     /// Which framing carried it.
     public var framing: Framing
+    /// Whether the bytes are known to be in the order they were sent, and why.
+    public var order: TransferOrder
     /// How the notifications arrived.
     public var method: NotificationMethod
     /// From the subscription to the last byte.
@@ -44,27 +50,33 @@ public struct TransferCentral: Sendable {
     public var idleTimeout: Duration
     /// Called with the message bytes received so far, after each notification.
     public var progress: (@Sendable (Int) -> Void)?
-    /// Called with a warning the user should see (e.g. a plain peer's unguaranteed order).
+    /// Called with a warning the user should see (e.g. a plain peer's unguaranteed order,
+    /// accepted with ``acceptUnordered``).
     public var warning: (@Sendable (String) -> Void)?
+    /// Receive plain chunks even when their order is not guaranteed (the message may then be
+    /// wrong; ``Received/order`` says so). Off by default: such a receive throws
+    /// ``TransferError/orderNotGuaranteed(_:)`` before subscribing.
+    public var acceptUnordered: Bool
 
     public init(
       reply: String? = nil, connectTimeout: Duration = .seconds(30),
       idleTimeout: Duration = .seconds(15), progress: (@Sendable (Int) -> Void)? = nil,
-      warning: (@Sendable (String) -> Void)? = nil
+      warning: (@Sendable (String) -> Void)? = nil, acceptUnordered: Bool = false
     ) {
       self.reply = reply
       self.connectTimeout = connectTimeout
       self.idleTimeout = idleTimeout
       self.progress = progress
       self.warning = warning
+      self.acceptUnordered = acceptUnordered
     }
   }
 
-  /// The warning given for a peer that only offers the plain characteristic.
-  public static let plainOrderWarning =
-    "warning: the peer offers only the plain transfer characteristic (no sequence numbers); "
-    + "with BlueZ's EATT (several ATT bearers, the default in 5.66) its notifications can "
-    + "arrive out of order, and this cannot be detected: the message may be wrong"
+  /// The warning given when plain chunks of unguaranteed order are accepted.
+  public static func unorderedWarning(_ order: TransferOrder) -> String {
+    "warning: the message may be wrong: the peer sends plain chunks without sequence numbers "
+      + "and their order is not guaranteed (\(order.reason))"
+  }
 
   public let manager: CentralManager
 
@@ -114,7 +126,8 @@ public struct TransferCentral: Sendable {
   ///
   /// - Throws: ``TransferInterrupted`` when the transfer stops before its end (with the bytes
   ///   received so far); ``CentralError`` for connection and GATT failures; `TransferError`
-  ///   for a message that fails its checks.
+  ///   for a message that fails its checks, or for plain chunks whose order is not guaranteed
+  ///   (``TransferError/orderNotGuaranteed(_:)``, unless ``Options/acceptUnordered``).
   public func receive(from peer: PeripheralIdentifier, options: Options = Options())
     async throws -> Received
   {
@@ -147,13 +160,19 @@ public struct TransferCentral: Sendable {
     }
     let framing: Framing
     let source: RemoteCharacteristic
+    let order: TransferOrder
     if let sequenced {
       framing = .sequenced
       source = sequenced
+      order = .sequenced
     } else if let plain {
       framing = .plain
       source = plain
-      options.warning?(Self.plainOrderWarning)
+      order = await plainOrder(on: peripheral)
+      if !order.isGuaranteed {
+        guard options.acceptUnordered else { throw TransferError.orderNotGuaranteed(order.reason) }
+        options.warning?(Self.unorderedWarning(order))
+      }
     } else {
       throw CentralError(
         .attributeNotFound,
@@ -162,7 +181,7 @@ public struct TransferCentral: Sendable {
 
     let notifications = try await peripheral.notifications(for: source)
     let start = ContinuousClock.now
-    let outcome: (text: String, bytes: Int, outOfOrder: Int)
+    let outcome: (bytes: [UInt8], outOfOrder: Int)
     do {
       outcome = try await collect(
         notifications, framing: framing, options: options, peer: peripheral.identifier)
@@ -180,9 +199,43 @@ public struct TransferCentral: Sendable {
     }
     await notifications.stop()
     return Received(
-      message: outcome.text, byteCount: outcome.bytes, framing: framing,
-      method: notifications.method, duration: duration, peripheral: peripheral.identifier,
+      bytes: outcome.bytes, framing: framing, order: order, method: notifications.method,
+      duration: duration, peripheral: peripheral.identifier,
       framesOutOfOrder: outcome.outOfOrder)
+  }
+
+  /// Decides whether a plain peer's chunks arrive in order on this link: from the local
+  /// bluetoothd's `[GATT] Channels` and the peer's Server Supported Features (0x2B3A).
+  func plainOrder(on peripheral: Peripheral) async -> TransferOrder {
+    let local = await manager.bluetoothdConfiguration()
+    return TransferOrder.plain(
+      localChannels: local?.gattChannels,
+      localSource: local?.source ?? "its configuration file could not be read",
+      peer: await peerEATT(peripheral))
+  }
+
+  /// Reads the peer's Server Supported Features. A peer whose Generic Attribute service is
+  /// not visible counts as unknown, not as one without EATT.
+  private func peerEATT(_ peripheral: Peripheral) async -> TransferOrder.PeerEATT {
+    do {
+      guard
+        let gatt = try await peripheral.services([AssignedNumbers.genericAttributeService])
+          .first
+      else {
+        return .unknown("its Generic Attribute service (0x1801) is not visible")
+      }
+      guard
+        let features = try await peripheral.characteristics(
+          [AssignedNumbers.serverSupportedFeatures], for: gatt
+        ).first
+      else {
+        return TransferOrder.PeerEATT(serverSupportedFeatures: nil)
+      }
+      return TransferOrder.PeerEATT(
+        serverSupportedFeatures: try await peripheral.readValue(for: features))
+    } catch {
+      return .unknown("reading its Server Supported Features failed: \(error.message)")
+    }
   }
 
   /// Writes the reply without response to the plain characteristic (the sample's).
@@ -210,11 +263,11 @@ public struct TransferCentral: Sendable {
   private func collect(
     _ notifications: NotificationStream, framing: Framing, options: Options,
     peer: PeripheralIdentifier
-  ) async throws -> (text: String, bytes: Int, outOfOrder: Int) {
+  ) async throws -> (bytes: [UInt8], outOfOrder: Int) {
     let shared = CollectShared()
     let idle = options.idleTimeout
     let progress = options.progress
-    return try await withThrowingTaskGroup(of: (text: String, bytes: Int, outOfOrder: Int)?.self) {
+    return try await withThrowingTaskGroup(of: (bytes: [UInt8], outOfOrder: Int)?.self) {
       group in
       group.addTask {
         do {
@@ -279,16 +332,15 @@ private struct CollectState: Sendable {
   var sequenced = SequencedTransferDecoder()
 
   mutating func take(_ value: [UInt8], framing: TransferCentral.Framing) throws(TransferError)
-    -> (text: String, bytes: Int, outOfOrder: Int)?
+    -> (bytes: [UInt8], outOfOrder: Int)?
   {
     switch framing {
     case .plain:
-      let count = plain.bytesReceived
-      guard let text = try plain.receive(value) else { return nil }
-      return (text, count, 0)
+      guard let bytes = try plain.receive(value) else { return nil }
+      return (bytes, 0)
     case .sequenced:
       guard let message = try sequenced.receive(value) else { return nil }
-      return (try message.text(), message.bytes.count, sequenced.framesOutOfOrder)
+      return (message.bytes, sequenced.framesOutOfOrder)
     }
   }
 

@@ -36,6 +36,13 @@ public enum AssignedNumbers {
     companies[id]
   }
 
+  /// The Generic Attribute service (0x1801), which holds Service Changed and the server's
+  /// feature characteristics.
+  public static let genericAttributeService = BluetoothUUID(uint16: 0x1801)
+  /// The Server Supported Features characteristic (0x2B3A): bit 0 of its first byte says the
+  /// server supports EATT (Enhanced ATT bearers).
+  public static let serverSupportedFeatures = BluetoothUUID(uint16: 0x2B3A)
+
   /// The company identifier reserved for testing: `0xFFFF`. Seed 004 (FolkBears) uses it.
   public static let testCompanyID: UInt16 = 0xFFFF
 

@@ -74,6 +74,19 @@ extension DBusConnection {
     }
   }
 
+  /// The process ID of the connection that owns `name` (for `org.bluez`: bluetoothd's pid).
+  /// The corresponding D-Bus member is `org.freedesktop.DBus.GetConnectionUnixProcessID`.
+  ///
+  /// - Throws: `org.freedesktop.DBus.Error.NameHasNoOwner` when nobody owns `name`.
+  public func processID(of name: BusName) async throws(DBusError) -> UInt32 {
+    let reply = try await callBus("GetConnectionUnixProcessID", [.string(name.rawValue)])
+    guard reply.count == 1, let pid = reply[0].uint32Value else {
+      throw DBusError(
+        code: .unexpectedReply, message: "GetConnectionUnixProcessID replied \(reply)")
+    }
+    return pid
+  }
+
   /// NameOwnerChanged for one name, as a stream of new owners (nil = the name is gone).
   /// Dropping or cancelling the stream removes the match rule.
   public func nameOwnerChanges(_ name: BusName) async throws(DBusError)

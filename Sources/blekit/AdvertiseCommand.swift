@@ -20,8 +20,13 @@ struct AdvertiseCommand: ParsableCommand {
       Publishes the transfer service (Apple's sample characteristic, plus blekit's sequenced \
       one) and advertises its UUID. Every central that subscribes gets the message: in \
       chunks of min(MTU - 3, 512) bytes then EOM, or in sequenced frames for a blekit \
-      central. A reply written by a central is printed on standard output (one line each) and \
-      becomes the message for the next subscriber, as in the sample. Ctrl-C or SIGTERM \
+      central. The plain chunks carry no sequence numbers, and no chunk is ever exactly \
+      EOM; with EATT (several ATT bearers: BlueZ's [GATT] Channels above 1, the default of \
+      5.66, on either side) a central may receive them out of order, which only the \
+      sequenced framing can repair. --plain-only serves the sample's characteristic alone, \
+      as Apple's sample peripheral does. A reply written by a central is printed on standard \
+      output (one line each) and becomes the message for the next subscriber, as in the \
+      sample. Ctrl-C or SIGTERM \
       unregisters everything before exiting. --manufacturer and --service-data add fields to \
       the advertisement (--no-service-uuid leaves the service UUID out to make room); the \
       size is checked against the 31-byte legacy limit before bluetoothd is asked (exit 9 \
@@ -56,6 +61,9 @@ struct AdvertiseCommand: ParsableCommand {
     let secure = Flag(
       "--secure",
       help: "Subscribing, replying and reading --read-value/--read-clock need a paired link.")
+    let plainOnly = Flag(
+      "--plain-only",
+      help: "Serve only the sample's characteristic (chunks + EOM), as Apple's sample does.")
   }
 
   /// What the dynamic read characteristic answers.
@@ -78,6 +86,7 @@ struct AdvertiseCommand: ParsableCommand {
   let readSource: ReadSource?
   let pairable: Bool
   let secure: Bool
+  let plainOnly: Bool
 
   /// How long `--once` waits for the central to unsubscribe after the last value went out.
   static let onceGrace: Duration = .seconds(10)
@@ -96,6 +105,7 @@ struct AdvertiseCommand: ParsableCommand {
       throw .invalid("--timeout must be more than 0 seconds")
     }
     name = arguments.name
+    plainOnly = arguments.plainOnly
     adapter = arguments.adapter
     once = arguments.once
     timeout = arguments.timeout
@@ -182,7 +192,8 @@ struct AdvertiseCommand: ParsableCommand {
         throw error
       }
     }
-    let transfer = TransferPeripheral(manager: manager, message: bytes, requireEncryption: secure)
+    let transfer = TransferPeripheral(
+      manager: manager, message: bytes, requireEncryption: secure, sequenced: !plainOnly)
     let report = StatusReport()
     let faults = AdvertiseFaults()
     let outcome: Outcome

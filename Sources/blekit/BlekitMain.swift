@@ -16,15 +16,26 @@ enum BlekitMain {
   static func main() async {
     let arguments = Array(CommandLine.arguments.dropFirst())
     let signals = SignalForwarding()
+    StandardOutput.ignoreBrokenPipe()
+    // A signal comes first; else a failed write to standard output stops the command.
+    let stopStatus: @Sendable () -> ExitStatus? = {
+      signals.receivedStatus ?? (StandardOutput.failureMessage == nil ? nil : .outputFailed)
+    }
     let command = Task {
       await CommandLineTool.run(
-        Blekit.self, arguments: arguments, output: .standardStreams,
-        signalStatus: { signals.receivedStatus })
+        Blekit.self, arguments: arguments, output: .standardStreams, signalStatus: stopStatus,
+        stopMessage: { signals.receivedStatus == nil ? StandardOutput.failureMessage : nil })
     }
+    StandardOutput.onFailure { command.cancel() }
     let sources = signals.start { command.cancel() }
-    let status = await command.value
+    var status = await command.value
     withExtendedLifetime(sources) {}
-    exit(status.rawValue)  // Flushes standard output.
+    // A command that ended normally although a write failed (its output is incomplete).
+    if status == .success, let failure = StandardOutput.failureMessage {
+      CommandOutput.standardStreams.standardError("blekit: \(failure)\n")
+      status = .outputFailed
+    }
+    exit(status.rawValue)
   }
 }
 
@@ -33,7 +44,7 @@ extension CommandOutput {
   /// once, after flushing standard output so the two keep their order on a terminal).
   static let standardStreams = CommandOutput(
     standardOutput: { text in
-      print(text, terminator: "")
+      StandardOutput.writeOrStop(Array(text.utf8))
     },
     standardError: { text in
       fflush(nil)

@@ -33,7 +33,13 @@ func centralCLIError(_ error: any Error) -> any Error {
   case let error as TransferInterrupted:
     return CLIError(.disconnected, error.description)
   case let error as TransferError:
-    return CLIError(.failure, error.description)
+    switch error {
+    case .orderNotGuaranteed, .lengthMismatch, .checksumMismatch, .malformedFrame,
+      .unsupportedVersion:
+      return CLIError(.unverified, error.description)
+    default:
+      return CLIError(.failure, error.description)
+    }
   default:
     return error
   }
@@ -78,22 +84,16 @@ func writeStandardError(_ text: String) {
   }
 }
 
-/// Prints one line on standard output and flushes it, so a pipe sees each line at once.
+/// Writes one line on standard output at once, so a pipe sees each line as it comes. A failed
+/// write stops the command (see ``StandardOutput``).
 func printLine(_ text: String) {
-  print(text)
-  fflush(nil)
+  StandardOutput.writeOrStop(Array((text + "\n").utf8))
 }
 
-/// Writes bytes to standard output, unbuffered.
+/// Writes bytes to standard output, unbuffered. A failed write stops the command (see
+/// ``StandardOutput``).
 func writeStandardOutput(_ bytes: [UInt8]) {
-  fflush(nil)
-  var rest = bytes[...]
-  while !rest.isEmpty {
-    let written = rest.withUnsafeBytes { write(STDOUT_FILENO, $0.baseAddress, $0.count) }
-    if written < 0 && errno == EINTR { continue }
-    guard written > 0 else { return }
-    rest = rest.dropFirst(written)
-  }
+  StandardOutput.writeOrStop(bytes)
 }
 
 /// Seconds since the Unix epoch, with milliseconds, for JSON timestamps.
@@ -145,27 +145,42 @@ enum JSON {
   }
 
   /// Appends `text` as a JSON string literal, as UTF-8 (the live table builds its lines as
-  /// bytes). Quotes, backslashes and control characters are escaped; everything else, non-ASCII
-  /// included, is copied as it is.
+  /// bytes). Quotes, backslashes and every control character (C0, DEL and C1, U+0080-U+009F)
+  /// are escaped; everything else, other non-ASCII included, is copied as it is.
   static func appendQuoted(_ text: String, to out: inout [UInt8]) {
     out.append(UInt8(ascii: "\""))
+    var pendingC2 = false  // a 0xC2 lead byte held back: it may start a C1 control
     for byte in text.utf8 {
+      if pendingC2 {
+        pendingC2 = false
+        if (0x80...0x9F).contains(byte) {
+          appendEscape(byte, to: &out)
+          continue
+        }
+        out.append(0xC2)
+      }
       switch byte {
       case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
       case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
       case UInt8(ascii: "\n"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
       case UInt8(ascii: "\r"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
       case UInt8(ascii: "\t"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-      case 0..<0x20:
-        out.append(contentsOf: [
-          UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-        ])
-        out.append(lowercaseHexDigits[Int(byte >> 4)])
-        out.append(lowercaseHexDigits[Int(byte & 0x0F)])
+      case 0..<0x20, 0x7F: appendEscape(byte, to: &out)
+      case 0xC2: pendingC2 = true
       default: out.append(byte)
       }
     }
+    if pendingC2 { out.append(0xC2) }
     out.append(UInt8(ascii: "\""))
+  }
+
+  /// Appends `\u00HH` for a code point below U+0100.
+  private static func appendEscape(_ value: UInt8, to out: inout [UInt8]) {
+    out.append(contentsOf: [
+      UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+    ])
+    out.append(lowercaseHexDigits[Int(value >> 4)])
+    out.append(lowercaseHexDigits[Int(value & 0x0F)])
   }
 }
 

@@ -23,6 +23,6 @@ struct HelpCommand: ParsableCommand {
   }
 
   func run() async throws {
-    print(text, terminator: "")
+    try StandardOutput.write(Array(text.utf8))
   }
 }

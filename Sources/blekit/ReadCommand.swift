@@ -47,6 +47,24 @@ struct ReadCommand: ParsableCommand {
     try checkTimeout(timeout)
   }
 
+  /// The most bytes an attribute value holds (Core spec, ATT): a read never returns more.
+  static let attributeValueLimit = 512
+
+  /// A read's failure in plain words where bluetoothd's are cryptic: a peer that answers a
+  /// read blob with "Attribute Not Long" (ATT error 0x0b) fails bluetoothd 5.66's long read of
+  /// a value of exactly MTU - 1 bytes.
+  static func explain(_ error: any Error, mtu: Int) -> any Error {
+    let text = "\(error)"
+    if text.contains("ATT error: 0x0b") {
+      return CLIError(
+        .remoteError,
+        "the peer answered \"Attribute Not Long\" (ATT error 0x0b) when bluetoothd read on "
+          + "past the first \(mtu - 1) bytes: bluetoothd 5.66 treats that answer as a failure, "
+          + "so a value of exactly MTU - 1 = \(mtu - 1) bytes cannot be read through it")
+    }
+    return gattCLIError(error)
+  }
+
   func run() async throws {
     let session = try await GattSession.open(
       target, adapter: adapter, timeout: timeout, progress: ProgressReport().callAsFunction)
@@ -62,9 +80,14 @@ struct ReadCommand: ParsableCommand {
       do {
         value = try await session.peripheral.readValue(for: found)
       } catch {
-        throw gattCLIError(error)
+        throw Self.explain(error, mtu: await session.peripheral.mtu(for: found))
       }
       await session.close()
+      if value.count == Self.attributeValueLimit {
+        writeStandardError(
+          "blekit: note: the value is \(value.count) bytes, the most an attribute holds; "
+            + "bluetoothd cuts a longer value to \(value.count) bytes without an error\n")
+      }
       writeStandardOutput(format.render(value))
     } catch {
       await session.close()

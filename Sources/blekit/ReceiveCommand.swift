@@ -12,17 +12,24 @@ struct ReceiveCommand: ParsableCommand {
     abstract: "Receive the transfer service's message from a peripheral and print it.",
     discussion: """
       Scans for a peripheral advertising the transfer service \
-      (E20A39F4-73F5-4BC4-A12F-17D1AD07A961), connects, subscribes, and prints the message on \
-      standard output once it is complete: exactly the message bytes, then one newline. Then \
-      it writes the --reply (if any) without response, unsubscribes and disconnects. With a \
-      blekit peripheral the message travels in sequenced, CRC-checked frames and arrives \
-      byte-exact even when BlueZ reorders notifications; with any other peer it uses the \
-      sample's plain chunks + EOM and warns on standard error that their order cannot be \
-      guaranteed. A transfer cut before its end is an error (exit 7) that says how many \
-      bytes arrived; partial text is never printed. --min-rssi is off by default; an \
-      unknown RSSI (127, as in the lab) passes a threshold. On a terminal, transfers longer \
-      than a second show progress on standard error. --from ADDRESS|NAME receives from that \
-      peripheral only: an address bluetoothd already knows is connected without a scan.
+      (E20A39F4-73F5-4BC4-A12F-17D1AD07A961), connects, subscribes, and prints the message \
+      once it is complete. Then it writes the --reply (if any) without response, unsubscribes \
+      and disconnects. A message is bytes: when standard output is a file or a pipe it gets \
+      exactly the message bytes, nothing added (receive > out is byte-exact, binary included); \
+      on a terminal, text is shown with control characters made visible and a final newline, \
+      and a message that is not UTF-8 is shown as hex. With --count N on a file or pipe, give \
+      --json or --null so the messages stay apart. With a blekit peripheral the message travels \
+      in sequenced, CRC-checked frames and arrives byte-exact even when BlueZ reorders \
+      notifications. Any other peer sends the sample's plain chunks + EOM, which carry no \
+      sequence numbers: receive then decides whether their order is guaranteed (bluetoothd \
+      runs one ATT bearer, [GATT] Channels = 1 in its main.conf, or the peer's GATT server \
+      does not offer EATT) and otherwise refuses before subscribing (exit 12) unless \
+      --accept-unordered is given. A transfer cut before its end is an error (exit 7) that \
+      says how many bytes arrived; partial data is never printed. --min-rssi is off by \
+      default; an unknown RSSI (127, as in the lab) passes a threshold. On a terminal, \
+      transfers longer than a second show progress on standard error. --from ADDRESS|NAME \
+      receives from that peripheral only: an address bluetoothd already knows is connected \
+      without a scan.
       """
   )
 
@@ -38,7 +45,14 @@ struct ReceiveCommand: ParsableCommand {
     let count = DefaultedOption<Int>(
       "--count", short: "n", value: "N", default: 1,
       help: "Receive N times, reconnecting each time, as the sample does (default 1).")
-    let json = Flag("--json", help: "Print one JSON object per message instead of the text.")
+    let json = Flag(
+      "--json",
+      help: "Print one JSON object per line per message (not UTF-8: the message in base64).")
+    let nul = Flag(
+      "--null", short: "z", help: "Write a NUL byte after each message (for --count on a pipe).")
+    let acceptUnordered = Flag(
+      "--accept-unordered",
+      help: "Print a plain peer's message even when its order is not guaranteed (with a warning).")
     let from = Option<String>(
       "--from", value: "ADDRESS|NAME",
       help: "Receive from this peripheral only (a known address connects without a scan).")
@@ -50,6 +64,8 @@ struct ReceiveCommand: ParsableCommand {
   let reply: String?
   let count: Int
   let json: Bool
+  let nul: Bool
+  let acceptUnordered: Bool
   let from: PeripheralTarget?
 
   init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
@@ -65,9 +81,18 @@ struct ReceiveCommand: ParsableCommand {
     guard arguments.count >= 1 else { throw .invalid("--count must be 1 or more") }
     count = arguments.count
     json = arguments.json
+    nul = arguments.nul
+    acceptUnordered = arguments.acceptUnordered
+    if json && nul { throw .invalid("give --json or --null, not both") }
   }
 
   func run() async throws {
+    let toTerminal = StandardOutput.isTerminal
+    if count > 1 && !json && !nul && !toTerminal {
+      throw UsageError.invalid(
+        "--count \(count) on a file or pipe needs --json (one object per line) or --null "
+          + "(a NUL after each message) to keep the messages apart")
+    }
     let manager: CentralManager
     do {
       manager = try await CentralManager.open(adapter: adapter)
@@ -90,7 +115,8 @@ struct ReceiveCommand: ParsableCommand {
     let warned = Mutex(false)
     for _ in 0..<count {
       let progress = ProgressMeter(enabled: showProgress)
-      var options = TransferCentral.Options(reply: reply, connectTimeout: timeout)
+      var options = TransferCentral.Options(
+        reply: reply, connectTimeout: timeout, acceptUnordered: acceptUnordered)
       options.progress = { bytes in progress.update(bytes: bytes) }
       options.warning = { text in
         // Once per run, even with --count.
@@ -110,30 +136,56 @@ struct ReceiveCommand: ParsableCommand {
           peer = try await central.findPeer(rssi: rssi, timeout: timeout).peripheral
         }
         received = try await central.receive(from: peer, options: options)
+      } catch TransferError.orderNotGuaranteed(let why) {
+        progress.finish()
+        throw CLIError(
+          .unverified,
+          "\(TransferError.orderNotGuaranteed(why)); nothing was received. Set Channels = 1 "
+            + "in the [GATT] section of bluetoothd's main.conf (then restart bluetoothd), or "
+            + "pass --accept-unordered to print it anyway")
       } catch {
         progress.finish()
         throw centralCLIError(error)
       }
       progress.finish()
       if json {
-        let fields: [(String, JSON.Value)] = [
-          ("message", .string(received.message)),
-          ("bytes", .int(received.byteCount)),
-          ("peer", .string(received.peripheral.address.rawValue)),
-          ("framing", .string(received.framing.rawValue)),
-          ("method", .string(Self.describe(received.method))),
-          ("seconds", .number(seconds(received.duration))),
-          (
-            "bytesPerSecond",
-            .number(Double(received.byteCount) / max(seconds(received.duration), 0.001))
-          ),
-          ("framesOutOfOrder", .int(received.framesOutOfOrder)),
-        ]
-        printLine(JSON.text(.object(fields)))
+        try StandardOutput.write(Array((JSON.text(Self.json(received)) + "\n").utf8))
+      } else if nul {
+        guard !received.bytes.contains(0) else {
+          throw CLIError(
+            .failure,
+            "the message (\(received.byteCount) bytes) contains a NUL byte, which --null "
+              + "cannot keep apart; use --json")
+        }
+        try StandardOutput.write(received.bytes + [0])
+      } else if StandardOutput.isTerminal {
+        try StandardOutput.write(TerminalText.show(received.bytes))
       } else {
-        writeStandardOutput(Array(received.message.utf8) + [0x0A])
+        try StandardOutput.write(received.bytes)
       }
     }
+  }
+
+  /// One message as a JSON object. `message` is the text when the bytes are UTF-8
+  /// (`"encoding":"utf-8"`), else their base64 (`"encoding":"base64"`).
+  static func json(_ received: TransferCentral.Received) -> JSON.Value {
+    let text = received.text
+    return .object([
+      ("message", .string(text ?? Base64.encode(received.bytes))),
+      ("encoding", .string(text == nil ? "base64" : "utf-8")),
+      ("bytes", .int(received.byteCount)),
+      ("peer", .string(received.peripheral.address.rawValue)),
+      ("framing", .string(received.framing.rawValue)),
+      ("order", .string(received.order.name)),
+      ("orderReason", .string(received.order.reason)),
+      ("method", .string(Self.describe(received.method))),
+      ("seconds", .number(seconds(received.duration))),
+      (
+        "bytesPerSecond",
+        .number(Double(received.byteCount) / max(seconds(received.duration), 0.001))
+      ),
+      ("framesOutOfOrder", .int(received.framesOutOfOrder)),
+    ])
   }
 
   static func describe(_ method: NotificationMethod) -> String {

@@ -4,12 +4,12 @@ import Testing
 @Suite struct TransferReassemblerTests {
   func roundTrip(_ message: String, mtu: Int) throws -> String? {
     var reassembler = TransferReassembler()
-    var result: String?
+    var result: [UInt8]?
     for chunk in try TransferChunker(message: message, attMTU: mtu) {
       #expect(result == nil, "a message came before EOM")
       result = try reassembler.receive(chunk)
     }
-    return result
+    return result.map { String(decoding: $0, as: UTF8.self) }
   }
 
   @Test(arguments: [0, 1, 19, 20, 21, 61, 509, 512, 1537, 64 << 10, 256 << 10])
@@ -38,24 +38,28 @@ import Testing
     #expect(try roundTrip(big, mtu: 517) == big)
   }
 
-  @Test func invalidUTF8IsAnErrorWithItsOffset() throws {
+  @Test func bytesThatAreNotTextArriveExactly() throws {
+    // A message is bytes: invalid UTF-8, NUL and a character cut in half come out as sent.
     var reassembler = TransferReassembler()
-    #expect(try reassembler.receive([0x61, 0x62]) == nil)
-    #expect(try reassembler.receive([0xFF, 0x63]) == nil)
-    #expect(throws: TransferError.invalidUTF8(byteCount: 4, offset: 2)) {
-      try reassembler.receive(Array("EOM".utf8))
-    }
-    // The reassembler starts afresh after the error.
+    let message: [UInt8] = [0x61, 0x62, 0xFF, 0x00, 0x63] + Array("あ".utf8).dropLast()
+    #expect(try reassembler.receive(message[..<3]) == nil)
+    #expect(try reassembler.receive(message[3...]) == nil)
+    #expect(try reassembler.receive(Array("EOM".utf8)) == message)
+    // The reassembler starts afresh after a message.
     #expect(reassembler.bytesReceived == 0)
     #expect(try reassembler.receive([0x6F, 0x6B]) == nil)
-    #expect(try reassembler.receive(Array("EOM".utf8)) == "ok")
+    #expect(try reassembler.receive(Array("EOM".utf8)) == Array("ok".utf8))
   }
 
-  @Test func truncatedCharacterAtTheEndIsInvalid() {
-    var reassembler = TransferReassembler()
-    _ = try? reassembler.receive(Array("あ".utf8).dropLast())
-    #expect(throws: TransferError.invalidUTF8(byteCount: 2, offset: 0)) {
-      try reassembler.receive(Array("EOM".utf8))
+  @Test func everyByteValueRoundTrips() throws {
+    let message = (0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+    for mtu in [23, 185, 517] {
+      var reassembler = TransferReassembler()
+      var result: [UInt8]?
+      for chunk in try TransferChunker(bytes: message, attMTU: mtu) {
+        result = try reassembler.receive(chunk)
+      }
+      #expect(result == message, "MTU \(mtu)")
     }
   }
 
@@ -83,24 +87,25 @@ import Testing
   @Test func consecutiveMessages() throws {
     var reassembler = TransferReassembler()
     for message in ["first", "", "third"] {
-      var result: String?
+      var result: [UInt8]?
       for chunk in try TransferChunker(message: message, attMTU: 23) {
         result = try reassembler.receive(chunk)
       }
-      #expect(result == message)
+      #expect(result == Array(message.utf8))
     }
   }
 
-  /// Documents the plain protocol's limit: a reordered message decodes without any error, to
-  /// the wrong text. Only the sequenced framing can detect reordering.
+  /// Documents the plain protocol's limit: a reordered message reassembles without any error,
+  /// to the wrong bytes. Only the sequenced framing can detect reordering; a receiver must
+  /// know the link keeps the order (`TransferOrder`).
   @Test func plainProtocolCannotDetectReordering() throws {
     let message = asciiMessage(60)
     var chunks = Array(try TransferChunker(message: message, attMTU: 23))
     chunks.swapAt(0, 1)
     var reassembler = TransferReassembler()
-    var result: String?
+    var result: [UInt8]?
     for chunk in chunks { result = try reassembler.receive(chunk) }
     #expect(result != nil)
-    #expect(result != message)
+    #expect(result != Array(message.utf8))
   }
 }

@@ -294,3 +294,15 @@ import Testing
         """)
   }
 }
+
+@Suite struct ReadErrorWordingTests {
+  @Test func attributeNotLongIsExplained() throws {
+    let error = CentralError(.bluez, "Operation failed with ATT error: 0x0b")
+    let explained = try #require(ReadCommand.explain(error, mtu: 185) as? CLIError)
+    #expect(explained.exitStatus == .remoteError)
+    #expect(explained.exitMessage.contains("Attribute Not Long"))
+    #expect(explained.exitMessage.contains("184 bytes"))
+    let other = ReadCommand.explain(CentralError(.bluez, "ATT error: 0x02"), mtu: 185)
+    #expect((other as? CLIError)?.exitMessage.contains("Attribute Not Long") == false)
+  }
+}

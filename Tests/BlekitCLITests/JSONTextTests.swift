@@ -7,7 +7,7 @@ import Testing
 @Suite struct JSONTextTests {
   @Test(arguments: [
     "", "bench", "say \"hi\"", "back\\slash", "line\nbreak\r\ttab", "bell\u{07}\u{1F}",
-    "ünïcödé 名前 🐻", "del\u{7F}",
+    "ünïcödé 名前 🐻", "del\u{7F}", "c1\u{80}\u{9B}31m\u{9F}", "latin1 \u{A0}\u{BF}¢",
   ])
   func quotedStringsParseBack(text: String) throws {
     let literal = JSON.quoted(text)
@@ -23,6 +23,8 @@ import Testing
 
   @Test func controlCharactersUseLowercaseUnicodeEscapes() {
     #expect(JSON.quoted("\u{1B}[2J") == "\"\\u001b[2J\"")
+    // DEL and the C1 controls (CSI is U+009B) are controls too; U+00A0 and up are not.
+    #expect(JSON.quoted("\u{7F}\u{9B}2J\u{A0}") == "\"\\u007f\\u009b2J\u{A0}\"")
     #expect(JSON.quoted("a\"b\\c") == "\"a\\\"b\\\\c\"")
   }
 }

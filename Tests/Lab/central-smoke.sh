@@ -107,7 +107,7 @@ if ((rc == 3)); then ok "unknown adapter: exit 3: $(cat "$OUT/bad-adapter.out")"
 
 # --- receive from blekit advertise on hci1 ---------------------------------------------------
 # receive_check NAME FILE [RECEIVE-ARGS...]: advertise FILE --once on hci1, receive on hci0,
-# compare stdout with FILE plus one newline.
+# compare stdout with FILE, byte for byte.
 receive_check() {
   local name=$1 file=$2
   shift 2
@@ -121,7 +121,7 @@ receive_check() {
   wait "$rcv"
   local rc=$?
   end=$(date +%s.%N)
-  { cat "$file"; printf '\n'; } >"$OUT/$name.expected"
+  cp "$file" "$OUT/$name.expected"
   if ((rc == 0)) && cmp -s "$OUT/$name.expected" "$OUT/$name.out"; then
     ok "$name: $(stat -c %s "$file") bytes byte-exact ($(echo "$end - $start" | bc) s from the start of receive)"
   else

@@ -31,3 +31,14 @@ prop() {
     org.freedesktop.DBus.Properties.Get "string:$2" "string:$3" 2>/dev/null |
     xargs | sed 's/^variant //'
 }
+
+# same_chunks A B: the two files hold the same 512-byte chunks, in any order.
+same_chunks() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import sys
+def chunks(path):
+    data = open(path, "rb").read()
+    return sorted(data[i:i + 512] for i in range(0, len(data), 512))
+sys.exit(0 if chunks(sys.argv[1]) == chunks(sys.argv[2]) else 1)
+PY
+}

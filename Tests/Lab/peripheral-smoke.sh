@@ -11,6 +11,7 @@ set -u
 # below would test nothing.
 set -m
 cd "$(dirname "$0")/../.."
+source Tests/Lab/common.sh
 BLEKIT=${1:-${BLEKIT:-$PWD/.build-server/bin/blekit}}
 CENTRAL=(/usr/bin/python3 "$PWD/Tests/Lab/peripheral-central.py")
 OUT=${LAB_RESULTS:-/tmp}/peripheral
@@ -47,17 +48,6 @@ wait_advertise() {
 # bluetoothd's registered applications/advertisements, from its log.
 registered_count() {
   busctl --system tree org.bluez 2>/dev/null | grep -c blekit || true
-}
-
-# same_chunks A B: the two files hold the same 512-byte chunks, in any order.
-same_chunks() {
-  /usr/bin/python3 - "$1" "$2" <<'PY'
-import sys
-def chunks(path):
-    data = open(path, "rb").read()
-    return sorted(data[i:i + 512] for i in range(0, len(data), 512))
-sys.exit(0 if chunks(sys.argv[1]) == chunks(sys.argv[2]) else 1)
-PY
 }
 
 # transfer NAME FRAMING MODE MESSAGE-FILE: one --once transfer, compared byte for byte.

@@ -37,7 +37,7 @@ case ${LAB_HOST:-} in
     wait "$receiver"
     rc=$?
     cat "$OUT/receive.err" >&2
-    if ((rc == 0)) && cmp -s <(printf '%s\n' "$message") "$OUT/received.txt"; then
+    if ((rc == 0)) && cmp -s <(printf '%s' "$message") "$OUT/received.txt"; then
       echo "ok   host A printed exactly host B's message ($(printf '%s' "$message" | wc -c) bytes)"
       echo "1 passed, 0 failed"
     else

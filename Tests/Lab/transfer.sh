@@ -20,9 +20,9 @@ failed=0
 ok() { echo "ok   $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 
-# transfer NAME FILE [RECEIVE-ARGS...]: advertise FILE once on hci1, receive it on hci0, and
-# check that stdout is exactly the message plus one newline. Sets RC (receive's status).
-transfer() {
+# exchange NAME FILE [RECEIVE-ARGS...]: advertise FILE once on hci1 (with $ADV_ARGS), receive
+# it on hci0 into $OUT/NAME.out (stdout, a file). Sets RC (receive's status) and TOOK.
+exchange() {
   local name=$1 file=$2
   shift 2
   # The scanner first, then the advertisement (see wait_discovering).
@@ -30,23 +30,31 @@ transfer() {
   "$BLEKIT" receive -a hci0 --timeout 60 "$@" >"$OUT/$name.out" 2>"$OUT/$name.err" &
   local recv=$!
   wait_discovering
-  "$BLEKIT" advertise -a hci1 --file "$file" --once --timeout 120 \
+  # shellcheck disable=SC2086
+  "$BLEKIT" advertise -a hci1 --file "$file" --once --timeout 120 ${ADV_ARGS-} \
     >"$OUT/$name.adv.out" 2>"$OUT/$name.adv.err" &
   local adv=$!
   wait "$recv"
   RC=$?
-  local took=$((SECONDS - start))
+  TOOK=$((SECONDS - start))
   # advertise --once exits after the send; give it a bounded while, then stop it.
   local n=100
   while kill -0 "$adv" 2>/dev/null && ((n-- > 0)); do sleep 0.1; done
   kill -TERM "$adv" 2>/dev/null
   wait "$adv" 2>/dev/null
   ADV_RC=$?
-  if ((RC == 0)) && cmp -s <(cat "$file"; printf '\n') "$OUT/$name.out"; then
-    ok "$name: $(stat -c %s "$file") bytes arrived byte-exact (${took} s)"
+}
+
+# transfer NAME FILE [RECEIVE-ARGS...]: exchange, then check that stdout (a file) holds exactly
+# the message bytes, nothing added.
+transfer() {
+  local name=$1 file=$2
+  exchange "$@"
+  if ((RC == 0)) && cmp -s "$file" "$OUT/$name.out"; then
+    ok "$name: $(stat -c %s "$file") bytes arrived byte-exact (${TOOK} s)"
   else
     fail "$name: receive exit $RC; $(head -c 300 "$OUT/$name.err" | tr '\n' ' ')" \
-      "; $(cmp <(cat "$file"; printf '\n') "$OUT/$name.out" 2>&1 | head -c 200)"
+      "; $(cmp "$file" "$OUT/$name.out" 2>&1 | head -c 200)"
   fi
 }
 
@@ -136,6 +144,121 @@ else
   ok "security: nothing from the stranger reached the output"
 fi
 
+# --- a message is bytes: binary files, JSON in base64 ------------------------------------
+head -c 20000 /dev/urandom >"$OUT/binary.msg"
+printf 'NUL\0and \377 bytes' >"$OUT/nul-and-ff.msg"
+transfer binary "$OUT/binary.msg"
+transfer nul-and-ff "$OUT/nul-and-ff.msg"
+exchange json-binary "$OUT/binary.msg" --json
+if ((RC == 0)) && /usr/bin/python3 -c '
+import base64, json, sys
+record = json.loads(open(sys.argv[1]).read())
+assert record["encoding"] == "base64" and record["order"] == "sequenced", record
+assert base64.b64decode(record["message"]) == open(sys.argv[2], "rb").read()
+' "$OUT/json-binary.out" "$OUT/binary.msg"; then
+  ok "receive --json: a binary message comes in base64 (encoding base64, order sequenced) and decodes exactly"
+else
+  fail "receive --json binary: exit $RC: $(head -c 300 "$OUT/json-binary.err")"
+fi
+
+# --- standard output that fails: a full disk, a closed pipe --------------------------------
+msg output-message "goes nowhere"
+# Standard output on /dev/full (ENOSPC).
+"$BLEKIT" receive -a hci0 --timeout 60 >/dev/full 2>"$OUT/full.err" &
+recv=$!
+wait_discovering
+"$BLEKIT" advertise -a hci1 --file "$OUT/output-message.msg" --once --timeout 60 >/dev/null 2>&1 &
+adv=$!
+wait "$recv"
+rc=$?
+kill -TERM "$adv" 2>/dev/null
+wait "$adv" 2>/dev/null
+if ((rc == 13)) && grep -q "cannot write to standard output" "$OUT/full.err"; then
+  ok "receive >/dev/full: exit 13: $(head -n1 "$OUT/full.err")"
+else
+  fail "receive >/dev/full: exit $rc (want 13): $(head -c 300 "$OUT/full.err")"
+fi
+# A reader that is gone before the message comes: EPIPE, not a silent SIGPIPE death.
+( "$BLEKIT" receive -a hci0 --timeout 60 2>"$OUT/pipe.err" | true
+  echo "${PIPESTATUS[0]}" >"$OUT/pipe.rc" ) &
+recv=$!
+wait_discovering
+"$BLEKIT" advertise -a hci1 --file "$OUT/output-message.msg" --once --timeout 60 >/dev/null 2>&1 &
+adv=$!
+wait "$recv"
+kill -TERM "$adv" 2>/dev/null
+wait "$adv" 2>/dev/null
+rc=$(cat "$OUT/pipe.rc" 2>/dev/null)
+if [[ $rc == 13 ]] && grep -q "Broken pipe" "$OUT/pipe.err"; then
+  ok "receive | (closed pipe): exit 13: $(head -n1 "$OUT/pipe.err")"
+else
+  fail "receive | (closed pipe): exit ${rc:-?} (want 13): $(head -c 300 "$OUT/pipe.err")"
+fi
+
+# --- a plain peer (advertise --plain-only: the sample's characteristic alone) ---------------
+# Stock bluetoothd 5.66 runs EATT ([GATT] Channels = 3) and blekit's peripheral side offers it
+# (Server Supported Features 0x01): plain chunks may be reordered, so receive must refuse
+# (exit 12) before subscribing, every time, unless --accept-unordered. A run that printed
+# anything with exit 0 must be byte-exact.
+seq 1 30000 | tr '\n' ' ' | head -c 65536 >"$OUT/plain.msg"
+wrong=0
+refused=0
+exact=0
+for i in $(seq 1 10); do
+  ADV_ARGS=--plain-only exchange "plain-$i" "$OUT/plain.msg"
+  if ((RC == 0)); then
+    if cmp -s "$OUT/plain.msg" "$OUT/plain-$i.out"; then exact=$((exact + 1)); else wrong=$((wrong + 1)); fi
+  elif ((RC == 12)) && [[ ! -s $OUT/plain-$i.out ]]; then
+    refused=$((refused + 1))
+  else
+    echo "# plain-$i: exit $RC: $(head -c 300 "$OUT/plain-$i.err")"
+  fi
+done
+echo "# plain peer, stock bluetoothd, 10 runs: $refused refused (exit 12), $exact exact, $wrong wrong with exit 0"
+if ((wrong == 0 && refused == 10)); then
+  ok "plain peer over EATT: 10 of 10 refused with exit 12, nothing printed; 0 wrong messages with exit 0"
+else
+  fail "plain peer over EATT: $refused refused, $exact exact, $wrong WRONG with exit 0 (of 10)"
+fi
+if grep -q "Channels = 1" "$OUT/plain-1.err" && grep -q -- "--accept-unordered" "$OUT/plain-1.err" \
+  && (($(wc -l <"$OUT/plain-1.err") == 1)); then
+  ok "plain refusal: one line naming the fix: $(cat "$OUT/plain-1.err")"
+else
+  fail "plain refusal message: $(head -c 400 "$OUT/plain-1.err")"
+fi
+ADV_ARGS=--plain-only exchange plain-accepted "$OUT/plain.msg" --accept-unordered
+if ((RC == 0)) && grep -q "the message may be wrong" "$OUT/plain-accepted.err" \
+  && same_chunks "$OUT/plain.msg" "$OUT/plain-accepted.out"; then
+  if cmp -s "$OUT/plain.msg" "$OUT/plain-accepted.out"; then order="in order this time"; else order="REORDERED, as EATT allows"; fi
+  ok "--accept-unordered: exit 0, a warning on stderr, every chunk arrived ($order)"
+else
+  fail "--accept-unordered: exit $RC: $(head -c 300 "$OUT/plain-accepted.err")"
+fi
+
+# The same peer with bluetoothd on one ATT bearer (Channels = 1, bluetoothd restarted through
+# the lab's state file): the order is guaranteed, receive prints the exact bytes.
+printf '[GATT]\nChannels = 1\n' >"$OUT/main-channels1.conf"
+cp /run/lab/state "$OUT/lab-state.orig"
+sed -i "s|^LAB_BLUETOOTHD_CONF=.*|LAB_BLUETOOTHD_CONF=$OUT/main-channels1.conf|" /run/lab/state
+lab-bluetoothd restart >/dev/null 2>&1 || echo "# lab-bluetoothd restart (Channels = 1) failed"
+for i in 1 2 3; do
+  ADV_ARGS=--plain-only transfer "plain-channels1-$i" "$OUT/plain.msg"
+done
+ADV_ARGS=--plain-only exchange plain-channels1-json "$OUT/plain.msg" --json
+if ((RC == 0)) && /usr/bin/python3 -c '
+import json, sys
+record = json.loads(open(sys.argv[1]).read())
+assert record["framing"] == "plain" and record["order"] == "guaranteed", record
+assert "Channels = 1" in record["orderReason"], record
+assert record["encoding"] == "utf-8" and record["message"] == open(sys.argv[2]).read()
+' "$OUT/plain-channels1-json.out" "$OUT/plain.msg"; then
+  ok "plain peer, Channels = 1: --json says order guaranteed ($(python3 -c 'import json,sys;print(json.load(open(sys.argv[1]))["orderReason"])' "$OUT/plain-channels1-json.out"))"
+else
+  fail "plain peer, Channels = 1, --json: exit $RC: $(head -c 300 "$OUT/plain-channels1-json.out" "$OUT/plain-channels1-json.err")"
+fi
+cp "$OUT/lab-state.orig" /run/lab/state
+lab-bluetoothd restart >/dev/null 2>&1 || echo "# lab-bluetoothd restart (stock) failed"
+
 # --- bad input: one line on stderr, a distinct status ---------------------------------------
 # expect NAME STATUS ARGS...
 expect() {
@@ -152,6 +275,7 @@ expect() {
 }
 expect malformed-uuid 2 scan --service E20A39F4-XXXX --timeout 2
 expect rssi-out-of-range 2 receive --min-rssi -300
+expect count-without-separator 2 receive --count 2 --timeout 5
 expect unknown-adapter 3 receive --adapter hci9 --timeout 5
 # flags 3 + the 128-bit service UUID 18 + manufacturer data 22 = 43 > 31 (said before bluetoothd is asked)
 expect too-large 9 advertise -a hci1 --message x \

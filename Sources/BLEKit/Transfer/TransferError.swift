@@ -20,6 +20,9 @@ public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
   case checksumMismatch(message: UInt8, expected: UInt32, actual: UInt32)
   /// Too many sequenced messages are incomplete at once.
   case tooManyMessagesInFlight(limit: Int)
+  /// The peer offers only plain chunks and their order cannot be guaranteed on this link
+  /// (see ``TransferOrder``); nothing was received.
+  case orderNotGuaranteed(String)
 
   public var description: String {
     switch self {
@@ -41,6 +44,9 @@ public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
       "message \(message) is corrupt: CRC-32 is \(hex(actual)), sender's is \(hex(expected))"
     case .tooManyMessagesInFlight(let limit):
       "more than \(limit) messages incomplete at once"
+    case .orderNotGuaranteed(let why):
+      "the peer sends plain chunks without sequence numbers and their order is not "
+        + "guaranteed here: \(why)"
     }
   }
 }

@@ -53,8 +53,13 @@ public final class TransferPeripheral: Sendable {
 
   /// Creates the service for `message` (UTF-8 text or any bytes). Nothing is published yet.
   /// With `requireEncryption`, subscribing and writing need an encrypted (paired) link
-  /// (`encrypt-notify`, `encrypt-write`).
-  public init(manager: PeripheralManager, message: [UInt8], requireEncryption: Bool = false) {
+  /// (`encrypt-notify`, `encrypt-write`). With `sequenced: false` the service holds only
+  /// Apple's sample characteristic, exactly as the sample's peripheral serves it (to test
+  /// centrals written for it); a blekit central then cannot restore a reordered message.
+  public init(
+    manager: PeripheralManager, message: [UInt8], requireEncryption: Bool = false,
+    sequenced: Bool = true
+  ) {
     self.manager = manager
     self.message = Mutex(message)
     let secure: CharacteristicProperties = requireEncryption ? [.notifyEncryptionRequired] : []
@@ -68,7 +73,8 @@ public final class TransferPeripheral: Sendable {
       properties: CharacteristicProperties.notify.union(secure), permissions: [.readable])
     service = MutableService(
       type: BlekitUUID.transferService,
-      characteristics: [plainCharacteristic, sequencedCharacteristic])
+      characteristics: sequenced
+        ? [plainCharacteristic, sequencedCharacteristic] : [plainCharacteristic])
   }
 
   /// The message the next subscriber gets.

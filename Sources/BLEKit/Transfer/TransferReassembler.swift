@@ -1,12 +1,13 @@
 // TransferReassembler: the receiver side of the sample's plain transfer protocol: append chunks
-// until "EOM", then decode the bytes as UTF-8 once.
+// until "EOM", then hand over the bytes.
 
 /// Reassembles the sample's chunked message.
 ///
-/// Feed each notification value to `receive(_:)`. Bytes are kept as bytes until `EOM`, since a
-/// multi-byte character may straddle two chunks; then they are decoded once. Invalid UTF-8 is
-/// an error, never a lossy string. If the transfer stops before `EOM`, `incompleteError`
-/// describes what arrived (the partial text is never the message).
+/// Feed each notification value to `receive(_:)`. A message is bytes (text, an image, a
+/// firmware blob): `receive(_:)` returns them exactly at `EOM`; decoding text is the caller's
+/// business (a multi-byte character may straddle two chunks, so only the whole message can be
+/// decoded). If the transfer stops before `EOM`, `incompleteError` describes what arrived (the
+/// partial bytes are never the message).
 ///
 /// The plain protocol cannot detect reordered chunks (see `TransferChunker`); use the sequenced
 /// framing between blekit ends.
@@ -29,16 +30,18 @@ public struct TransferReassembler: Sendable {
   /// How many message bytes arrived so far in the current message.
   public var bytesReceived: Int { received.count }
 
-  /// Takes one notification value. Returns the message when the value is `EOM`, `nil` when
-  /// more is expected. After a message (or an error), the reassembler starts afresh.
+  /// Takes one notification value. Returns the message's bytes when the value is `EOM`, `nil`
+  /// when more is expected. After a message (or an error), the reassembler starts afresh.
   ///
-  /// - Throws: `TransferError.invalidUTF8` when the bytes at `EOM` are not UTF-8;
-  ///   `TransferError.messageTooLarge` when the message outgrows `maximumMessageLength`.
-  public mutating func receive(_ chunk: some Collection<UInt8>) throws(TransferError) -> String? {
+  /// - Throws: `TransferError.messageTooLarge` when the message outgrows
+  ///   `maximumMessageLength`.
+  public mutating func receive(_ chunk: some Collection<UInt8>) throws(TransferError)
+    -> [UInt8]?
+  {
     if chunk.elementsEqual(TransferChunker.endOfMessage) {
       let bytes = received
       reset()
-      return try UTF8Text.decode(bytes)
+      return bytes
     }
     guard received.count + chunk.count <= maximumMessageLength else {
       reset()

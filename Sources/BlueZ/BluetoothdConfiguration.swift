@@ -1,0 +1,141 @@
+// BluetoothdConfiguration: the settings the running bluetoothd was started with, read from
+// the main.conf it uses (its `-f`/`--configfile`, else the packaged default).
+import DBus
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// The parts of the running bluetoothd's configuration that change what a client sees.
+///
+/// bluetoothd exports none of its settings on D-Bus, so they are read from its configuration
+/// file: the one given on its command line (`bluetoothd -f /run/lab/main.conf`, read from
+/// `/proc/PID/cmdline` with the pid from the bus), else `/etc/bluetooth/main.conf`.
+public struct BluetoothdConfiguration: Sendable, Hashable {
+  /// bluetoothd 5.66's default for `[GATT] Channels`: one ATT bearer plus two EATT bearers.
+  public static let defaultGATTChannels = 3
+  /// The path bluetoothd reads when started without `-f` (Debian's `CONFIGDIR`).
+  public static let defaultPath = "/etc/bluetooth/main.conf"
+
+  /// ATT bearers bluetoothd opens or accepts per connection (`[GATT] Channels`, 1...5).
+  /// Above 1, EATT is on: notifications can travel on several bearers.
+  public var gattChannels: Int
+  /// Where `gattChannels` comes from, for messages: `Channels = 1 in /etc/bluetooth/main.conf`
+  /// or `bluetoothd's default (no Channels in /etc/bluetooth/main.conf)`.
+  public var source: String
+
+  public init(gattChannels: Int, source: String) {
+    self.gattChannels = gattChannels
+    self.source = source
+  }
+
+  /// Reads the configuration of the bluetoothd that owns `org.bluez` on `connection`.
+  ///
+  /// Returns `nil` when it cannot be known: nobody owns `org.bluez`, or its configuration
+  /// file cannot be read (another mount namespace, no permission).
+  public static func read(on connection: DBusConnection) async -> BluetoothdConfiguration? {
+    guard let pid = try? await connection.processID(of: BlueZ.service) else { return nil }
+    let arguments = readFile("/proc/\(pid)/cmdline").map(splitCommandLine) ?? []
+    let path = configurationPath(arguments: arguments)
+    guard let text = readFile(path).map({ String(decoding: $0, as: UTF8.self) }) else {
+      return nil
+    }
+    return parse(mainConf: text, path: path)
+  }
+
+  /// The file bluetoothd reads, from its arguments (without the program name or with it):
+  /// `-f FILE`, `-fFILE`, `--configfile FILE` or `--configfile=FILE`; the last one wins, as
+  /// with getopt. Without any, ``defaultPath``.
+  public static func configurationPath(arguments: [String]) -> String {
+    var path = defaultPath
+    var index = 0
+    while index < arguments.count {
+      let argument = arguments[index]
+      if argument == "-f" || argument == "--configfile" {
+        if index + 1 < arguments.count { path = arguments[index + 1] }
+        index += 2
+        continue
+      }
+      if argument.hasPrefix("--configfile=") {
+        path = String(argument.dropFirst("--configfile=".count))
+      } else if argument.hasPrefix("-f"), argument.count > 2, !argument.hasPrefix("--") {
+        path = String(argument.dropFirst(2))
+      }
+      index += 1
+    }
+    return path
+  }
+
+  /// Reads `[GATT] Channels` from main.conf text as bluetoothd 5.66 does: a key file (`#`
+  /// comments, `key = value`), the value an integer clamped to 1...5; absent or not an integer,
+  /// the default (3).
+  public static func parse(mainConf text: String, path: String) -> BluetoothdConfiguration {
+    var group = ""
+    var channels: Int?
+    var invalid: String?
+    for rawLine in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline) {
+      let line = rawLine.trimmingASCIIWhitespace()
+      if line.isEmpty || line.hasPrefix("#") { continue }
+      if line.hasPrefix("[") {
+        if let end = line.firstIndex(of: "]") {
+          group = String(line[line.index(after: line.startIndex)..<end])
+        }
+        continue
+      }
+      guard group == "GATT", let equals = line.firstIndex(of: "=") else { continue }
+      let key = line[..<equals].trimmingASCIIWhitespace()
+      guard key == "Channels" else { continue }
+      let value = line[line.index(after: equals)...].trimmingASCIIWhitespace()
+      if let number = Int(value) {
+        channels = min(max(number, 1), 5)
+        invalid = nil
+      } else {
+        channels = nil
+        invalid = String(value)
+      }
+    }
+    if let channels {
+      return BluetoothdConfiguration(
+        gattChannels: channels, source: "Channels = \(channels) in \(path)")
+    }
+    let why = invalid.map { "Channels = \($0) is not a number" } ?? "no Channels"
+    return BluetoothdConfiguration(
+      gattChannels: defaultGATTChannels, source: "bluetoothd's default (\(why) in \(path))")
+  }
+
+  /// `/proc/PID/cmdline`'s NUL-separated arguments.
+  static func splitCommandLine(_ bytes: [UInt8]) -> [String] {
+    bytes.split(separator: 0, omittingEmptySubsequences: false).map {
+      String(decoding: $0, as: UTF8.self)
+    }.filter { !$0.isEmpty }
+  }
+
+  /// A small file's bytes (at most 1 MiB), or `nil` if it cannot be read.
+  static func readFile(_ path: String) -> [UInt8]? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while bytes.count < 1 << 20 {
+      let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+      if count < 0 && errno == EINTR { continue }
+      guard count >= 0 else { return nil }
+      if count == 0 { break }
+      bytes.append(contentsOf: buffer[..<count])
+    }
+    return bytes
+  }
+}
+
+extension StringProtocol where SubSequence == Substring {
+  /// The text without leading and trailing spaces and tabs.
+  fileprivate func trimmingASCIIWhitespace() -> Substring {
+    var slice = self[...]
+    while let first = slice.first, first == " " || first == "\t" { slice = slice.dropFirst() }
+    while let last = slice.last, last == " " || last == "\t" || last == "\r" {
+      slice = slice.dropLast()
+    }
+    return Substring(slice)
+  }
+}
