@@ -14,6 +14,9 @@ public struct CentralError: Error, Sendable, CustomStringConvertible {
 
     /// bluetoothd is not on the bus.
     public static let serviceUnavailable = Code(rawValue: "serviceUnavailable")
+    /// The connection to the system bus was lost (the bus daemon stopped or restarted): the
+    /// central can do nothing more; open a new one.
+    public static let busLost = Code(rawValue: "busLost")
     /// The bus refused us.
     public static let unauthorized = Code(rawValue: "unauthorized")
     /// The requested adapter does not exist (or there is none).
@@ -58,6 +61,7 @@ public struct CentralError: Error, Sendable, CustomStringConvertible {
     let code: Code =
       switch error.code {
       case .serviceUnavailable: .serviceUnavailable
+      case .busLost: .busLost
       case .accessDenied: .unauthorized
       case .timeout: .timeout
       case .notConnected: .disconnected

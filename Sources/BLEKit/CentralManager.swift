@@ -22,6 +22,8 @@ public actor CentralManager {
 
   private var serviceRunning = false
   private var accessDenied = false
+  /// Set once the connection to the system bus is lost: nothing works any more.
+  private var busLostMessage: String?
   private var adapters: [ObjectPath: [String: DBusValue]] = [:]
   private var watchers: [Int: AsyncStream<CentralState>.Continuation] = [:]
   private var nextWatcher = 0
@@ -73,6 +75,7 @@ public actor CentralManager {
     })
     serviceRunning = running
     accessDenied = objects.accessDeniedMessage != nil
+    busLostMessage = objects.connectionLostMessage
     for (path, interfaces) in snapshot {
       if let properties = interfaces[Adapter1.interface] { adapters[path] = properties }
     }
@@ -121,8 +124,16 @@ public actor CentralManager {
       serviceRunning = false
     case .accessDenied:
       accessDenied = true
+    case .connectionLost(let message):
+      serviceRunning = false
+      busLostMessage = message
     }
     update()
+    if busLostMessage != nil {
+      // No state changes any more: waiting for one would be waiting forever.
+      for watcher in watchers.values { watcher.finish() }
+      watchers.removeAll()
+    }
   }
 
   private func update() {
@@ -154,13 +165,18 @@ public actor CentralManager {
   }
 
   /// The current state first, then every change, as CoreBluetooth's
-  /// `centralManagerDidUpdateState`. The stream ends when the manager closes.
+  /// `centralManagerDidUpdateState`. The stream ends when the manager closes or the connection
+  /// to the system bus is lost.
   public func stateUpdates() -> AsyncStream<CentralState> {
     let id = nextWatcher
     nextWatcher += 1
     let (stream, continuation) = AsyncStream.makeStream(
       of: CentralState.self, bufferingPolicy: .unbounded)
     continuation.yield(state)
+    if busLostMessage != nil {
+      continuation.finish()
+      return stream
+    }
     continuation.onTermination = { [weak self] _ in
       Task { await self?.removeWatcher(id) }
     }
@@ -172,6 +188,7 @@ public actor CentralManager {
 
   /// Throws the error that explains why the central cannot work, unless it is powered on.
   public func requirePoweredOn() throws(CentralError) {
+    if let busLostMessage { throw CentralError(.busLost, busLostMessage) }
     switch state {
     case .poweredOn: return
     case .poweredOff:
@@ -285,7 +302,7 @@ extension BlueZObjectEvent {
     case .propertiesChanged(_, let interface, let changed, let invalidated, _):
       interface == Adapter1.interface
         && (changed[Adapter1.powered.name] != nil || invalidated.contains(Adapter1.powered.name))
-    case .serviceStarted, .serviceStopped, .accessDenied: true
+    case .serviceStarted, .serviceStopped, .accessDenied, .connectionLost: true
     }
   }
 }

@@ -76,6 +76,14 @@ extension CentralManager {
         try await connectOnce(peripheral, deadline: deadline)
         return Peripheral(identifier: peripheral, manager: self)
       } catch {
+        if Task.isCancelled {
+          // bluetoothd goes on connecting when our Connect call is dropped: undo it, on its
+          // own (a call from this cancelled task would not be sent).
+          if let device = try? objects.proxy(Device1.self, at: peripheral.path) {
+            await runCleanup { try? await device.disconnect() }
+          }
+          throw CentralError(.cancelled, "connecting to \(peripheral) was cancelled")
+        }
         let remaining = deadline - .now
         if error.code == .timeout || remaining <= .zero {
           if let device = try? objects.proxy(Device1.self, at: peripheral.path) {
@@ -165,6 +173,8 @@ extension CentralManager {
               throw CentralError(.peripheralNotFound, "\(name) disappeared while connecting")
             case .serviceStopped:
               throw CentralError(.serviceUnavailable, "bluetoothd stopped while connecting")
+            case .connectionLost(let message):
+              throw CentralError(.busLost, message)
             default:
               continue
             }

@@ -62,7 +62,8 @@ extension CentralManager {
       // Paired between our read and the call: fine.
     } catch {
       if Task.isCancelled || error.code == .timeout {
-        try? await device.cancelPairing()
+        // In a cancelled task the call would not be sent: it runs on its own, bounded.
+        await runCleanup { try? await device.cancelPairing() }
       }
       if Task.isCancelled { throw CentralError(.cancelled, "pairing was cancelled") }
       throw CentralError(error, while: "pairing with \(peripheral)")

@@ -6,13 +6,111 @@ import Synchronization
 
 /// How a ``PairingAgent`` answers the questions that need a person.
 public enum PairingConfirmation: Sendable {
-  /// Confirm passkeys and authorize pairings and services without asking (each is reported
-  /// as a ``PairingAgentEvent``). Questions that need typed input (a passkey or PIN code shown
-  /// on the other device) are refused: nobody can read them.
+  /// Confirm passkeys and authorize pairings (and the services in
+  /// ``PairingPolicy/servedServices``) without asking; each decision is reported as a
+  /// ``PairingAgentEvent``. Questions that need typed input (a passkey or PIN code shown on the
+  /// other device) are refused: nobody can read them.
   case automatic
   /// Ask through this closure; it returns the answer, or `nil` to refuse. It is cancelled
   /// when bluetoothd cancels the question.
   case prompt(@Sendable (PairingQuestion) async -> AgentAnswer?)
+}
+
+/// Whom a ``PairingAgent`` pairs with, and how it answers.
+///
+/// The checks run in this order: a device outside ``allowedDevices`` is refused whatever it
+/// asks; `AuthorizeService` for a service outside ``servedServices`` is refused; what is left
+/// is answered by ``confirmation``.
+public struct PairingPolicy: Sendable {
+  /// Automatic answers or a person's.
+  public var confirmation: PairingConfirmation
+  /// The only devices whose questions are answered; `nil` for any device. A question whose
+  /// device address cannot be read is refused when this is set.
+  public var allowedDevices: Set<BluetoothAddress>?
+  /// The services `AuthorizeService` may be granted for: the ones this host serves. Empty
+  /// refuses every `AuthorizeService`.
+  public var servedServices: Set<BluetoothUUID>
+
+  public init(
+    confirmation: PairingConfirmation, allowedDevices: Set<BluetoothAddress>? = nil,
+    servedServices: Set<BluetoothUUID> = []
+  ) {
+    self.confirmation = confirmation
+    self.allowedDevices = allowedDevices
+    self.servedServices = servedServices
+  }
+
+  /// What the policy does with `question` before anyone is asked.
+  public func decide(_ question: PairingQuestion) -> PairingDecision {
+    if let allowedDevices {
+      guard let address = question.address, allowedDevices.contains(address) else {
+        return .refuse(.notAllowed)
+      }
+    }
+    let byPolicy: PairingAcceptance = allowedDevices == nil ? .acceptsEveryDevice : .allowed
+    switch question.request {
+    case .displayPasskey, .displayPinCode:
+      // Shown, not answered: the other side types it.
+      return .accept(byPolicy)
+    case .authorizeService(_, let uuid):
+      guard let service = BluetoothUUID(rawValue: uuid), servedServices.contains(service) else {
+        return .refuse(.serviceNotServed)
+      }
+    case .requestPasskey, .requestPinCode:
+      if case .automatic = confirmation { return .refuse(.needsPerson) }
+    case .requestConfirmation, .requestAuthorization:
+      break
+    }
+    switch confirmation {
+    case .automatic: return .accept(byPolicy)
+    case .prompt: return .ask
+    }
+  }
+}
+
+/// What ``PairingPolicy/decide(_:)`` does with a question.
+public enum PairingDecision: Sendable, Hashable {
+  /// Accept without asking anyone.
+  case accept(PairingAcceptance)
+  /// Put the question to the person (``PairingConfirmation/prompt(_:)``).
+  case ask
+  /// Refuse, for this reason.
+  case refuse(PairingRefusal)
+}
+
+/// Why a question was accepted.
+public enum PairingAcceptance: Sendable, Hashable {
+  /// ``PairingConfirmation/automatic`` with no allow list: every device is accepted.
+  case acceptsEveryDevice
+  /// The device is in ``PairingPolicy/allowedDevices``.
+  case allowed
+  /// The person said yes (or typed the code).
+  case person
+}
+
+/// Why a question was refused.
+public enum PairingRefusal: Sendable, Hashable {
+  /// The device is not in ``PairingPolicy/allowedDevices``.
+  case notAllowed
+  /// `AuthorizeService` for a service not in ``PairingPolicy/servedServices``.
+  case serviceNotServed
+  /// Typed input (a passkey or PIN code) under ``PairingConfirmation/automatic``.
+  case needsPerson
+  /// The person said no, or gave no answer.
+  case personSaidNo
+  /// bluetoothd cancelled the question while the person was asked.
+  case cancelled
+
+  /// The reason as sent to bluetoothd in the error's message.
+  public var description: String {
+    switch self {
+    case .notAllowed: "the device is not on the allow list"
+    case .serviceNotServed: "the service is not one this host serves"
+    case .needsPerson: "typing a passkey or PIN code needs a person to answer"
+    case .personSaidNo: "the user said no"
+    case .cancelled: "the question was cancelled"
+    }
+  }
 }
 
 /// A question for the person at this host.
@@ -28,22 +126,17 @@ public struct PairingQuestion: Sendable, Hashable {
   }
 }
 
-/// What the agent did, for the log (the CLI prints these on standard error).
+/// What the agent did, for the log (the CLI prints these on standard error, one line each).
 public enum PairingAgentEvent: Sendable, Hashable {
-  /// A passkey was confirmed (numeric comparison), by the policy or by the person.
-  case confirmed(BluetoothAddress?, passkey: UInt32, automatically: Bool)
-  /// A "just works" pairing was authorized.
-  case authorized(BluetoothAddress?, automatically: Bool)
-  /// A service connection was authorized.
-  case serviceAuthorized(BluetoothAddress?, uuid: String, automatically: Bool)
+  /// A question was accepted (a passkey confirmed, a pairing or service authorized, a code
+  /// typed and sent), and why.
+  case accepted(PairingQuestion, PairingAcceptance)
+  /// A question was refused, and why.
+  case refused(PairingQuestion, PairingRefusal)
   /// A passkey to show: the other device types it.
   case displayPasskey(BluetoothAddress?, passkey: UInt32, entered: UInt16)
   /// A PIN code to show.
   case displayPinCode(BluetoothAddress?, pinCode: String)
-  /// A passkey or PIN code was typed and sent.
-  case entered(BluetoothAddress?)
-  /// A question was refused, with the reason.
-  case refused(BluetoothAddress?, question: String, reason: String)
   /// bluetoothd cancelled the pending question.
   case canceled
   /// bluetoothd unregistered the agent by itself.
@@ -83,14 +176,17 @@ public final class PairingAgent: Sendable {
   /// Exports and registers an agent on `connection`.
   ///
   /// - Parameters:
+  ///   - policy: whom to pair with and how to answer (no default: accepting every device
+  ///     must be asked for).
   ///   - asDefault: also make it bluetoothd's default agent (`RequestDefaultAgent`), so it
   ///     answers pairings that remote devices start.
   ///   - callerCheck: the check to guard the agent with; a new one is started when `nil`.
-  ///   - events: called for every answer given, refusal, cancel and release.
+  ///   - events: called for every decision (accepted or refused, with the reason), display,
+  ///     cancel and release.
   /// - Throws: bluetoothd's error (`AlreadyExists` when this connection has an agent already).
   public static func register(
     on connection: DBusConnection, capability: AgentCapability = .noInputNoOutput,
-    confirmation: PairingConfirmation = .automatic, asDefault: Bool = false,
+    policy: PairingPolicy, asDefault: Bool = false,
     path: ObjectPath = defaultPath, callerCheck: BluetoothdCallerCheck? = nil,
     events: @escaping @Sendable (PairingAgentEvent) -> Void = { _ in }
   ) async throws(BlueZError) -> PairingAgent {
@@ -100,7 +196,7 @@ public final class PairingAgent: Sendable {
     } else {
       check = try await BluetoothdCallerCheck.start(on: connection)
     }
-    let responder = PairingResponder(confirmation: confirmation, events: events)
+    let responder = PairingResponder(policy: policy, events: events)
     let agent = Agent1(
       answer: { request throws(AgentRefusal) in try await responder.answer(request) },
       cancel: { responder.cancelPending() },
@@ -121,22 +217,22 @@ public final class PairingAgent: Sendable {
   /// Registers an agent on a central's bus connection (for ``CentralManager`` commands).
   public static func register(
     for central: CentralManager, capability: AgentCapability = .noInputNoOutput,
-    confirmation: PairingConfirmation = .automatic, asDefault: Bool = false,
+    policy: PairingPolicy, asDefault: Bool = false,
     events: @escaping @Sendable (PairingAgentEvent) -> Void = { _ in }
   ) async throws(BlueZError) -> PairingAgent {
     try await register(
-      on: central.objects.connection, capability: capability, confirmation: confirmation,
+      on: central.objects.connection, capability: capability, policy: policy,
       asDefault: asDefault, events: events)
   }
 
   /// Registers an agent on a peripheral manager's bus connection, guarded by its caller check.
   public static func register(
     for peripheral: PeripheralManager, capability: AgentCapability = .noInputNoOutput,
-    confirmation: PairingConfirmation = .automatic, asDefault: Bool = true,
+    policy: PairingPolicy, asDefault: Bool = true,
     events: @escaping @Sendable (PairingAgentEvent) -> Void = { _ in }
   ) async throws(BlueZError) -> PairingAgent {
     try await register(
-      on: peripheral.connection, capability: capability, confirmation: confirmation,
+      on: peripheral.connection, capability: capability, policy: policy,
       asDefault: asDefault, callerCheck: peripheral.callerCheck, events: events)
   }
 
@@ -155,24 +251,32 @@ public final class PairingAgent: Sendable {
 
   /// Unregisters the agent and removes the exported object. Idempotent; errors (bluetoothd
   /// gone) are returned, not thrown, because there is nothing left to undo.
+  ///
+  /// Finishes even when the calling task is cancelled (Ctrl-C), waiting at most `limit` for
+  /// bluetoothd (see `runCleanup(within:_:)`).
   @discardableResult
-  public func unregister() async -> BlueZError? {
-    let failure = await registration.unregister()
+  public func unregister(within limit: Duration = defaultCleanupLimit) async -> BlueZError? {
+    let failure = Mutex<BlueZError?>(nil)
+    let finished = await runCleanup(within: limit) { [registration] in
+      let error = await registration.unregister()
+      failure.withLock { $0 = error }
+    }
     if ownsCallerCheck { callerCheck.stop() }
-    return failure
+    if !finished {
+      return BlueZError(.timeout, "bluetoothd did not confirm unregistering the agent in \(limit)")
+    }
+    return failure.withLock { $0 }
   }
 }
 
 /// The policy behind a ``PairingAgent``: turns each question into an answer or a refusal.
 final class PairingResponder: Sendable {
-  let confirmation: PairingConfirmation
+  let policy: PairingPolicy
   let events: @Sendable (PairingAgentEvent) -> Void
   private let pending = Mutex<Task<AgentAnswer?, Never>?>(nil)
 
-  init(
-    confirmation: PairingConfirmation, events: @escaping @Sendable (PairingAgentEvent) -> Void
-  ) {
-    self.confirmation = confirmation
+  init(policy: PairingPolicy, events: @escaping @Sendable (PairingAgentEvent) -> Void) {
+    self.policy = policy
     self.events = events
   }
 
@@ -184,65 +288,38 @@ final class PairingResponder: Sendable {
   }
 
   func answer(_ request: AgentRequest) async throws(AgentRefusal) -> AgentAnswer {
-    let address = Self.address(of: request.device)
-    // Displays need no answer: report them and accept, whatever the policy.
-    switch request {
-    case .displayPasskey(_, let passkey, let entered):
-      events(.displayPasskey(address, passkey: passkey, entered: entered))
+    let question = PairingQuestion(request: request, address: Self.address(of: request.device))
+    switch policy.decide(question) {
+    case .refuse(let why):
+      events(.refused(question, why))
+      throw .rejected(why.description)
+    case .accept(let why):
+      switch request {
+      case .displayPasskey(_, let passkey, let entered):
+        events(.displayPasskey(question.address, passkey: passkey, entered: entered))
+      case .displayPinCode(_, let pinCode):
+        events(.displayPinCode(question.address, pinCode: pinCode))
+      default:
+        events(.accepted(question, why))
+      }
       return .accept
-    case .displayPinCode(_, let pinCode):
-      events(.displayPinCode(address, pinCode: pinCode))
-      return .accept
-    default:
-      break
-    }
-    switch confirmation {
-    case .automatic:
-      return try automaticAnswer(request, address)
-    case .prompt(let ask):
-      let question = PairingQuestion(request: request, address: address)
+    case .ask:
+      guard case .prompt(let ask) = policy.confirmation else {
+        // decide(_:) asks only under .prompt.
+        events(.refused(question, .needsPerson))
+        throw .rejected(PairingRefusal.needsPerson.description)
+      }
       let task = Task { await ask(question) }
       pending.withLock { $0 = task }
       let answer = await task.value
       pending.withLock { $0 = nil }
       guard let answer, !task.isCancelled else {
-        let reason = task.isCancelled ? "the question was cancelled" : "the user said no"
-        events(.refused(address, question: request.member, reason: reason))
-        throw task.isCancelled ? .canceled(reason) : .rejected(reason)
+        let why: PairingRefusal = task.isCancelled ? .cancelled : .personSaidNo
+        events(.refused(question, why))
+        throw task.isCancelled ? .canceled(why.description) : .rejected(why.description)
       }
-      switch (request, answer) {
-      case (.requestConfirmation(_, let passkey), _):
-        events(.confirmed(address, passkey: passkey, automatically: false))
-      case (.requestAuthorization, _):
-        events(.authorized(address, automatically: false))
-      case (.authorizeService(_, let uuid), _):
-        events(.serviceAuthorized(address, uuid: uuid, automatically: false))
-      default:
-        events(.entered(address))
-      }
+      events(.accepted(question, .person))
       return answer
-    }
-  }
-
-  private func automaticAnswer(_ request: AgentRequest, _ address: BluetoothAddress?)
-    throws(AgentRefusal) -> AgentAnswer
-  {
-    switch request {
-    case .requestConfirmation(_, let passkey):
-      events(.confirmed(address, passkey: passkey, automatically: true))
-      return .accept
-    case .requestAuthorization:
-      events(.authorized(address, automatically: true))
-      return .accept
-    case .authorizeService(_, let uuid):
-      events(.serviceAuthorized(address, uuid: uuid, automatically: true))
-      return .accept
-    case .requestPasskey, .requestPinCode:
-      let reason = "typing a passkey needs --confirm prompt on a terminal"
-      events(.refused(address, question: request.member, reason: reason))
-      throw .rejected(reason)
-    case .displayPasskey, .displayPinCode:
-      return .accept
     }
   }
 

@@ -194,4 +194,11 @@ public final class Peripheral: Sendable {
   public func disconnect() async throws(CentralError) {
     try await manager.disconnect(identifier)
   }
+
+  /// Disconnects on the way out, whatever happened before: also when the calling task was
+  /// cancelled (Ctrl-C), where ``disconnect()`` alone would send nothing. Waits at most
+  /// `limit`; errors are ignored (nothing is left to undo). See `runCleanup(within:_:)`.
+  public func disconnectOnExit(within limit: Duration = defaultCleanupLimit) async {
+    await runCleanup(within: limit) { try? await self.disconnect() }
+  }
 }

@@ -164,6 +164,8 @@ extension Peripheral {
       return CentralError(.disconnected, "\(name) was removed by bluetoothd")
     case .serviceStopped:
       return CentralError(.serviceUnavailable, "bluetoothd stopped")
+    case .connectionLost(let message):
+      return CentralError(.busLost, message)
     default:
       break
     }

@@ -44,7 +44,9 @@ extension CentralManager {
   /// the restart (bluetoothd forgot them). `onInterruption` is told of each pause and resume.
   ///
   /// The stream ends with ``CentralError/Code/serviceUnavailable`` when bluetoothd does not
-  /// return in time, and with the scan's own error for a power-off or a removed adapter.
+  /// return in time, with the scan's own error for a power-off or a removed adapter, and at
+  /// once with ``CentralError/Code/busLost`` when the connection to the system bus is lost
+  /// (nothing can return on it).
   public func resumingScan(
     _ options: ScanOptions, returnWithin: Duration = .seconds(30),
     onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in }
@@ -116,8 +118,14 @@ extension CentralManager {
           }
         }
         onInterruption(.paused("bluetoothd stopped; waiting up to \(returnWithin) for it"))
-        guard let resumed = await scanAfterReturn(options, sink: sink, within: returnWithin)
-        else {
+        let resumed: ScanSession?
+        do throws(CentralError) {
+          resumed = try await scanAfterReturn(options, sink: sink, within: returnWithin)
+        } catch {
+          finish(error)
+          return
+        }
+        guard let resumed else {
           finish(
             Task.isCancelled
               ? nil
@@ -145,19 +153,22 @@ extension CentralManager {
 
   /// Starts a new scan once bluetoothd is back with the adapter powered; retries the start
   /// (the old session may still be stopping, a fresh adapter may not be ready) until `limit`.
+  /// - Throws: ``CentralError/Code/busLost`` (at once) when the system bus is gone.
   private func scanAfterReturn(_ options: ScanOptions, sink: ScanSink, within limit: Duration)
-    async -> ScanSession?
+    async throws(CentralError) -> ScanSession?
   {
     let deadline = ContinuousClock.now + limit
     while !Task.isCancelled {
       let left = deadline - ContinuousClock.now
       guard left > .zero else { return nil }
-      if (try? await waitUntilPoweredOn(timeout: left)) != nil,
-        let scan = try? await startScan(options, sink: sink)
-      {
-        return scan
+      do throws(CentralError) {
+        try await waitUntilPoweredOn(timeout: left)
+        return try await startScan(options, sink: sink)
+      } catch  where error.code == .busLost {
+        throw error
+      } catch {
+        try? await Task.sleep(for: .milliseconds(250))
       }
-      try? await Task.sleep(for: .milliseconds(250))
     }
     return nil
   }

@@ -13,7 +13,7 @@ struct ScanSink: Sendable {
 
 /// How a scan session ended.
 enum ScanEnd: Sendable {
-  /// A power-off, a removed adapter, bluetoothd gone.
+  /// A power-off, a removed adapter, bluetoothd gone, the system bus gone.
   case failed(any Error)
   /// The central closed (its object tree stopped).
   case closed
@@ -174,6 +174,9 @@ final class ScanSession: Sendable {
       }
     case .serviceStopped:
       finish(.failed(CentralError(.serviceUnavailable, "bluetoothd stopped during the scan")))
+    case .connectionLost(let message):
+      // Before the tree ends the observation (which would read as the central closing).
+      finish(.failed(CentralError(.busLost, message)))
     case .serviceStarted, .accessDenied:
       break
     }

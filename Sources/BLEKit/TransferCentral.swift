@@ -134,10 +134,10 @@ public struct TransferCentral: Sendable {
     let peripheral = try await manager.connect(to: peer, timeout: options.connectTimeout)
     do {
       let received = try await receive(on: peripheral, options: options)
-      try? await peripheral.disconnect()
+      await peripheral.disconnectOnExit()
       return received
     } catch {
-      try? await peripheral.disconnect()
+      await peripheral.disconnectOnExit()
       throw error
     }
   }

@@ -217,8 +217,10 @@ extension AgentManager1 {
       registration?.released()
       release()
     }
+    var object = exported.exportedObject(callerCheck: callerCheck)
+    object.admit = { sender throws(DBusError) in try callerCheck.check(sender) }
     do {
-      try connection.export(exported.exportedObject(callerCheck: callerCheck), at: path)
+      try connection.export(object, at: path)
     } catch {
       throw BlueZError(error)
     }

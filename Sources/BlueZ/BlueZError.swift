@@ -48,8 +48,11 @@ public struct BlueZError: Error, Sendable, CustomStringConvertible {
     public static let unexpectedValue = Code(rawValue: "blekit.UnexpectedValue")
     /// The operation did not finish in time.
     public static let timeout = Code(rawValue: "blekit.Timeout")
-    /// The bus connection failed or closed.
+    /// The bus connection failed, or a call was refused before it was sent.
     public static let bus = Code(rawValue: "blekit.Bus")
+    /// The connection to the system bus is closed or was lost (the bus daemon stopped or
+    /// restarted): nothing more can be sent or received on it.
+    public static let busLost = Code(rawValue: "blekit.BusLost")
   }
 
   public var code: Code
@@ -103,6 +106,8 @@ public struct BlueZError: Error, Sendable, CustomStringConvertible {
       }
     case .timeout, .noReply:
       self.init(.timeout, error.message)
+    case .disconnected:
+      self.init(.busLost, error.message)
     default:
       self.init(.bus, error.description)
     }

@@ -23,6 +23,10 @@ public enum BlueZObjectEvent: Sendable {
   case serviceStopped
   /// The bus refused us (e.g. `AccessDenied` on GetManagedObjects); the tree stays empty.
   case accessDenied(String)
+  /// The connection to the bus was lost (the bus daemon stopped or restarted): the tree is
+  /// empty and has stopped (nothing is reported removed first), and this is the last event
+  /// every observer hears before its observation ends.
+  case connectionLost(String)
 }
 
 /// A cache of BlueZ's objects fed by `org.freedesktop.DBus.ObjectManager`.
@@ -59,6 +63,8 @@ public final class BlueZObjectTree: Sendable {
     var observers: [Observer] = []
     var subscriptions: [SignalSubscription] = []
     var stopped = false
+    /// Why the tree stopped by itself: the connection to the bus was lost.
+    var connectionLost: String?
   }
 
   private let state = Mutex(State())
@@ -73,6 +79,9 @@ public final class BlueZObjectTree: Sendable {
   public var isServiceRunning: Bool { state.withLock { $0.isServiceRunning } }
   /// Set when the bus refused GetManagedObjects (a policy problem, not a missing daemon).
   public var accessDeniedMessage: String? { state.withLock { $0.accessDeniedMessage } }
+  /// Set when the connection to the bus was lost (see ``BlueZObjectEvent/connectionLost(_:)``):
+  /// the tree has stopped.
+  public var connectionLostMessage: String? { state.withLock { $0.connectionLost } }
 
   /// Starts a tree on `connection` and returns once its first snapshot is in (or bluetoothd is
   /// known to be absent).
@@ -87,20 +96,48 @@ public final class BlueZObjectTree: Sendable {
     do throws(DBusError) {
       // bluetoothd's signals are read straight into the tree's dictionaries (no DBusValue for
       // the whole body first): this is the path of every scan report.
+      let ended: @Sendable (DBusError?) -> Void = { [weak self] error in
+        // Only the loss of the connection ends a subscription with an error.
+        if error != nil { self?.connectionWasLost() }
+      }
       let signals = try await connection.handleSignals(
         MatchRule(sender: BlueZ.service),
-        reading: { [weak self] header, reader in self?.receive(header, &reader) })
-      let owners = try await connection.handleSignals(.nameOwnerChanged(BlueZ.service)) {
-        [weak self] signal in
-        guard let self, let change = NameOwnerChange(signal) else { return }
-        self.ownerChanged(change.newOwner)
-      }
+        reading: { [weak self] header, reader in self?.receive(header, &reader) }, onEnd: ended)
+      let owners = try await connection.handleSignals(
+        .nameOwnerChanged(BlueZ.service),
+        { [weak self] signal in
+          guard let self, let change = NameOwnerChange(signal) else { return }
+          self.ownerChanged(change.newOwner)
+        }, onEnd: ended)
       state.withLock { $0.subscriptions += [signals, owners] }
       owner = try await connection.nameOwner(BlueZ.service)
     } catch {
       throw BlueZError(error)
     }
     if owner != nil, let generation = beginResync() { await resync(generation) }
+  }
+
+  /// The connection to the bus was lost: empties the tree, tells the observers, and stops.
+  /// On the connection's queue (each subscription's end), so at most once per subscription.
+  private func connectionWasLost() {
+    let message = "lost the connection to the system bus"
+    let (observers, subscriptions) = state.withLock { state in
+      guard !state.stopped else { return ([Observer](), [SignalSubscription]()) }
+      state.stopped = true
+      state.connectionLost = message
+      state.generation += 1
+      state.pending = nil
+      state.objects.removeAll()
+      state.isServiceRunning = false
+      Self.emit(.connectionLost(message), in: &state)
+      defer {
+        state.observers.removeAll()
+        state.subscriptions.removeAll()
+      }
+      return (state.observers, state.subscriptions)
+    }
+    for subscription in subscriptions { subscription.cancel() }
+    for observer in observers { observer.observation.end() }
   }
 
   /// Stops listening; observers hear no more and subscribers' streams finish.

@@ -23,9 +23,14 @@ public final class BluetoothdCallerCheck: Sendable {
       let current = try await connection.nameOwner(BlueZ.service)
       check.owner.withLock { $0 = current }
       let task = Task { [weak check] in
-        for await newOwner in changes {
-          guard let check else { return }
-          check.owner.withLock { $0 = newOwner }
+        do throws(DBusError) {
+          for try await newOwner in changes {
+            guard let check else { return }
+            check.owner.withLock { $0 = newOwner }
+          }
+        } catch {
+          // The bus connection was lost: nobody can call any more.
+          check?.owner.withLock { $0 = nil }
         }
       }
       check.watcher.withLock { $0 = task }

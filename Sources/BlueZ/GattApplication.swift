@@ -51,11 +51,16 @@ extension GattManager1 {
       connection.removeObjectManager(at: root)
     }
     do throws(DBusError) {
-      for (path, object) in objects {
+      // Nobody but bluetoothd reads the application either (properties, the object tree).
+      let admit: @Sendable (BusName) throws(DBusError) -> Void = { sender throws(DBusError) in
+        try callerCheck.check(sender)
+      }
+      for (path, var object) in objects {
+        object.admit = admit
         try connection.export(object, at: path)
         exported.append(path)
       }
-      try connection.addObjectManager(at: root)
+      try connection.addObjectManager(at: root, admit: admit)
     } catch {
       rollBack()
       throw BlueZError(error)

@@ -118,10 +118,12 @@ extension LEAdvertisingManager1 {
     onRelease: @escaping @Sendable () -> Void = {}
   ) async throws(BlueZError) -> LEAdvertisementRegistration {
     let registration = LEAdvertisementRegistration(manager: self, path: path)
-    let object = advertisement.exportedObject(callerCheck: callerCheck) { [weak registration] in
+    var object = advertisement.exportedObject(callerCheck: callerCheck) { [weak registration] in
       registration?.released()
       onRelease()
     }
+    // Its properties too are for bluetoothd only.
+    object.admit = { sender throws(DBusError) in try callerCheck.check(sender) }
     do {
       try connection.export(object, at: path)
     } catch {

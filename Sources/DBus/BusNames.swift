@@ -88,19 +88,14 @@ extension DBusConnection {
   }
 
   /// NameOwnerChanged for one name, as a stream of new owners (nil = the name is gone).
-  /// Dropping or cancelling the stream removes the match rule.
+  /// Dropping or cancelling the stream removes the match rule; the stream throws
+  /// ``DBusError/Code/disconnected`` when the connection to the bus is lost.
   public func nameOwnerChanges(_ name: BusName) async throws(DBusError)
-    -> AsyncStream<BusName?>
+    -> SubscriptionStream<BusName?>
   {
-    let (stream, continuation) = AsyncStream.makeStream(
-      of: BusName?.self, bufferingPolicy: .unbounded)
-    let token = try await subscribe(
-      .nameOwnerChanged(name),
-      deliver: { signal in
-        if let change = NameOwnerChange(signal) { continuation.yield(change.newOwner) }
-      }, onEnd: { continuation.finish() })
-    continuation.onTermination = { _ in token.end() }
-    return stream
+    try await subscriptionStream(.nameOwnerChanged(name)) { signal -> BusName?? in
+      NameOwnerChange(signal).map { $0.newOwner }
+    }
   }
 }
 

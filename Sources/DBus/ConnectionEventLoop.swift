@@ -242,7 +242,7 @@ extension DBusConnection {
     switch dbus_message_get_type(message) {
     case DBusMessage.Kind.signal.rawValue:
       if dbus_message_is_signal(message, "org.freedesktop.DBus.Local", "Disconnected") != 0 {
-        shutDown(reason: "the connection to the bus was lost", insideDispatch: true)
+        shutDown(reason: "lost the connection to the bus", lost: true, insideDispatch: true)
         return DBUS_HANDLER_RESULT_HANDLED
       }
       deliverSignal(message)

@@ -59,6 +59,8 @@ public final class DBusConnection: @unchecked Sendable {
   var subscriptionsInOrder: [Subscription]?
   var objects: [ObjectPath: ExportedObject] = [:]
   var objectManagers: Set<ObjectPath> = []
+  /// Who may call each object manager (see ``ExportedObject/admit``); absent: anyone.
+  var managerAdmissions: [ObjectPath: @Sendable (BusName) throws(DBusError) -> Void] = [:]
 
   private static let threadsInitialized: Bool = {
     dbus_threads_init_default() != 0
@@ -145,7 +147,8 @@ public final class DBusConnection: @unchecked Sendable {
   // MARK: Closing
 
   /// Closes the connection. Idempotent. Pending calls fail with `.disconnected`, signal streams
-  /// finish, exported objects are dropped.
+  /// finish, exported objects are dropped. (When the bus goes away, the same happens by itself,
+  /// except that signal streams end with `.disconnected`.)
   public func close() {
     if isOnQueue {
       shutDown(reason: "the connection was closed")
@@ -155,8 +158,9 @@ public final class DBusConnection: @unchecked Sendable {
   }
 
   /// Tears everything down; on the queue. `insideDispatch` is true when called from the
-  /// message filter (libdbus's dispatch is not re-entrant, so nothing is drained then).
-  func shutDown(reason: String, insideDispatch: Bool = false) {
+  /// message filter (libdbus's dispatch is not re-entrant, so nothing is drained then). `lost`:
+  /// the bus went away (signal streams then end with `.disconnected`, not normally).
+  func shutDown(reason: String, lost: Bool = false, insideDispatch: Bool = false) {
     assertOnQueue()
     guard !closedFlag.exchange(true, ordering: .acquiringAndReleasing) else { return }
     let calls = pendingCalls
@@ -169,9 +173,12 @@ public final class DBusConnection: @unchecked Sendable {
     }
     let streams = subscriptions
     subscriptions.removeAll()
-    for (_, subscription) in streams { subscription.finish() }
+    for (_, subscription) in streams {
+      subscription.finish(lost ? .disconnectedError(reason) : nil)
+    }
     objects.removeAll()
     objectManagers.removeAll()
+    managerAdmissions.removeAll()
     dbus_connection_close(raw)
     // Drain what libdbus queued (the local Disconnected signal) with our filter removed.
     removeHooks()
@@ -238,7 +245,8 @@ public final class DBusConnection: @unchecked Sendable {
   }
 
   /// Calls a method and returns the reply's body. Timeout default 25 s. Cancelling the task
-  /// cancels the pending call (`.cancelled`).
+  /// cancels the pending call (`.cancelled`); in a task already cancelled the call is not sent
+  /// at all, so cleanup on the way out of one goes through ``runCleanup(within:_:)``.
   ///
   /// An error reply throws `.remote` with its name and message; no reply in time throws
   /// `.timeout`; a peer that leaves without replying throws `.noReply`.

@@ -7,7 +7,18 @@
 /// for it.
 public struct ExportedObject: Sendable {
   public var interfaces: [ExportedInterface]
-  public init(interfaces: [ExportedInterface]) { self.interfaces = interfaces }
+  /// Decides who may call the object at all, before anything of the call is decoded: every
+  /// method, `Properties` (Get, GetAll, Set) and `Introspect`. It throws the error the caller
+  /// gets (e.g. only bluetoothd may call a GATT application's objects). `nil`: anyone.
+  public var admit: (@Sendable (BusName) throws(DBusError) -> Void)?
+
+  public init(
+    interfaces: [ExportedInterface],
+    admit: (@Sendable (BusName) throws(DBusError) -> Void)? = nil
+  ) {
+    self.interfaces = interfaces
+    self.admit = admit
+  }
 
   func interface(named name: String) -> ExportedInterface? {
     interfaces.first { $0.name.rawValue == name }

@@ -56,18 +56,39 @@ extension DBusConnection {
   }
 
   /// Makes `path` an `org.freedesktop.DBus.ObjectManager` for every exported object below it.
-  public func addObjectManager(at path: ObjectPath) throws(DBusError) {
+  /// `admit` decides who may call it (GetManagedObjects, Introspect), as
+  /// ``ExportedObject/admit`` does for an object.
+  public func addObjectManager(
+    at path: ObjectPath, admit: (@Sendable (BusName) throws(DBusError) -> Void)? = nil
+  ) throws(DBusError) {
     try onQueueSync { () throws(DBusError) in
       guard !isClosed else { throw DBusError.disconnectedError() }
       guard objectManagers.insert(path).inserted else {
         throw DBusError.invalid("an object manager already exists at \(path)")
       }
+      managerAdmissions[path] = admit
     }
   }
 
   /// Stops answering `GetManagedObjects` at `path`.
   public func removeObjectManager(at path: ObjectPath) {
-    _ = try? onQueueSync { () throws(DBusError) in objectManagers.remove(path) }
+    _ = try? onQueueSync { () throws(DBusError) in
+      objectManagers.remove(path)
+      managerAdmissions[path] = nil
+    }
+  }
+
+  /// Who may call `path`: its object's rule, else its object manager's, else (a path that only
+  /// leads to exported objects, for Introspect) the rule of any object or manager below it.
+  private func admission(for path: ObjectPath, object: ExportedObject?)
+    -> (@Sendable (BusName) throws(DBusError) -> Void)?
+  {
+    if let admit = object?.admit ?? managerAdmissions[path] { return admit }
+    if let below = objects.first(where: { $0.key.isDescendant(of: path) && $0.value.admit != nil })
+    {
+      return below.value.admit
+    }
+    return managerAdmissions.first { $0.key.isDescendant(of: path) }?.value
   }
 
   /// Emits `org.freedesktop.DBus.Properties.PropertiesChanged` for an exported object.
@@ -114,6 +135,15 @@ extension DBusConnection {
       sender: dbus_message_get_sender(message).map { String(cString: $0) } ?? "",
       noReply: dbus_message_get_no_reply(message) != 0,
       what: "\(interface ?? "").\(member) on \(path)")
+    // Who may call is decided before any of the call is decoded.
+    if let admit = admission(for: path, object: object) {
+      do throws(DBusError) {
+        try admit(BusName(unchecked: call.sender.isEmpty ? ":0.0" : call.sender))
+      } catch {
+        reply(to: call, error: error)
+        return true
+      }
+    }
     let arguments: [DBusValue]
     do throws(DBusError) {
       arguments = try MessageDecoder.decodeBody(of: message)

@@ -23,12 +23,15 @@ final class ReadWatchThread: Sendable {
   private struct State {
     var enabled = false
     var cancelled = false
+    /// The thread has ended and closed the wake pipe: nobody may write to its number again
+    /// (it may already belong to another descriptor).
+    var closed = false
   }
 
   private let fd: Int32
   /// A pipe that interrupts `poll()` when the state changes.
   private let wakeReader: Int32
-  private let wakeWriter: Int32
+  let wakeWriter: Int32
   private let state = Mutex(State())
   private let queue: DispatchQueue
   private let handler: @Sendable (_ flags: UInt32) -> Void
@@ -71,35 +74,30 @@ final class ReadWatchThread: Sendable {
   /// Ends the thread; it closes its descriptors on the way out.
   func cancel() { change { $0.cancelled = true } }
 
-  /// Touches the first 64 KiB of this thread's malloc arena (allocates, writes, frees), which
-  /// is fresh when the thread starts: otherwise the first messages it handles fault those pages
-  /// in one by one (a page fault in each first scan report was seen in the lab, where the
-  /// emulated machine makes each one expensive). Freed blocks stay with the arena: glibc gives
-  /// an arena's top back to the system only beyond 128 KiB.
-  private static func warmAllocator() {
-    var blocks: [UnsafeMutableRawPointer] = []
-    blocks.reserveCapacity(32)
-    for _ in 0..<32 {
-      guard let block = malloc(2048) else { break }
-      memset(block, 0, 2048)
-      blocks.append(block)
-    }
-    for block in blocks { free(block) }
-  }
+  /// Whether the thread has ended and closed its descriptors (for tests).
+  var isClosed: Bool { state.withLock { $0.closed } }
 
+  /// Changes the state and wakes the thread. The wake-up is written under the lock, so it
+  /// cannot reach the pipe's number after the thread closed it (the pipe is non-blocking: a
+  /// full pipe already holds a wake-up).
   private func change(_ update: (inout State) -> Void) {
-    state.withLock { update(&$0) }
-    var byte: UInt8 = 1
-    _ = write(wakeWriter, &byte, 1)
+    state.withLock { state in
+      update(&state)
+      guard !state.closed else { return }
+      var byte: UInt8 = 1
+      _ = write(wakeWriter, &byte, 1)
+    }
   }
 
   private func run() {
     defer {
       close(fd)
-      close(wakeReader)
-      close(wakeWriter)
+      state.withLock { state in
+        state.closed = true
+        close(wakeReader)
+        close(wakeWriter)
+      }
     }
-    Self.warmAllocator()
     var drain = [UInt8](repeating: 0, count: 64)
     while true {
       let now = state.withLock { $0 }

@@ -106,21 +106,33 @@ public struct SignalHeader: Sendable {
   }
 }
 
-/// Signals matching one rule, in arrival order, buffered without limit (none are lost).
+/// What one subscription delivers (signals, or values read from them), in arrival order,
+/// buffered without limit (none are lost).
+///
+/// The stream finishes normally when the subscription is cancelled or the connection is
+/// closed, and throws ``DBusError/Code/disconnected`` when the connection to the bus is lost
+/// (the bus daemon stopped or restarted): nothing more can arrive then.
 ///
 /// The match rule is removed from the bus when iteration ends by cancellation, when `cancel()`
 /// is called, or when the stream and its iterators are dropped.
-public struct SignalStream: AsyncSequence, Sendable {
-  public typealias Element = Signal
-  public typealias Failure = Never
+public struct SubscriptionStream<Element: Sendable>: AsyncSequence, Sendable {
+  public typealias Failure = DBusError
 
-  let stream: AsyncStream<Signal>
+  let stream: AsyncThrowingStream<Element, any Error>
   let token: SubscriptionToken
 
   public struct AsyncIterator: AsyncIteratorProtocol {
-    var base: AsyncStream<Signal>.Iterator
+    public typealias Failure = DBusError
+    var base: AsyncThrowingStream<Element, any Error>.Iterator
     let token: SubscriptionToken
-    public mutating func next() async -> Signal? { await base.next() }
+    public mutating func next() async throws(DBusError) -> Element? {
+      do {
+        return try await base.next()
+      } catch {
+        // The only error the stream is finished with (see `SubscriptionToken`).
+        throw error as? DBusError ?? .disconnectedError()
+      }
+    }
   }
 
   public func makeAsyncIterator() -> AsyncIterator {
@@ -130,6 +142,9 @@ public struct SignalStream: AsyncSequence, Sendable {
   /// Ends the subscription now: the stream finishes and the match rule is removed.
   public func cancel() { token.end() }
 }
+
+/// Signals matching one rule (see ``SubscriptionStream``).
+public typealias SignalStream = SubscriptionStream<Signal>
 
 /// A handler installed with ``DBusConnection/handleSignals(_:_:)``. `cancel()`, or dropping the
 /// last copy, removes the handler and its match rule.
@@ -172,29 +187,43 @@ struct Subscription {
   let ruleString: String
   /// Called on the queue with each matching signal, in arrival order.
   let delivery: SignalDelivery
-  /// Called on the queue once, when the subscription ends.
-  var onEnd: [@Sendable () -> Void]
+  /// Called on the queue once, when the subscription ends: with the error when the connection
+  /// was lost, with nil otherwise.
+  var onEnd: [@Sendable (DBusError?) -> Void]
   /// Whether the bus accepted the match rule (so it must be removed at the end).
   var matchAdded = false
   /// For a rule with a well-known sender: that name's current owner, tracked by the connection.
   var senderOwner: String?
 
-  func finish() {
-    for action in onEnd { action() }
+  func finish(_ error: DBusError? = nil) {
+    for action in onEnd { action(error) }
   }
 }
 
 extension DBusConnection {
   /// Adds the match rule on the bus and yields matching signals in arrival order; ending
-  /// iteration (or dropping the stream) removes the match rule. Unbounded buffering.
+  /// iteration (or dropping the stream) removes the match rule. Unbounded buffering. The stream
+  /// throws ``DBusError/Code/disconnected`` when the connection to the bus is lost.
   public func signals(_ rule: MatchRule) async throws(DBusError) -> SignalStream {
-    let (stream, continuation) = AsyncStream.makeStream(
-      of: Signal.self, bufferingPolicy: .unbounded)
+    try await subscriptionStream(rule) { $0 }
+  }
+
+  /// A stream of `transform`'s non-nil results for the signals matching `rule`, finished (or
+  /// failed, when the connection is lost) with the subscription.
+  func subscriptionStream<Element: Sendable>(
+    _ rule: MatchRule, _ transform: @escaping @Sendable (Signal) -> Element?
+  ) async throws(DBusError) -> SubscriptionStream<Element> {
+    let (stream, continuation) = AsyncThrowingStream.makeStream(
+      of: Element.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
     let token = try await subscribe(
-      rule, deliver: { continuation.yield($0) }, onEnd: { continuation.finish() })
+      rule,
+      deliver: { signal in
+        if let element = transform(signal) { continuation.yield(element) }
+      },
+      onEnd: { error in continuation.finish(throwing: error) })
     let id = token.id
     continuation.onTermination = { [weak self] _ in self?.endSubscription(id: id) }
-    return SignalStream(stream: stream, token: token)
+    return SubscriptionStream(stream: stream, token: token)
   }
 
   /// Adds the match rule on the bus and calls `handler` with each matching signal, on the
@@ -202,20 +231,26 @@ extension DBusConnection {
   /// this connection), without a task hop in between. The handler must return quickly and must
   /// not wait for this connection. The subscription lasts until the returned value is cancelled
   /// or dropped, or the connection closes.
+  ///
+  /// `onEnd` is called once, on the queue, when the subscription ends: with
+  /// ``DBusError/Code/disconnected`` when the connection to the bus was lost (the bus daemon
+  /// stopped or restarted), with nil when it was cancelled or the connection closed.
   public func handleSignals(
-    _ rule: MatchRule, _ handler: @escaping @Sendable (Signal) -> Void
+    _ rule: MatchRule, _ handler: @escaping @Sendable (Signal) -> Void,
+    onEnd: @escaping @Sendable (DBusError?) -> Void = { _ in }
   ) async throws(DBusError) -> SignalSubscription {
-    SignalSubscription(token: try await subscribe(rule, deliver: handler, onEnd: {}))
+    SignalSubscription(token: try await subscribe(rule, deliver: handler, onEnd: onEnd))
   }
 
-  /// Like ``handleSignals(_:_:)``, but `handler` reads each signal's arguments itself, into the
-  /// shapes it keeps (see ``MessageReader``), instead of receiving the whole body as
+  /// Like ``handleSignals(_:_:onEnd:)``, but `handler` reads each signal's arguments itself,
+  /// into the shapes it keeps (see ``MessageReader``), instead of receiving the whole body as
   /// ``DBusValue``s. The reader is valid only during the call.
   public func handleSignals(
     _ rule: MatchRule,
-    reading handler: @escaping @Sendable (SignalHeader, inout MessageReader) -> Void
+    reading handler: @escaping @Sendable (SignalHeader, inout MessageReader) -> Void,
+    onEnd: @escaping @Sendable (DBusError?) -> Void = { _ in }
   ) async throws(DBusError) -> SignalSubscription {
-    SignalSubscription(token: try await subscribe(rule, delivery: .reader(handler), onEnd: {}))
+    SignalSubscription(token: try await subscribe(rule, delivery: .reader(handler), onEnd: onEnd))
   }
 
   /// Registers a subscription, adds its match rule on the bus and, for a well-known sender,
@@ -223,13 +258,14 @@ extension DBusConnection {
   /// is registered (before the bus has confirmed the rule).
   func subscribe(
     _ rule: MatchRule, deliver: @escaping @Sendable (Signal) -> Void,
-    onEnd: @escaping @Sendable () -> Void
+    onEnd: @escaping @Sendable (DBusError?) -> Void
   ) async throws(DBusError) -> SubscriptionToken {
     try await subscribe(rule, delivery: .values(deliver), onEnd: onEnd)
   }
 
   func subscribe(
-    _ rule: MatchRule, delivery: SignalDelivery, onEnd: @escaping @Sendable () -> Void
+    _ rule: MatchRule, delivery: SignalDelivery,
+    onEnd: @escaping @Sendable (DBusError?) -> Void
   ) async throws(DBusError) -> SubscriptionToken {
     let id = nextID.add(1, ordering: .relaxed).newValue
     let ruleString = rule.ruleString
@@ -294,7 +330,7 @@ extension DBusConnection {
       deliver: { [weak self] signal in
         guard let self, let change = NameOwnerChange(signal) else { return }
         self.subscriptions[id]?.senderOwner = change.newOwner?.rawValue ?? ""
-      }, onEnd: {})
+      }, onEnd: { _ in })
     let current = try await nameOwner(name)
     queue.async {
       guard self.subscriptions[id] != nil else {
@@ -305,7 +341,7 @@ extension DBusConnection {
       if self.subscriptions[id]!.senderOwner == nil {
         self.subscriptions[id]!.senderOwner = current?.rawValue ?? ""
       }
-      self.subscriptions[id]!.onEnd.append { tracker.end() }
+      self.subscriptions[id]!.onEnd.append { _ in tracker.end() }
     }
   }
 

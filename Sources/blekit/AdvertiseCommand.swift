@@ -26,8 +26,14 @@ struct AdvertiseCommand: ParsableCommand {
       sequenced framing can repair. --plain-only serves the sample's characteristic alone, \
       as Apple's sample peripheral does. A reply written by a central is printed on standard \
       output (one line each) and becomes the message for the next subscriber, as in the \
-      sample. Ctrl-C or SIGTERM \
-      unregisters everything before exiting. --manufacturer and --service-data add fields to \
+      sample. Ctrl-C or SIGTERM unregisters everything before exiting. --pairable registers \
+      blekit's pairing agent as the default one: --confirm prompt asks on the terminal, \
+      --allow ADDRESS accepts only the devices named (others are refused), --confirm auto \
+      accepts any device; without a terminal one of --confirm or --allow is required (exit 2 \
+      otherwise). Each decision is logged on standard error; AuthorizeService is granted only \
+      for the services served here. The agent is NoInputNoOutput ("just works") with \
+      --confirm auto alone, else DisplayYesNo, so that Linux asks it about every pairing. \
+      --manufacturer and --service-data add fields to \
       the advertisement (--no-service-uuid leaves the service UUID out to make room); the \
       size is checked against the 31-byte legacy limit before bluetoothd is asked (exit 9 \
       with a breakdown). --read-value or --read-clock adds blekit's read service, whose \
@@ -58,6 +64,12 @@ struct AdvertiseCommand: ParsableCommand {
       "--read-clock", help: "Add a readable characteristic holding the time of each read.")
     let pairable = Flag(
       "--pairable", help: "Register a pairing agent (the default one) so centrals can pair.")
+    let confirm = Option<ConfirmPolicy>(
+      "--confirm", value: "POLICY",
+      help: "With --pairable: auto accepts by itself, prompt asks (default on a terminal).")
+    let allow = RepeatedOption<String>(
+      "--allow", value: "ADDRESS",
+      help: "With --pairable: pair only with this device; others are refused.")
     let secure = Flag(
       "--secure",
       help: "Subscribing, replying and reading --read-value/--read-clock need a paired link.")
@@ -84,7 +96,8 @@ struct AdvertiseCommand: ParsableCommand {
   let timeout: Duration?
   let payload: AdvertisingPayload
   let readSource: ReadSource?
-  let pairable: Bool
+  /// The pairing agent's policy, with `--pairable`.
+  let pairing: PairingPolicy?
   let secure: Bool
   let plainOnly: Bool
 
@@ -109,7 +122,6 @@ struct AdvertiseCommand: ParsableCommand {
     adapter = arguments.adapter
     once = arguments.once
     timeout = arguments.timeout
-    pairable = arguments.pairable
     secure = arguments.secure
     var manufacturerData: [UInt16: [UInt8]] = [:]
     for value in arguments.manufacturer {
@@ -146,6 +158,20 @@ struct AdvertiseCommand: ParsableCommand {
     case (nil, true): readSource = .clock
     case (nil, false): readSource = nil
     case (.some, true): throw .invalid("give either --read-value or --read-clock, not both")
+    }
+    if arguments.pairable {
+      // AuthorizeService is granted only for what this command serves.
+      var served: Set<BluetoothUUID> = [BlekitUUID.transferService]
+      if readSource != nil { served.insert(BlekitUUID.readService) }
+      pairing = try pairingPolicy(
+        confirm: arguments.confirm, allowed: try allowedDevices(arguments.allow), served: served,
+        missing: "--pairable without a terminal needs a policy: --confirm auto (any device) "
+          + "or --allow ADDRESS (only that device)")
+    } else {
+      guard arguments.confirm == nil, arguments.allow.isEmpty else {
+        throw .invalid("--confirm and --allow go with --pairable")
+      }
+      pairing = nil
     }
   }
 
@@ -184,9 +210,9 @@ struct AdvertiseCommand: ParsableCommand {
       throw Self.cliError(error)
     }
     var agent: PairingAgent?
-    if pairable {
+    if let pairing {
       do {
-        agent = try await registerPairableAgent(manager)
+        agent = try await registerPairableAgent(manager, policy: pairing)
       } catch {
         await manager.close()
         throw error
@@ -315,7 +341,7 @@ struct AdvertiseCommand: ParsableCommand {
     case .bluez(let bluez):
       let status: ExitStatus =
         switch bluez.code {
-        case .serviceUnavailable, .bus: .bluetoothUnavailable
+        case .serviceUnavailable, .bus, .busLost: .bluetoothUnavailable
         case .adapterNotFound: .adapterNotFound
         case .accessDenied, .notAuthorized, .notPermitted: .permissionDenied
         case .timeout: .timedOut
@@ -437,8 +463,12 @@ private func format(_ duration: Duration) -> String {
   return milliseconds < 1000 ? "\(milliseconds) ms" : "\(oneDecimal(Double(milliseconds) / 1000)) s"
 }
 
-/// Reads a whole file.
-private func readFile(_ path: String) throws -> [UInt8] {
+/// Reads a whole file of at most `limit` bytes (a transfer message's limit, the same on both
+/// sides); a longer one (or an endless one, /dev/zero) is a usage error, said before anything
+/// is registered.
+private func readFile(
+  _ path: String, limit: Int = TransferReassembler.defaultMaximumMessageLength
+) throws -> [UInt8] {
   let fd = open(path, O_RDONLY | O_CLOEXEC)
   guard fd >= 0 else {
     throw CLIError(.failure, "cannot open \(path): \(String(cString: strerror(errno)))")
@@ -453,6 +483,11 @@ private func readFile(_ path: String) throws -> [UInt8] {
       throw CLIError(.failure, "cannot read \(path): \(String(cString: strerror(errno)))")
     }
     if count == 0 { return result }
+    guard result.count + count <= limit else {
+      throw UsageError.invalid(
+        "--file: \(path) holds more than \(limit) bytes (16 MiB), the most one transfer message "
+          + "holds (receivers refuse more)")
+    }
     result += buffer[..<count]
   }
 }

@@ -63,6 +63,8 @@ final class AdvertiseFaults: Sendable {
       case .adapterPoweredOff:
         ending = CLIError(
           .failure, "adapter \(manager.adapterName) was powered off; advertising stopped")
+      case .busLost:
+        ending = CLIError(.bluetoothUnavailable, "lost the connection to the system bus")
       }
       if let ending {
         state.withLock { $0.ending = ending }

@@ -16,7 +16,7 @@ func centralCLIError(_ error: any Error) -> any Error {
   case let error as CentralError:
     let status: ExitStatus
     switch error.code {
-    case .serviceUnavailable: status = .bluetoothUnavailable
+    case .serviceUnavailable, .busLost: status = .bluetoothUnavailable
     case .unauthorized: status = .permissionDenied
     case .adapterNotFound: status = .adapterNotFound
     case .timeout: status = .timedOut

@@ -5,6 +5,7 @@ import ArgumentParsing
 import BLEKit
 import BlueZ
 import Bluetooth
+import DBus
 
 /// Parses the ADDRESS|NAME argument.
 ///
@@ -186,9 +187,10 @@ struct GattSession: Sendable {
   }
 }
 
-/// Runs `work` in a task of its own, so cancellation of the caller does not cut it short.
+/// Runs `work` in a task of its own, so cancellation of the caller does not cut it short;
+/// bounded by `runCleanup(within:_:)` (what is still pending after that is cancelled).
 func shielded(_ work: @escaping @Sendable () async -> Void) async {
-  await Task { await work() }.value
+  await runCleanup(within: PeripheralManager.closeLimit, work)
 }
 
 /// A characteristic's flags for messages: `read, notify`.

@@ -4,6 +4,7 @@ import ArgumentParsing
 import BLEKit
 import BlueZ
 import Bluetooth
+import Synchronization
 
 /// Pairs with a device, answering bluetoothd's questions by the `--confirm` policy.
 struct PairCommand: ParsableCommand {
@@ -15,9 +16,11 @@ struct PairCommand: ParsableCommand {
       "just works"; DisplayYesNo or KeyboardDisplay for numeric comparison or passkey \
       entry), finds the device (scanning for it when bluetoothd does not know it yet) and \
       asks bluetoothd to pair. With --confirm prompt, passkeys are confirmed (or typed) on \
-      the terminal; with --confirm auto, comparisons are confirmed by themselves and each \
-      passkey is logged on standard error. Without --confirm, a terminal prompts and a \
-      script confirms automatically. A device already paired is left as it is. Prints one \
+      the terminal; with --confirm auto, comparisons are confirmed by themselves. Either \
+      way the agent answers only about the device named (others are refused) and grants no \
+      AuthorizeService, and each decision is logged on standard error. Without --confirm, a \
+      terminal prompts; without a terminal --confirm is required (exit 2 otherwise). A \
+      device already paired is left as it is. Prints one \
       line with the Paired, Bonded and Trusted state. If the device was not connected \
       before, it is disconnected afterwards (the keys stay). Ctrl-C cancels the pairing.
       """
@@ -34,7 +37,7 @@ struct PairCommand: ParsableCommand {
       help: "What the agent can show and take in (BlueZ's names).")
     let confirm = Option<ConfirmPolicy>(
       "--confirm", value: "POLICY",
-      help: "auto: confirm by itself; prompt: ask (default: prompt on a terminal).")
+      help: "auto: confirm by itself; prompt: ask (default on a terminal; required without).")
     let trust = Flag("--trust", help: "Also mark the device trusted.")
   }
 
@@ -51,7 +54,12 @@ struct PairCommand: ParsableCommand {
     guard arguments.timeout > .zero else { throw .invalid("--timeout must be more than 0 seconds") }
     timeout = arguments.timeout
     capability = arguments.capability.capability
-    confirmation = try pairingConfirmation(arguments.confirm)
+    confirmation =
+      try pairingPolicy(
+        confirm: arguments.confirm, allowed: nil, served: [],
+        missing: "pair without a terminal needs --confirm auto (it then confirms by itself, "
+          + "for the device named only)"
+      ).confirmation
     trust = arguments.trust
   }
 
@@ -63,17 +71,9 @@ struct PairCommand: ParsableCommand {
     } catch {
       throw centralCLIError(error)
     }
-    let agent: PairingAgent
+    let agent = AgentSlot()
     do {
-      agent = try await PairingAgent.register(
-        for: manager, capability: capability, confirmation: confirmation,
-        events: logPairingEvent)
-    } catch {
-      await manager.close()
-      throw CLIError(.remoteError, "registering the pairing agent: \(error)")
-    }
-    do {
-      try await pair(manager)
+      try await pair(manager, agent: agent)
     } catch {
       await agent.unregister()
       await manager.close()
@@ -83,8 +83,18 @@ struct PairCommand: ParsableCommand {
     await manager.close()
   }
 
-  private func pair(_ manager: CentralManager) async throws {
+  private func pair(_ manager: CentralManager, agent: AgentSlot) async throws {
     let peripheral = try await manager.find(device, timeout: timeout)
+    // Registered once the address is known: the agent answers about this device only.
+    let policy = PairingPolicy(
+      confirmation: confirmation, allowedDevices: [peripheral.address], servedServices: [])
+    do {
+      agent.set(
+        try await PairingAgent.register(
+          for: manager, capability: capability, policy: policy, events: logPairingEvent))
+    } catch {
+      throw CLIError(.remoteError, "registering the pairing agent: \(error)")
+    }
     let before = try await manager.pairingState(of: peripheral)
     let (state, newlyPaired) = try await manager.pair(peripheral, timeout: timeout)
     if trust && !state.trusted { try await manager.setTrusted(true, for: peripheral) }
@@ -103,5 +113,15 @@ struct PairCommand: ParsableCommand {
     func yes(_ value: Bool) -> String { value ? "yes" : "no" }
     return "paired \(yes(state.paired)), bonded \(state.bonded.map(yes) ?? "unknown"), "
       + "trusted \(yes(state.trusted))"
+  }
+}
+
+/// The agent `pair` registers once it found the device, to unregister on every exit path.
+private final class AgentSlot: Sendable {
+  private let agent = Mutex<PairingAgent?>(nil)
+  func set(_ registered: PairingAgent) { agent.withLock { $0 = registered } }
+  func unregister() async {
+    guard let registered = agent.withLock({ $0 }) else { return }
+    await registered.unregister()
   }
 }

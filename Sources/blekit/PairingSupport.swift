@@ -50,51 +50,100 @@ struct CapabilityArgument: ExpressibleByArgument {
 /// terminals.
 var canPrompt: Bool { isatty(STDIN_FILENO) == 1 && isatty(STDERR_FILENO) == 1 }
 
-/// The agent's policy for `--confirm`: `prompt` asks on the terminal; `auto` confirms by
-/// itself. Without `--confirm`, a terminal gets `prompt` and a script gets `auto`.
-/// - Throws: a usage error for `--confirm prompt` without a terminal.
-func pairingConfirmation(_ policy: ConfirmPolicy?) throws(UsageError) -> PairingConfirmation {
-  switch policy ?? (canPrompt ? .prompt : .auto) {
+/// The agent's policy from `--confirm` and the devices named on the command line.
+///
+/// - `--confirm prompt`: ask on the terminal (a usage error without one).
+/// - `--confirm auto`: answer by itself: every device, or only `allowed` when given.
+/// - no `--confirm` with `allowed`: answer by itself for those devices only.
+/// - neither: a terminal prompts; without a terminal nothing is accepted silently, so this is
+///   a usage error saying what to pass (`missing`).
+/// Devices outside `allowed` (when given) are refused before anyone is asked, and
+/// `AuthorizeService` is granted only for `served`.
+/// - Throws: a usage error as above.
+func pairingPolicy(
+  confirm: ConfirmPolicy?, allowed: Set<BluetoothAddress>?, served: Set<BluetoothUUID>,
+  missing: String, terminal: Bool = canPrompt
+) throws(UsageError) -> PairingPolicy {
+  let confirmation: PairingConfirmation
+  switch confirm ?? (allowed != nil ? .auto : terminal ? .prompt : nil) {
   case .auto:
-    return .automatic
+    confirmation = .automatic
   case .prompt:
-    guard canPrompt else {
+    guard terminal else {
       throw .invalid("--confirm prompt needs a terminal on standard input and standard error")
     }
-    return .prompt { question in await askOnTerminal(question) }
+    confirmation = .prompt { question in await askOnTerminal(question) }
+  case nil:
+    throw .invalid(missing)
   }
+  return PairingPolicy(
+    confirmation: confirmation, allowedDevices: allowed, servedServices: served)
 }
 
-/// Prints what the agent did on standard error, one line each.
+/// Parses `--allow ADDRESS` values; `nil` when none were given.
+func allowedDevices(_ values: [String]) throws(UsageError) -> Set<BluetoothAddress>? {
+  guard !values.isEmpty else { return nil }
+  var addresses: Set<BluetoothAddress> = []
+  for value in values {
+    guard let address = BluetoothAddress(rawValue: value) else {
+      throw .invalid("--allow: '\(value)' is not a Bluetooth address (XX:XX:XX:XX:XX:XX)")
+    }
+    addresses.insert(address)
+  }
+  return addresses
+}
+
+/// Prints the agent's decisions on standard error, one line each.
 func logPairingEvent(_ event: PairingAgentEvent) {
   if let line = describePairingEvent(event) { writeStandardError("blekit: \(line)\n") }
 }
 
-/// The log line for an agent event.
+/// The log line for an agent event: what was asked, by which device, the decision and why.
 func describePairingEvent(_ event: PairingAgentEvent) -> String? {
-  func who(_ address: BluetoothAddress?) -> String { address?.rawValue ?? "a device" }
+  func who(_ address: BluetoothAddress?) -> String { address?.rawValue ?? "an unknown device" }
   switch event {
-  case .confirmed(let address, let passkey, let automatically):
-    return "confirmed passkey \(sixDigits(passkey)) with \(who(address))"
-      + (automatically ? " (--confirm auto)" : "")
-  case .authorized(let address, let automatically):
-    return "accepted pairing with \(who(address))" + (automatically ? " (--confirm auto)" : "")
-  case .serviceAuthorized(let address, let uuid, let automatically):
-    return "authorized service \(uuid) for \(who(address))"
-      + (automatically ? " (--confirm auto)" : "")
+  case .accepted(let question, let why):
+    let reason =
+      switch why {
+      case .acceptsEveryDevice: "--confirm auto accepts every device"
+      case .allowed: "named on the command line"
+      case .person: "answered on the terminal"
+      }
+    return
+      "pairing: accepted \(describe(question.request)) from \(who(question.address)): \(reason)"
+  case .refused(let question, let why):
+    let reason =
+      switch why {
+      case .notAllowed: "not a device named on the command line"
+      case .serviceNotServed: "not a service blekit serves"
+      case .needsPerson: "typing a passkey or PIN code needs --confirm prompt on a terminal"
+      case .personSaidNo: "the user said no"
+      case .cancelled: "the question was cancelled"
+      }
+    return "pairing: refused \(describe(question.request)) from \(who(question.address)): \(reason)"
   case .displayPasskey(let address, let passkey, let entered):
     return "passkey for \(who(address)): \(sixDigits(passkey))"
       + (entered > 0 ? " (\(entered) digits typed)" : "")
   case .displayPinCode(let address, let pinCode):
     return "PIN code for \(who(address)): \(pinCode)"
-  case .entered(let address):
-    return "sent the code for \(who(address))"
-  case .refused(let address, let question, let reason):
-    return "refused \(question) from \(who(address)): \(reason)"
   case .canceled:
     return "bluetoothd cancelled the pairing question"
   case .released:
     return "bluetoothd released the pairing agent"
+  }
+}
+
+/// A request for the log: its D-Bus member and what it carries.
+private func describe(_ request: AgentRequest) -> String {
+  switch request {
+  case .requestConfirmation(_, let passkey):
+    "RequestConfirmation (passkey \(sixDigits(passkey)))"
+  case .requestAuthorization: "RequestAuthorization (pairing)"
+  case .authorizeService(_, let uuid): "AuthorizeService (service \(uuid))"
+  case .requestPasskey: "RequestPasskey"
+  case .requestPinCode: "RequestPinCode"
+  case .displayPasskey: "DisplayPasskey"
+  case .displayPinCode: "DisplayPinCode"
   }
 }
 
@@ -179,26 +228,44 @@ private func readTerminalLine(_ prompt: String) async -> String? {
 
 /// For `advertise --pairable`: registers blekit's agent as bluetoothd's default agent on the
 /// peripheral's connection (so it answers pairings a central starts) and says so on standard
-/// error. `--confirm` works as for `pair`.
-func registerPairableAgent(
-  _ manager: PeripheralManager, capability: AgentCapability = .noInputNoOutput,
-  confirm: ConfirmPolicy? = nil
-) async throws -> PairingAgent {
-  let confirmation: PairingConfirmation
-  do {
-    confirmation = try pairingConfirmation(confirm)
-  } catch {
-    throw CLIError(.usage, error.message)
+/// error.
+///
+/// The capability is `NoInputNoOutput` when every device is accepted ("just works"), else
+/// `DisplayYesNo`: Linux completes an incoming "just works" pairing without asking the agent
+/// when the local capability is `NoInputNoOutput`, so an allow list or a prompt would never be
+/// consulted.
+func registerPairableAgent(_ manager: PeripheralManager, policy: PairingPolicy) async throws
+  -> PairingAgent
+{
+  let acceptsEveryone: Bool
+  if case .automatic = policy.confirmation, policy.allowedDevices == nil {
+    acceptsEveryone = true
+  } else {
+    acceptsEveryone = false
   }
+  let capability: AgentCapability = acceptsEveryone ? .noInputNoOutput : .displayYesNo
   do {
     let agent = try await PairingAgent.register(
-      for: manager, capability: capability, confirmation: confirmation, asDefault: true,
+      for: manager, capability: capability, policy: policy, asDefault: true,
       events: logPairingEvent)
     writeStandardError(
       "blekit: pairing agent registered on \(manager.adapterName) (\(capability.rawValue), "
-        + "default agent)\n")
+        + "default agent; \(describe(policy)))\n")
     return agent
   } catch {
     throw CLIError(.remoteError, "registering the pairing agent: \(error)")
+  }
+}
+
+/// The policy in a few words for the log: `accepting any device`, `accepting only
+/// 00:AA:01:00:00:00`, `asking on the terminal`.
+func describe(_ policy: PairingPolicy) -> String {
+  let who =
+    policy.allowedDevices.map { devices in
+      "only " + devices.map(\.rawValue).sorted().joined(separator: ", ")
+    } ?? "any device"
+  switch policy.confirmation {
+  case .automatic: return "accepting \(who)"
+  case .prompt: return "asking on the terminal about \(who)"
   }
 }

@@ -1,6 +1,7 @@
 import BlueZ
 import DBus
 import Synchronization
+import TestSupport
 import Testing
 
 // BlueZObjectTree and CentralManager against a stand-in for bluetoothd on a private bus: the
@@ -246,6 +247,71 @@ private func next<T>(
     let adapter = try #require(try tree.proxy(Adapter1.self, at: "/org/bluez/hci0"))
     #expect(adapter[Adapter1.powered] == false)
     tree.stop()
+  }
+
+  @Test func losingTheBusEmptiesAndStopsTheTree() async throws {
+    let bus = try ClientTestBus()
+    defer { bus.stop() }
+    let bluez = try await FakeBlueZObjects(bus: bus)
+    try bluez.exportAdapter("hci0", powered: true)
+    let client = try bus.connect()
+    defer { client.close() }
+    let tree = try await BlueZObjectTree.start(connection: client)
+    #expect(tree.isServiceRunning)
+    let (_, _, events) = tree.subscribe()
+    let ended = Mutex(false)
+    let observation = tree.observe { _ in }
+    observation.onEnd { ended.withLock { $0 = true } }
+
+    bus.stop()  // dbus-daemon dies (bluetoothd with it, on a real system)
+    // The subscriber hears `.connectionLost` last, then its stream ends.
+    let heard = await within(.seconds(5)) { () -> [BlueZObjectEvent] in
+      var all: [BlueZObjectEvent] = []
+      for await event in events { all.append(event) }
+      return all
+    }
+    let all = try #require(heard.value, "the tree's stream did not end after the bus died")
+    guard case .connectionLost(let message)? = all.last else {
+      Issue.record("expected .connectionLost last, got \(all)")
+      return
+    }
+    #expect(message.contains("system bus"))
+    #expect(tree.isServiceRunning == false)
+    #expect(tree.objects.isEmpty)
+    #expect(tree.connectionLostMessage == message)
+    #expect(ended.withLock { $0 })
+    // Later observers end at once.
+    let late = tree.observe { _ in }
+    #expect(late.isCancelled)
+  }
+
+  @Test func centralFailsFastOnceTheBusIsLost() async throws {
+    let bus = try ClientTestBus()
+    defer { bus.stop() }
+    let bluez = try await FakeBlueZObjects(bus: bus)
+    try bluez.exportAdapter("hci0", powered: true)
+    let central = try await CentralManager.open(connection: try bus.connect())
+    #expect(await central.state == .poweredOn)
+    let updates = await central.stateUpdates()
+    bus.stop()
+    // The state stream ends (nothing can change any more), and the central says why.
+    let states = await within(.seconds(5)) { () -> [CentralState] in
+      var all: [CentralState] = []
+      for await state in updates { all.append(state) }
+      return all
+    }
+    #expect(states.value?.last == .serviceUnavailable)
+    let error = await #expect(throws: CentralError.self) {
+      try await central.requirePoweredOn()
+    }
+    #expect(error?.code == .busLost)
+    // Waiting for a state returns at once instead of waiting out its limit.
+    let start = ContinuousClock.now
+    await #expect(throws: CentralError.self) {
+      try await central.waitUntilPoweredOn(timeout: .seconds(15))
+    }
+    #expect(ContinuousClock.now - start < .seconds(5))
+    await central.close()
   }
 
   @Test func centralStateFromAdapters() async throws {

@@ -68,75 +68,220 @@ struct PairingAgentTests {
 
   // MARK: The answer policy
 
-  @Test func automaticConfirmsAuthorizesAndLogs() async throws {
+  static let other = BluetoothAddress(rawValue: "00:AA:01:00:00:99")!
+  static let otherDevice: ObjectPath = "/org/bluez/hci0/dev_00_AA_01_00_00_99"
+  static let served = BlekitUUID.transferService
+
+  /// One of each request kind, about `device`.
+  static func everyRequest(_ device: ObjectPath) -> [AgentRequest] {
+    [
+      .requestPinCode(device: device),
+      .displayPinCode(device: device, pinCode: "0042"),
+      .requestPasskey(device: device),
+      .displayPasskey(device: device, passkey: 7, entered: 0),
+      .requestConfirmation(device: device, passkey: 4242),
+      .requestAuthorization(device: device),
+      .authorizeService(device: device, uuid: served.uuidString),
+      .authorizeService(device: device, uuid: "0000110e-0000-1000-8000-00805f9b34fb"),
+    ]
+  }
+
+  /// What every policy decides for every request kind, from a device on the list (or any
+  /// device when there is no list) and from one off it.
+  @Test func decisionsForEveryRequestKindAndPolicy() {
+    let prompt = PairingConfirmation.prompt { _ in nil }
+    let anyAuto = PairingPolicy(confirmation: .automatic, servedServices: [Self.served])
+    let listAuto = PairingPolicy(
+      confirmation: .automatic, allowedDevices: [Self.address], servedServices: [Self.served])
+    let anyPrompt = PairingPolicy(confirmation: prompt, servedServices: [Self.served])
+    let listPrompt = PairingPolicy(
+      confirmation: prompt, allowedDevices: [Self.address], servedServices: [Self.served])
+    let noServices = PairingPolicy(confirmation: .automatic)
+
+    func decisions(_ policy: PairingPolicy, _ device: ObjectPath) -> [PairingDecision] {
+      Self.everyRequest(device).map {
+        policy.decide(PairingQuestion(request: $0, address: PairingResponder.address(of: device)))
+      }
+    }
+    // Order: RequestPinCode, DisplayPinCode, RequestPasskey, DisplayPasskey,
+    // RequestConfirmation, RequestAuthorization, AuthorizeService (served), (not served).
+    let all = PairingAcceptance.acceptsEveryDevice
+    #expect(
+      decisions(anyAuto, Self.device) == [
+        .refuse(.needsPerson), .accept(all), .refuse(.needsPerson), .accept(all),
+        .accept(all), .accept(all), .accept(all), .refuse(.serviceNotServed),
+      ])
+    #expect(
+      decisions(listAuto, Self.device) == [
+        .refuse(.needsPerson), .accept(.allowed), .refuse(.needsPerson), .accept(.allowed),
+        .accept(.allowed), .accept(.allowed), .accept(.allowed), .refuse(.serviceNotServed),
+      ])
+    #expect(
+      decisions(listAuto, Self.otherDevice) == Array(repeating: .refuse(.notAllowed), count: 8))
+    #expect(
+      decisions(anyPrompt, Self.device) == [
+        .ask, .accept(all), .ask, .accept(all), .ask, .ask, .ask, .refuse(.serviceNotServed),
+      ])
+    #expect(
+      decisions(listPrompt, Self.device) == [
+        .ask, .accept(.allowed), .ask, .accept(.allowed), .ask, .ask, .ask,
+        .refuse(.serviceNotServed),
+      ])
+    #expect(
+      decisions(listPrompt, Self.otherDevice) == Array(repeating: .refuse(.notAllowed), count: 8))
+    // No services served: AuthorizeService is refused whatever the UUID.
+    #expect(decisions(noServices, Self.device)[6] == .refuse(.serviceNotServed))
+    // A device path without an address is refused when there is a list.
+    let noAddress = PairingQuestion(
+      request: .requestAuthorization(device: "/org/bluez/hci0"), address: nil)
+    #expect(listAuto.decide(noAddress) == .refuse(.notAllowed))
+    #expect(anyAuto.decide(noAddress) == .accept(all))
+    // A served UUID matches in any spelling (16-bit form, upper case).
+    let battery = PairingPolicy(
+      confirmation: .automatic, servedServices: [BluetoothUUID(uint16: 0x180F)])
+    for spelling in ["180f", "0000180F-0000-1000-8000-00805F9B34FB"] {
+      let question = PairingQuestion(
+        request: .authorizeService(device: Self.device, uuid: spelling), address: Self.address)
+      #expect(battery.decide(question) == .accept(all))
+    }
+  }
+
+  @Test func automaticAnswersAndLogsEachDecision() async throws {
     let log = EventLog()
-    let responder = PairingResponder(confirmation: .automatic, events: log.record)
-    #expect(
-      try await responder.answer(.requestConfirmation(device: Self.device, passkey: 4242))
-        == .accept)
-    #expect(try await responder.answer(.requestAuthorization(device: Self.device)) == .accept)
-    #expect(
-      try await responder.answer(.authorizeService(device: Self.device, uuid: "180f")) == .accept)
+    let responder = PairingResponder(
+      policy: PairingPolicy(confirmation: .automatic, servedServices: [Self.served]),
+      events: log.record)
+    let confirm = AgentRequest.requestConfirmation(device: Self.device, passkey: 4242)
+    let authorize = AgentRequest.requestAuthorization(device: Self.device)
+    let service = AgentRequest.authorizeService(device: Self.device, uuid: Self.served.uuidString)
+    let foreign = AgentRequest.authorizeService(device: Self.device, uuid: "180f")
+    #expect(try await responder.answer(confirm) == .accept)
+    #expect(try await responder.answer(authorize) == .accept)
+    #expect(try await responder.answer(service) == .accept)
+    await #expect(throws: AgentRefusal.rejected(PairingRefusal.serviceNotServed.description)) {
+      try await responder.answer(foreign)
+    }
     #expect(
       try await responder.answer(.displayPasskey(device: Self.device, passkey: 7, entered: 0))
         == .accept)
+    func question(_ request: AgentRequest) -> PairingQuestion {
+      PairingQuestion(request: request, address: Self.address)
+    }
     #expect(
       log.events == [
-        .confirmed(Self.address, passkey: 4242, automatically: true),
-        .authorized(Self.address, automatically: true),
-        .serviceAuthorized(Self.address, uuid: "180f", automatically: true),
+        .accepted(question(confirm), .acceptsEveryDevice),
+        .accepted(question(authorize), .acceptsEveryDevice),
+        .accepted(question(service), .acceptsEveryDevice),
+        .refused(question(foreign), .serviceNotServed),
         .displayPasskey(Self.address, passkey: 7, entered: 0),
+      ])
+  }
+
+  @Test func allowListAcceptsOnlyTheDevicesNamed() async throws {
+    let log = EventLog()
+    let responder = PairingResponder(
+      policy: PairingPolicy(confirmation: .automatic, allowedDevices: [Self.address]),
+      events: log.record)
+    #expect(try await responder.answer(.requestAuthorization(device: Self.device)) == .accept)
+    await #expect(throws: AgentRefusal.rejected(PairingRefusal.notAllowed.description)) {
+      try await responder.answer(.requestAuthorization(device: Self.otherDevice))
+    }
+    await #expect(throws: AgentRefusal.rejected(PairingRefusal.notAllowed.description)) {
+      try await responder.answer(.requestConfirmation(device: Self.otherDevice, passkey: 1))
+    }
+    // A device off the list is not even shown a passkey.
+    await #expect(throws: AgentRefusal.self) {
+      try await responder.answer(.displayPasskey(device: Self.otherDevice, passkey: 1, entered: 0))
+    }
+    #expect(
+      log.events == [
+        .accepted(
+          PairingQuestion(
+            request: .requestAuthorization(device: Self.device), address: Self.address),
+          .allowed),
+        .refused(
+          PairingQuestion(
+            request: .requestAuthorization(device: Self.otherDevice), address: Self.other),
+          .notAllowed),
+        .refused(
+          PairingQuestion(
+            request: .requestConfirmation(device: Self.otherDevice, passkey: 1), address: Self.other
+          ),
+          .notAllowed),
+        .refused(
+          PairingQuestion(
+            request: .displayPasskey(device: Self.otherDevice, passkey: 1, entered: 0),
+            address: Self.other),
+          .notAllowed),
       ])
   }
 
   @Test func automaticRefusesTypedInput() async {
     let log = EventLog()
-    let responder = PairingResponder(confirmation: .automatic, events: log.record)
+    let responder = PairingResponder(
+      policy: PairingPolicy(confirmation: .automatic), events: log.record)
     await #expect(throws: AgentRefusal.self) {
       try await responder.answer(.requestPasskey(device: Self.device))
     }
     await #expect(throws: AgentRefusal.self) {
       try await responder.answer(.requestPinCode(device: Self.device))
     }
-    #expect(log.events.count == 2)
-    guard case .refused(let address, let question, _)? = log.events.first else {
-      Issue.record("expected a refusal event, got \(log.events)")
-      return
-    }
-    #expect(address == Self.address)
-    #expect(question == "RequestPasskey")
+    #expect(
+      log.events == [
+        .refused(
+          PairingQuestion(request: .requestPasskey(device: Self.device), address: Self.address),
+          .needsPerson),
+        .refused(
+          PairingQuestion(request: .requestPinCode(device: Self.device), address: Self.address),
+          .needsPerson),
+      ])
   }
 
   @Test func promptAnswersAndRefusals() async throws {
     let asked = Mutex<[PairingQuestion]>([])
+    let log = EventLog()
     let responder = PairingResponder(
-      confirmation: .prompt { question in
-        asked.withLock { $0.append(question) }
-        switch question.request {
-        case .requestPasskey: return .passkey(123_456)
-        case .requestConfirmation(_, let passkey): return passkey == 1 ? .accept : nil
-        default: return nil
-        }
-      }, events: { _ in })
+      policy: PairingPolicy(
+        confirmation: .prompt { question in
+          asked.withLock { $0.append(question) }
+          switch question.request {
+          case .requestPasskey: return .passkey(123_456)
+          case .requestConfirmation(_, let passkey): return passkey == 1 ? .accept : nil
+          default: return nil
+          }
+        }, allowedDevices: [Self.address]), events: log.record)
     #expect(try await responder.answer(.requestPasskey(device: Self.device)) == .passkey(123_456))
     #expect(
       try await responder.answer(.requestConfirmation(device: Self.device, passkey: 1)) == .accept)
     await #expect(throws: AgentRefusal.rejected("the user said no")) {
       try await responder.answer(.requestConfirmation(device: Self.device, passkey: 2))
     }
+    // Off the list: refused without asking.
+    await #expect(throws: AgentRefusal.self) {
+      try await responder.answer(.requestConfirmation(device: Self.otherDevice, passkey: 1))
+    }
     #expect(asked.withLock { $0.count } == 3)
     #expect(asked.withLock { $0.first?.address } == Self.address)
+    #expect(
+      log.events.map {
+        switch $0 {
+        case .accepted(_, let why): "accepted \(why)"
+        case .refused(_, let why): "refused \(why)"
+        default: "other"
+        }
+      } == ["accepted person", "accepted person", "refused personSaidNo", "refused notAllowed"])
   }
 
   @Test func cancelDropsThePendingPrompt() async throws {
     let started = AsyncStream.makeStream(of: Void.self)
     let responder = PairingResponder(
-      confirmation: .prompt { _ in
-        started.continuation.yield()
-        // Waits until cancelled, as a prompt with nobody at the terminal.
-        try? await Task.sleep(for: .seconds(3600))
-        return .accept
-      }, events: { _ in })
+      policy: PairingPolicy(
+        confirmation: .prompt { _ in
+          started.continuation.yield()
+          // Waits until cancelled, as a prompt with nobody at the terminal.
+          try? await Task.sleep(for: .seconds(3600))
+          return .accept
+        }), events: { _ in })
     let answer = Task {
       try await responder.answer(.requestConfirmation(device: Self.device, passkey: 1))
     }
@@ -231,7 +376,8 @@ struct PairingAgentTests {
     try bluetoothd.export(ExportedObject(interfaces: [manager]), at: AgentManager1.path)
 
     let agent = try await PairingAgent.register(
-      on: app, capability: .displayYesNo, asDefault: true)
+      on: app, capability: .displayYesNo, policy: PairingPolicy(confirmation: .automatic),
+      asDefault: true)
     #expect(agent.isRegistered)
     #expect(calls.withLock { $0 } == ["register DisplayYesNo", "default"])
     // bluetoothd (the owner of org.bluez) can call it; it was exported at the default path.
@@ -247,7 +393,12 @@ struct PairingAgentTests {
     #expect(agent.isRegistered)
     #expect(calls.withLock { $0 } == ["register DisplayYesNo", "default"])
 
-    #expect(await agent.unregister() == nil)
+    // From a cancelled task, as advertise unregisters after Ctrl-C: the call still goes out.
+    let failure = await Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      return await agent.unregister()
+    }.value
+    #expect(failure == nil)
     #expect(!agent.isRegistered)
     #expect(calls.withLock { $0.last } == "unregister")
     // Once unregistered, it cannot come back.

@@ -220,6 +220,26 @@ struct PeripheralManagerTests {
     await fixture.tearDown()
   }
 
+  @Test func supervisionEndsWhenTheBusIsLost() async throws {
+    let fixture = try await Self.makeFixture()
+    let manager = fixture.manager
+    try await manager.startAdvertising(AdvertisingPayload(serviceUUIDs: [Self.serviceUUID]))
+    let supervision = try await manager.supervise(returnWithin: .seconds(30))
+    fixture.bus.stop()  // dbus-daemon dies
+    // What `advertise` follows: one event saying so, then the end (not a 30 s wait for a
+    // bluetoothd that cannot come back on this connection).
+    let events = await within(.seconds(5)) { () -> [PeripheralSupervisionEvent] in
+      var all: [PeripheralSupervisionEvent] = []
+      for await event in supervision { all.append(event) }
+      return all
+    }
+    #expect(events.value == [.busLost])
+    // Closing afterwards does not wait for the bus either.
+    let closed = await within(.seconds(5)) { await manager.close() }
+    #expect(closed.value != nil)
+    await fixture.tearDown()
+  }
+
   private func value(_ index: Int) -> [UInt8] {
     var bytes = [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: 97)
     bytes[0] = UInt8(truncatingIfNeeded: index >> 8)

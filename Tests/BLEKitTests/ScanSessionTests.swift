@@ -2,6 +2,7 @@ import BlueZ
 import Bluetooth
 import DBus
 import Synchronization
+import TestSupport
 import Testing
 
 // Scans against a stand-in for bluetoothd on a private bus: the discovery calls, the
@@ -211,6 +212,62 @@ private func withFakeBlueZ(
     let seen = interruptions.withLock { $0 }
     #expect(seen.count == 2)
     #expect(seen.last == .resumed)
+    await central.close()
+  }
+
+  @Test func resumingScansEndAtOnceWhenTheBusIsLost() async throws {
+    let bus = try ClientTestBus()
+    defer { bus.stop() }
+    let bluez = try await FakeScanningBlueZ(bus: bus)
+    let central = try await CentralManager.open(connection: try bus.connect())
+    let interruptions = Mutex<[ScanInterruption]>([])
+    // What `blekit scan` (piped) and `blekit monitor` run.
+    let scan = try await central.resumingScan(ScanOptions(), returnWithin: .seconds(30)) {
+      interruption in interruptions.withLock { $0.append(interruption) }
+    }
+    let seen = Mutex<[String]>([])
+    let consumer = Task { () -> CentralError? in
+      do {
+        for try await discovery in scan { seen.withLock { $0.append(discovery.address.rawValue) } }
+        return nil
+      } catch {
+        return error as? CentralError
+      }
+    }
+    try bluez.advertise(1, uuids: [])
+    #expect(await eventually { seen.withLock { $0 } == ["00:AA:01:01:00:01"] })
+    let start = ContinuousClock.now
+    bus.stop()
+    let ending = await within(.seconds(10), consumer)
+    guard case .finished(let error) = ending else {
+      Issue.record("the scan was still running 10 s after the bus died")
+      return
+    }
+    #expect(error?.code == .busLost)
+    #expect(ContinuousClock.now - start < .seconds(10))
+    // Not taken for a bluetoothd restart: no pause waiting 30 s for it.
+    #expect(interruptions.withLock { $0 }.isEmpty)
+    await central.close()
+  }
+
+  @Test func handlerScanEndsWhenTheBusIsLost() async throws {
+    let bus = try ClientTestBus()
+    defer { bus.stop() }
+    let bluez = try await FakeScanningBlueZ(bus: bus)
+    _ = bluez
+    let central = try await CentralManager.open(connection: try bus.connect())
+    // What `blekit scan` on a terminal runs.
+    let run = try await central.startResumingScan(ScanOptions()) { _ in }
+    bus.stop()
+    let ending = await within(.seconds(10)) { () -> CentralError? in
+      do {
+        try await run.wait()
+        return nil
+      } catch {
+        return error as? CentralError
+      }
+    }
+    #expect(ending.value??.code == .busLost)
     await central.close()
   }
 

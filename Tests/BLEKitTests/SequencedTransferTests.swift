@@ -146,10 +146,10 @@ import Testing
   }
 
   @Test func sequenceNumbersWrapAround() throws {
-    // 16-byte frames carry 12 bytes: 70,000 frames wrap the 16-bit sequence number.
+    // 20-byte frames (MTU 23) carry 16 bytes: 70,000 frames wrap the 16-bit sequence number.
     var random = SeededGenerator(seed: 9)
-    let message = random.bytes(70_000 * 12)
-    let encoder = try SequencedTransferEncoder(bytes: message, maximumFrameLength: 16)
+    let message = random.bytes(70_000 * 16)
+    let encoder = try SequencedTransferEncoder(bytes: message, maximumFrameLength: 20)
     #expect(encoder.dataFrameCount == 70_000)
     var all = Array(encoder)
     // Reorder locally, as EATT bearers do: shuffle within windows of 64 frames.
@@ -273,13 +273,53 @@ import Testing
 
   @Test func rejectsBadFrameLengths() {
     #expect(throws: TransferError.self) {
-      try SequencedTransferEncoder(bytes: [1], maximumFrameLength: 15)
+      try SequencedTransferEncoder(bytes: [1], maximumFrameLength: 19)
     }
     #expect(throws: TransferError.self) {
       try SequencedTransferEncoder(bytes: [1], maximumFrameLength: 513)
     }
     #expect(throws: TransferError.mtuTooSmall(20)) {
       try SequencedTransferEncoder(bytes: [1], attMTU: 20)
+    }
+  }
+}
+
+@Suite struct SequencedDecoderBoundsTests {
+  @Test func aSecondShortDataFrameIsRefused() throws {
+    var decoder = SequencedTransferDecoder()
+    #expect(
+      try decoder.receive(SequencedFrame.data(message: 0, sequence: 0, payload: [1]).bytes) == nil)
+    #expect(throws: TransferError.self) {
+      try decoder.receive(SequencedFrame.data(message: 0, sequence: 1, payload: [2]).bytes)
+    }
+    // Full-size frames of another message are still taken.
+    let sixteen = [UInt8](repeating: 7, count: 16)
+    #expect(
+      try decoder.receive(SequencedFrame.data(message: 1, sequence: 0, payload: sixteen).bytes)
+        == nil)
+  }
+
+  @Test func bytesInFlightAreBoundedOverAllMessages() throws {
+    var decoder = SequencedTransferDecoder(maximumMessageLength: 40)
+    let twenty = [UInt8](repeating: 1, count: 20)
+    _ = try decoder.receive(SequencedFrame.data(message: 0, sequence: 0, payload: twenty).bytes)
+    _ = try decoder.receive(SequencedFrame.data(message: 1, sequence: 0, payload: twenty).bytes)
+    #expect(throws: TransferError.messageTooLarge(limit: 40)) {
+      try decoder.receive(SequencedFrame.data(message: 2, sequence: 0, payload: twenty).bytes)
+    }
+  }
+
+  @Test func everyEncodedMessageStillDecodesAtTheSmallestMTU() throws {
+    for length in [0, 1, 15, 16, 17, 33, 1000] {
+      let message = (0..<length).map { UInt8(truncatingIfNeeded: $0) }
+      var encoder = try SequencedTransferEncoder(bytes: message, attMTU: 23)
+      var decoder = SequencedTransferDecoder()
+      var delivered: [UInt8]?
+      while let frame = encoder.nextFrame {
+        encoder.markSent()
+        if let done = try decoder.receive(frame.bytes) { delivered = done.bytes }
+      }
+      #expect(delivered == message, "length \(length)")
     }
   }
 }

@@ -4,6 +4,7 @@ import ArgumentParsing
 import BLEKit
 import BlueZ
 import Bluetooth
+import DBus
 import Testing
 
 @testable import blekit
@@ -54,11 +55,85 @@ import Testing
     #expect(throws: UsageError.self) {
       try PairCommand.parse(["00:AA:01:01:00:42", "--confirm", "prompt"])
     }
-    // Without --confirm, a script confirms automatically.
-    guard case .automatic = try PairCommand.parse(["00:AA:01:01:00:42"]).confirmation else {
-      Issue.record("without a terminal, the default should be auto")
+    // Without --confirm, a script is not answered automatically: it must say so.
+    let missing = #expect(throws: UsageError.self) {
+      try PairCommand.parse(["00:AA:01:01:00:42"])
+    }
+    #expect(missing?.message.contains("--confirm auto") == true)
+  }
+
+  /// The policy from --confirm and --allow, on a terminal and without one.
+  @Test func policyFromTheCommandLine() throws {
+    let served: Set<BluetoothUUID> = [BlekitUUID.transferService]
+    let a = BluetoothAddress(rawValue: "00:AA:01:00:00:00")!
+    func policy(_ confirm: ConfirmPolicy?, _ allowed: Set<BluetoothAddress>?, terminal: Bool)
+      throws(UsageError) -> PairingPolicy
+    {
+      try pairingPolicy(
+        confirm: confirm, allowed: allowed, served: served, missing: "say which",
+        terminal: terminal)
+    }
+    // No terminal: nothing given is an error; --confirm auto or --allow is automatic.
+    let missing = #expect(throws: UsageError.self) { try policy(nil, nil, terminal: false) }
+    #expect(missing?.message == "say which")
+    #expect(throws: UsageError.self) { try policy(.prompt, nil, terminal: false) }
+    let auto = try policy(.auto, nil, terminal: false)
+    guard case .automatic = auto.confirmation else {
+      Issue.record("--confirm auto should be automatic")
       return
     }
+    #expect(auto.allowedDevices == nil)
+    #expect(auto.servedServices == served)
+    let allowOnly = try policy(nil, [a], terminal: false)
+    guard case .automatic = allowOnly.confirmation else {
+      Issue.record("--allow alone should be automatic for the devices named")
+      return
+    }
+    #expect(allowOnly.allowedDevices == [a])
+    // A terminal: the default is to ask; --allow alone still answers by itself.
+    guard case .prompt = try policy(nil, nil, terminal: true).confirmation else {
+      Issue.record("on a terminal the default should be prompt")
+      return
+    }
+    guard case .automatic = try policy(nil, [a], terminal: true).confirmation else {
+      Issue.record("--allow alone should be automatic")
+      return
+    }
+    let askListed = try policy(.prompt, [a], terminal: true)
+    guard case .prompt = askListed.confirmation else {
+      Issue.record("--allow with --confirm prompt should ask")
+      return
+    }
+    #expect(askListed.allowedDevices == [a])
+  }
+
+  @Test func advertisePairableOptions() throws {
+    let a = BluetoothAddress(rawValue: "00:AA:01:00:00:00")!
+    let b = BluetoothAddress(rawValue: "00:AA:01:00:00:01")!
+    let allowed = try AdvertiseCommand.parse(
+      ["-m", "x", "--pairable", "--allow", "00:aa:01:00:00:00", "--allow", b.rawValue])
+    #expect(allowed.pairing?.allowedDevices == [a, b])
+    #expect(allowed.pairing?.servedServices == [BlekitUUID.transferService])
+    let clock = try AdvertiseCommand.parse(
+      ["-m", "x", "--pairable", "--confirm", "auto", "--read-clock"])
+    #expect(clock.pairing?.allowedDevices == nil)
+    #expect(clock.pairing?.servedServices == [BlekitUUID.transferService, BlekitUUID.readService])
+    #expect(try AdvertiseCommand.parse(["-m", "x"]).pairing == nil)
+    #expect(throws: UsageError.self) {
+      try AdvertiseCommand.parse(["-m", "x", "--pairable", "--allow", "nobody"])
+    }
+    #expect(throws: UsageError.self) {
+      try AdvertiseCommand.parse(["-m", "x", "--allow", a.rawValue])
+    }
+    #expect(throws: UsageError.self) {
+      try AdvertiseCommand.parse(["-m", "x", "--confirm", "auto"])
+    }
+    guard !canPrompt else { return }
+    let missing = #expect(throws: UsageError.self) {
+      try AdvertiseCommand.parse(["-m", "x", "--pairable"])
+    }
+    #expect(missing?.message.contains("--confirm auto") == true)
+    #expect(missing?.message.contains("--allow ADDRESS") == true)
   }
 
   @Test func trustAndUnpairArguments() throws {
@@ -74,18 +149,36 @@ import Testing
     let address = BluetoothAddress(rawValue: "00:AA:01:00:00:00")
     #expect(sixDigits(42) == "000042")
     #expect(sixDigits(999_999) == "999999")
+    func question(_ request: AgentRequest) -> PairingQuestion {
+      PairingQuestion(request: request, address: address)
+    }
+    let device: ObjectPath = "/org/bluez/hci0/dev_00_AA_01_00_00_00"
     #expect(
-      describePairingEvent(.confirmed(address, passkey: 4242, automatically: true))
-        == "confirmed passkey 004242 with 00:AA:01:00:00:00 (--confirm auto)")
+      describePairingEvent(
+        .accepted(
+          question(.requestConfirmation(device: device, passkey: 4242)), .acceptsEveryDevice))
+        == "pairing: accepted RequestConfirmation (passkey 004242) from 00:AA:01:00:00:00: "
+        + "--confirm auto accepts every device")
     #expect(
-      describePairingEvent(.authorized(nil, automatically: false))
-        == "accepted pairing with a device")
+      describePairingEvent(.accepted(question(.requestAuthorization(device: device)), .allowed))
+        == "pairing: accepted RequestAuthorization (pairing) from 00:AA:01:00:00:00: "
+        + "named on the command line")
+    #expect(
+      describePairingEvent(
+        .accepted(PairingQuestion(request: .requestPasskey(device: device), address: nil), .person))
+        == "pairing: accepted RequestPasskey from an unknown device: answered on the terminal")
     #expect(
       describePairingEvent(.displayPasskey(address, passkey: 7, entered: 3))
         == "passkey for 00:AA:01:00:00:00: 000007 (3 digits typed)")
     #expect(
-      describePairingEvent(.refused(address, question: "RequestPasskey", reason: "no"))
-        == "refused RequestPasskey from 00:AA:01:00:00:00: no")
+      describePairingEvent(.refused(question(.requestAuthorization(device: device)), .notAllowed))
+        == "pairing: refused RequestAuthorization (pairing) from 00:AA:01:00:00:00: "
+        + "not a device named on the command line")
+    #expect(
+      describePairingEvent(
+        .refused(question(.authorizeService(device: device, uuid: "180f")), .serviceNotServed))
+        == "pairing: refused AuthorizeService (service 180f) from 00:AA:01:00:00:00: "
+        + "not a service blekit serves")
   }
 
   @Test func pairingStateLine() {

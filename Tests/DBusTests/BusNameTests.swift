@@ -21,7 +21,7 @@ import Testing
       let check106 = try await (client.nameOwner(name) == nil)
       #expect(check106)
       var seen: [BusName?] = []
-      for await owner in changes {
+      for try await owner in changes {
         seen.append(owner)
         if seen.count == 2 { break }
       }
@@ -46,7 +46,7 @@ import Testing
       #expect(check108)
       owner.close()
       var seen: [BusName?] = []
-      for await change in changes {
+      for try await change in changes {
         seen.append(change)
         if seen.count == 2 { break }
       }

@@ -80,6 +80,38 @@ import Testing
     reader.cancel()
     #expect(await poll { send(3) < 0 && errno == EPIPE })
   }
+
+  @Test func aWakeUpAfterTheThreadEndedNeverReachesAReusedDescriptor() async throws {
+    // A file to put at the wake pipe's old write end once the thread closed it, as the next
+    // open() of anyone else would. Opened first, so it does not take the number itself.
+    let path = "/tmp/blekit-reused-fd-\(getpid())"
+    defer { unlink(path) }
+    let file = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o600)
+    try #require(file >= 0)
+    defer { close(file) }
+    // Tests run in parallel in this process and may take the freed number first: try again.
+    var tested = false
+    for _ in 0..<50 where !tested {
+      var pair: [Int32] = [-1, -1]
+      #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+      defer { close(pair[0]) }
+      let reader = try #require(
+        ReadWatchThread(fd: pair[1], queue: DispatchQueue(label: "reused-fd-test")) { _ in })
+      reader.cancel()
+      #expect(await poll { reader.isClosed })
+      guard fcntl(reader.wakeWriter, F_GETFD) < 0,
+        dup2(file, reader.wakeWriter) == reader.wakeWriter
+      else { continue }
+      defer { close(reader.wakeWriter) }
+      tested = true
+      // A state change now must not write its wake-up byte into the file at that number.
+      reader.resume()
+      reader.suspend()
+      var info = stat()
+      #expect(fstat(file, &info) == 0 && info.st_size == 0)
+    }
+    #expect(tested, "the freed descriptor number was always taken before the test could")
+  }
 }
 
 /// Polls `condition` every 10 ms for up to five seconds.

@@ -200,7 +200,7 @@ func parseIntrospection(_ xml: String) async throws -> String {
       try server.emitPropertiesChanged(
         path: "/char", interface: "org.blekit.Characteristic", changed: ["Value": .bytes([1])],
         invalidated: ["Other"])
-      for await signal in changes {
+      for try await signal in changes {
         #expect(signal.member == "PropertiesChanged")
         #expect(signal.arguments.first == "org.blekit.Characteristic")
         #expect(signal.arguments[1].stringVariantDictionary?["Value"]?.bytesValue == [1])
@@ -220,7 +220,7 @@ func parseIntrospection(_ xml: String) async throws -> String {
       #expect(throws: DBusError.self) { try server.export(state.service, at: "/app/service0") }
       server.unexport("/app/service0")
       var seen: [Signal] = []
-      for await signal in signals {
+      for try await signal in signals {
         seen.append(signal)
         if seen.count == 2 { break }
       }
@@ -235,6 +235,56 @@ func parseIntrospection(_ xml: String) async throws -> String {
         destination: server.uniqueName, path: "/app", interface: .objectManager,
         member: "GetManagedObjects")
       #expect(managed == [.dictionary(key: "o", value: "a{sa{sv}}", [])])
+    }
+  }
+
+  @Test func anAdmissionRuleGuardsEveryCallBeforeDecoding() async throws {
+    try await withTestBus { bus in
+      let server = try bus.connect()
+      let allowed = try bus.connect()
+      let stranger = try bus.connect()
+      defer { [server, allowed, stranger].forEach { $0.close() } }
+      let state = TreeState(allowed: allowed.uniqueName)
+      let admit: @Sendable (BusName) throws(DBusError) -> Void = {
+        [name = allowed.uniqueName] sender throws(DBusError) in
+        guard sender == name else {
+          throw DBusError.remote(name: "org.bluez.Error.NotAuthorized", message: "not you")
+        }
+      }
+      var characteristic = state.characteristic
+      characteristic.admit = admit
+      try server.export(characteristic, at: "/app/char")
+      try server.addObjectManager(at: "/app", admit: admit)
+      // The stranger gets nothing: Get, GetAll, Set, Introspect (of the object and of the
+      // path above it), GetManagedObjects, a method.
+      let calls: [(ObjectPath, InterfaceName, MemberName, [DBusValue])] = [
+        ("/app/char", .properties, "Get", ["org.blekit.Characteristic", "Value"]),
+        ("/app/char", .properties, "GetAll", ["org.blekit.Characteristic"]),
+        (
+          "/app/char", .properties, "Set",
+          ["org.blekit.Characteristic", "Value", .variant(.bytes([7]))]
+        ),
+        ("/app/char", .introspectable, "Introspect", []),
+        ("/app", .introspectable, "Introspect", []),
+        ("/app", .objectManager, "GetManagedObjects", []),
+        ("/app/char", "org.blekit.Characteristic", "Secret", []),
+      ]
+      for (path, interface, member, arguments) in calls {
+        let refused = await #expect(throws: DBusError.self) {
+          try await stranger.call(
+            destination: server.uniqueName, path: path, interface: interface, member: member,
+            arguments: arguments)
+        }
+        #expect(refused?.name == "org.bluez.Error.NotAuthorized", "\(member) on \(path)")
+      }
+      #expect(state.value.withLock { $0 } == [1, 2])
+      // The admitted caller gets every answer.
+      for (path, interface, member, arguments) in calls {
+        _ = try await allowed.call(
+          destination: server.uniqueName, path: path, interface: interface, member: member,
+          arguments: arguments)
+      }
+      #expect(state.value.withLock { $0 } == [7])
     }
   }
 

@@ -1,8 +1,9 @@
-// MessageReader: arguments read one by one agree with the whole-body decoding, mismatches
-// throw, and handleSignals(_:reading:) hands each signal's reader to its handler.
-import DBus
 import Synchronization
 import Testing
+
+// MessageReader: arguments read one by one agree with the whole-body decoding, mismatches
+// throw, and handleSignals(_:reading:) hands each signal's reader to its handler.
+@testable import DBus
 
 @Suite struct MessageReaderTests {
   /// Device properties as bluetoothd sends them, with a nested variant and containers.
@@ -185,6 +186,19 @@ import Testing
     }
     #expect(read == [.uint16(65534), .uint32(0x0102_0304), .string("ab"), .double(1)])
     #expect(try received.arguments() == read)
+  }
+
+  @Test func nestingDeeperThanTheLimitIsMalformedNotARecursion() throws {
+    var nested = DBusValue.string("core")
+    for _ in 0..<10 { nested = .variant(nested) }
+    let message = try DBusMessage.signal(path: "/t", interface: "t.T", member: "M")
+    try message.append([nested])
+    let received = try DBusMessage(wireBytes: try message.wireBytes())
+    var body = try WireBody(received.raw)
+    #expect(try body.value(DBusType.parseSingle("v")) == nested)
+    body.rewind()
+    body.maximumDepth = 8
+    #expect(throws: DBusError.self) { try body.value(DBusType.parseSingle("v")) }
   }
 
   private func be32(_ value: UInt32) -> [UInt8] {

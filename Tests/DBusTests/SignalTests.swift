@@ -13,7 +13,7 @@ import Testing
           arguments: [.uint32(UInt32(index))])
       }
       var received: [UInt32] = []
-      for await signal in stream {
+      for try await signal in stream {
         #expect(signal.sender == server.uniqueName)
         #expect(signal.path == "/test")
         received.append(signal.arguments.first?.uint32Value ?? .max)
@@ -37,7 +37,7 @@ import Testing
       try emit("/org/bluez/hci0/dev_1", "wanted")
       try emit("/org/bluez", "wanted")
       var paths: [ObjectPath] = []
-      for await signal in stream {
+      for try await signal in stream {
         paths.append(signal.path)
         if paths.count == 2 { break }
       }
@@ -55,10 +55,10 @@ import Testing
         #expect(check101)
         try server.emitSignal(
           path: "/test", interface: "org.blekit.Test", member: "Tick", arguments: [.uint32(1)])
-        for await _ in stream { break }
+        for try await _ in stream { break }
         stream.cancel()
         var after: [Signal] = []
-        for await signal in stream { after.append(signal) }
+        for try await signal in stream { after.append(signal) }
         #expect(after.isEmpty)
       }
       // The RemoveMatch is queued before this call, so the bus has processed it by the reply.
@@ -94,11 +94,11 @@ import Testing
       let stream = try await client.signals(rule)
       let consumer = Task {
         var count = 0
-        for await _ in stream { count += 1 }
+        for try await _ in stream { count += 1 }
         return count
       }
       consumer.cancel()
-      #expect(await consumer.value == 0)
+      #expect(try await consumer.value == 0)
       _ = try await client.nameOwner(server.uniqueName)
       _ = try await client.nameOwner(server.uniqueName)
       let check105 = try await
@@ -120,12 +120,12 @@ import Testing
         path: "/test", interface: "org.blekit.Test", member: "S", arguments: [.string("stranger")])
       try server.emitSignal(
         path: "/test", interface: "org.blekit.Test", member: "S", arguments: [.string("owner")])
-      for await signal in stream {
+      for try await signal in stream {
         #expect(signal.arguments == ["owner"])
         break
       }
       var seen: [DBusValue] = []
-      for await signal in other {
+      for try await signal in other {
         seen.append(contentsOf: signal.arguments)
         if seen.count == 2 { break }
       }

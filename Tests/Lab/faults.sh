@@ -124,7 +124,7 @@ check "advertise: SIGTERM after the restart exits 143 (exit $STATUS)" "((STATUS 
 check "advertise: nothing left registered after SIGTERM" "wait_for 10 instances_are 0"
 
 # --- 1b. bluetoothd restarts under advertise --pairable: the agent is registered again -------
-"$BLEKIT" advertise -a hci1 -m "pairable" --pairable --timeout 300 \
+"$BLEKIT" advertise -a hci1 -m "pairable" --pairable --confirm auto --timeout 300 \
   >"$OUT/adv-agent.out" 2>"$OUT/adv-agent.err" &
 adv=$!
 wait_for 20 instances_are 1 || echo "# advertisement not active after 20 s"
@@ -203,6 +203,43 @@ check "soak: advertise's exported objects did not grow ($o2 -> $o20)" "((o20 <= 
 stop_pid "$adv"
 check "soak: advertise exits 143 on SIGTERM (exit $STATUS)" "((STATUS == 143))"
 check "soak: nothing left registered" "wait_for 10 instances_are 0"
+
+# --- 3b. receive interrupted (SIGINT) mid-transfer: it still disconnects ------------------
+# As in 4 below, the receiver runs on a pty so its progress line shows when bytes flow; the
+# shell under script(1) writes its pid, then becomes blekit (exec), so the signal goes to
+# blekit itself, as Ctrl-C would. Cleanup after Ctrl-C (Device1.Disconnect) must not be
+# dropped with the cancelled task: the link is down within 5 s.
+seq 1 1000000 | tr '\n' ' ' | head -c 1048576 >"$OUT/1m.msg"
+script -qfec "echo \$\$ >$OUT/sigint.pid; exec $BLEKIT receive -a hci0 --timeout 60 \
+  >$OUT/sigint.out" "$OUT/sigint.err" >/dev/null 2>&1 &
+script_pid=$!
+wait_for 20 discovering || echo "# hci0 not discovering after 20 s"
+"$BLEKIT" advertise -a hci1 --file "$OUT/1m.msg" --timeout 120 \
+  >"$OUT/adv-sigint.out" 2>"$OUT/adv-sigint.err" &
+adv=$!
+if wait_for 90 grep -qE 'received [1-9][0-9]* bytes' "$OUT/sigint.err"; then
+  recv=$(<"$OUT/sigint.pid")
+  check "sigint: connected mid-transfer" "connected"
+  start=$EPOCHREALTIME
+  kill -INT "$recv"
+  if wait_for 5 bash -c "! busctl --system get-property org.bluez $HCI1_DEV org.bluez.Device1 \
+    Connected 2>/dev/null | grep -q true"; then
+    down=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+    ok "sigint: the link is down ${down} s after SIGINT to receive mid-transfer"
+  else
+    fail "sigint: Device1.Connected still true 5 s after SIGINT to receive"
+  fi
+  wait_exit "$script_pid" 20
+  echo "# receive stderr: $(tail -c 300 "$OUT/sigint.err" | tr '\r\n' '  ')"
+  check "sigint: receive ended (script exit $STATUS)" "((STATUS != 255))"
+  check "sigint: no partial text on stdout" "[[ ! -s $OUT/sigint.out ]]"
+else
+  fail "sigint: no transfer progress seen: $(tail -c 300 "$OUT/sigint.err" | tr '\r\n' '  ')"
+  stop_pid "$script_pid"
+fi
+stop_pid "$adv"
+check "sigint: advertise exits 143 on SIGTERM (exit $STATUS)" "((STATUS == 143))"
+check "sigint: nothing left registered" "wait_for 10 instances_are 0"
 
 # --- 4. advertise killed mid-transfer of 1 MiB ---------------------------------------------
 # The receiver scans first. It runs on a pty (script(1)) with stdout to a file, so that its

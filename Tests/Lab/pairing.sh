@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Lab test of pairing between two hosts, each with its own bluetoothd: host B advertises with
-# `blekit advertise --pairable --secure` (its agent answers the incoming pairing; subscribing
-# needs an encrypted link), host A runs `blekit receive`, `pair`, `trust` and `unpair`. Both
-# sides must show Paired and Bonded; `receive` must fail before pairing and work after it.
+# `blekit advertise --pairable --allow A --secure` (its agent answers the incoming pairing, for
+# A only; subscribing needs an encrypted link), host A runs `blekit receive`, `pair`, `trust`
+# and `unpair`. Both sides must show Paired and Bonded; `receive` must fail before pairing and
+# work after it. With A off B's --allow list, A's pairing must be refused and leave no bond on
+# either side. Without a terminal, `--pairable` and `pair` need an explicit policy (exit 2).
 # The emulator reports an advertiser only when its advertising is switched on while the other
 # side scans (docs/lab.md), so while a command of A scans, A asks B to register anew
 # (readvertise). Run it as:
@@ -59,12 +61,28 @@ finish() {
   exit
 }
 
+# no_bond_file LOCAL PEER: true when bluetoothd stored no keys for PEER (a failed Pair leaves
+# an info file with the name, but no LongTermKey).
+no_bond_file() { ! grep -qs LongTermKey "/var/lib/bluetooth/$1/$2/info"; }
+
 if [[ $HOST == b ]]; then
   # --- host B: the peripheral, pairable and secure, re-advertising when A asks --------------
+  # Not on a terminal, --pairable without --confirm or --allow refuses to start.
+  "$BLEKIT" advertise --pairable -m x --timeout 5 </dev/null >"$OUT/no-policy.out" \
+    2>"$OUT/no-policy.err"
+  rc=$?
+  if ((rc == 2)) && head -n 1 "$OUT/no-policy.err" | grep -q -- "--confirm auto" \
+    && head -n 1 "$OUT/no-policy.err" | grep -q -- "--allow ADDRESS"; then
+    ok "advertise --pairable without a terminal or a policy: exit 2: $(head -n 1 "$OUT/no-policy.err")"
+  else
+    fail "advertise --pairable without a policy: exit $rc: $(head -c 300 "$OUT/no-policy.err")"
+  fi
   round=0
+  # Whom B's agent accepts: A, or (after A asks "deny") only a device that is not there.
+  allow=$A_ADDRESS
   start_advertise() {
-    "$BLEKIT" advertise --pairable --secure --name "$B_NAME" -m "paired hello" --timeout 300 \
-      >"$OUT/advertise-$round.out" 2>"$OUT/advertise-$round.err" &
+    "$BLEKIT" advertise --pairable --allow "$allow" --secure --name "$B_NAME" -m "paired hello" \
+      --timeout 300 >"$OUT/advertise-$round.out" 2>"$OUT/advertise-$round.err" &
     adv=$!
     if wait_for 30 grep -q "pairing agent registered" "$OUT/advertise-$round.err"; then
       ok "advertise --pairable --secure (round $round) registered its agent"
@@ -86,7 +104,12 @@ if [[ $HOST == b ]]; then
     if [[ -e $SHARED/readvertise-$((round + 1)) ]]; then
       stop_advertise
       round=$((round + 1))
-      if [[ $(<"$SHARED/readvertise-$round") == unpair ]]; then
+      request=$(<"$SHARED/readvertise-$round")
+      case $request in
+        unpair) allow=$A_ADDRESS ;;
+        deny) allow=00:11:22:33:44:55 ;;
+      esac
+      if [[ $request == unpair || $request == deny ]]; then
         "$BLEKIT" unpair "$A_ADDRESS" >"$OUT/unpair-a.out" 2>&1
         rc=$?
         if ((rc == 0)) && [[ $(device_property $A_ADDRESS Paired) == absent ]]; then
@@ -106,12 +129,28 @@ if [[ $HOST == b ]]; then
       else
         fail "B sees A as Paired=$paired Bonded=$bonded"
       fi
-      if grep -h "accepted pairing with $A_ADDRESS\|confirmed passkey" "$OUT"/advertise-*.err; then
-        ok "B's agent answered the pairing"
+      if grep -h "pairing: accepted .* from $A_ADDRESS: named on the command line" \
+        "$OUT"/advertise-*.err; then
+        ok "B's agent accepted A's pairing: A is on the --allow list"
       else
         echo "note: B's agent was not asked (just works, as responder)"
       fi
       echo checked >"$SHARED/b-checked"
+    fi
+    if [[ -e $SHARED/a-denied && ! -e $SHARED/b-checked-denied ]]; then
+      paired=$(device_property $A_ADDRESS Paired)
+      if [[ $paired != true ]] && no_bond_file "$B_ADDRESS" "$A_ADDRESS"; then
+        ok "B kept no bond with A, who is not on its --allow list (Paired=$paired)"
+      else
+        fail "B bonded with A although A is not on its --allow list (Paired=$paired)"
+      fi
+      if grep -h "pairing: refused .* from $A_ADDRESS: not a device named" \
+        "$OUT"/advertise-*.err; then
+        ok "B's agent logged the refusal"
+      else
+        fail "B's logs have no refusal for A: $(tail -n 5 "$OUT/advertise-$round.err")"
+      fi
+      echo checked >"$SHARED/b-checked-denied"
     fi
     sleep 0.2
   done
@@ -173,11 +212,19 @@ receive_check() {
       "$(tail -n 1 "$err")"
   fi
 }
+# Not on a terminal, pair without --confirm refuses to start.
+"$BLEKIT" pair "$B_ADDRESS" </dev/null >"$OUT/pair-no-policy.out" 2>&1
+rc=$?
+if ((rc == 2)) && grep -q -- "--confirm auto" "$OUT/pair-no-policy.out"; then
+  ok "pair without a terminal or --confirm: exit 2: $(head -n 1 "$OUT/pair-no-policy.out")"
+else
+  fail "pair without --confirm: exit $rc: $(head -c 300 "$OUT/pair-no-policy.out")"
+fi
 wait_for 120 grep -qxs 0 "$SHARED/b-advertising" || fail "B never advertised"
 
 # First contact: pair by the advertised name (once connected, bluetoothd replaces the name
 # with the GAP Device Name, so this is the moment a name lookup works).
-scanning_step pair "$BLEKIT" pair "$B_NAME" --timeout 90
+scanning_step pair "$BLEKIT" pair "$B_NAME" --confirm auto --timeout 90
 if ((RC == 0)) && grep -q "^paired with $B_ADDRESS: paired yes, bonded yes" "$OUT/pair.out"; then
   ok "pair $B_NAME (by name): $(cat "$OUT/pair.out")"
 else
@@ -198,7 +245,7 @@ fi
 echo paired >"$SHARED/a-paired"
 wait_for 60 test -e "$SHARED/b-checked" || fail "B never checked its side"
 
-"$BLEKIT" pair "$B_ADDRESS" --timeout 30 >"$OUT/pair-again.out" 2>&1
+"$BLEKIT" pair "$B_ADDRESS" --confirm auto --timeout 30 >"$OUT/pair-again.out" 2>&1
 rc=$?
 if ((rc == 0)) && grep -q "already paired with $B_ADDRESS" "$OUT/pair-again.out"; then
   ok "pair again: exit 0, $(cat "$OUT/pair-again.out")"
@@ -253,13 +300,35 @@ fi
 "$BLEKIT" unpair "$B_ADDRESS" >/dev/null 2>&1
 
 # An absent device and a bad address.
-"$BLEKIT" pair 00:11:22:33:44:55 --timeout 3 >"$OUT/pair-missing.out" 2>&1
+"$BLEKIT" pair 00:11:22:33:44:55 --confirm auto --timeout 3 >"$OUT/pair-missing.out" 2>&1
 rc=$?
 if ((rc == 6)); then ok "pair an absent device: exit 6"; else
   fail "pair an absent device: exit $rc: $(cat "$OUT/pair-missing.out")"; fi
 "$BLEKIT" unpair not-an-address >/dev/null 2>&1
 rc=$?
 if ((rc == 2)); then ok "unpair not-an-address: exit 2"; else fail "unpair bad address: exit $rc"; fi
+
+# B forgets A and accepts only another device: A's pairing is refused by B's agent (numeric
+# comparison with DisplayYesNo on both sides, and "just works" from NoInputNoOutput), and
+# neither side keeps a bond.
+readvertise deny
+for capability in DisplayYesNo NoInputNoOutput; do
+  scanning_step "denied-$capability" "$BLEKIT" pair "$B_ADDRESS" --capability "$capability" \
+    --confirm auto --timeout 60
+  paired=$(device_property $B_ADDRESS Paired)
+  # Refused by B: bluetoothd's Pair fails with AuthenticationFailed/Rejected (exit 8).
+  if ((RC == 8)) && grep -qE "Error.Authentication(Failed|Rejected)" "$OUT/denied-$capability.err" \
+    && [[ $paired != true ]] && no_bond_file "$A_ADDRESS" "$B_ADDRESS"; then
+    ok "pair ($capability) with B, where A is not on the --allow list: refused (exit $RC)," \
+      "no bond: $(tail -n 1 "$OUT/denied-$capability.err")"
+  else
+    fail "pair ($capability) with B, where A is not on the --allow list: exit $RC," \
+      "Paired=$paired: $(cat "$OUT/denied-$capability.out") $(tail -n 3 "$OUT/denied-$capability.err")"
+  fi
+  "$BLEKIT" unpair "$B_ADDRESS" >/dev/null 2>&1
+done
+echo denied >"$SHARED/a-denied"
+wait_for 60 test -e "$SHARED/b-checked-denied" || fail "B never checked the refused pairing"
 
 # Unpaired on both sides: subscribing to the secure characteristic needs encryption, and
 # receive registers no agent, so it fails and pairs nothing. Last, because bluetoothd 5.66

@@ -276,6 +276,10 @@ expect() {
 expect malformed-uuid 2 scan --service E20A39F4-XXXX --timeout 2
 expect rssi-out-of-range 2 receive --min-rssi -300
 expect count-without-separator 2 receive --count 2 --timeout 5
+head -c $((17 << 20)) /dev/zero >"$OUT/17m.msg"
+expect file-over-16mib 2 advertise -a hci1 --file "$OUT/17m.msg"
+expect endless-file 2 advertise -a hci1 --file /dev/zero
+rm -f "$OUT/17m.msg"
 expect unknown-adapter 3 receive --adapter hci9 --timeout 5
 # flags 3 + the 128-bit service UUID 18 + manufacturer data 22 = 43 > 31 (said before bluetoothd is asked)
 expect too-large 9 advertise -a hci1 --message x \

@@ -27,7 +27,7 @@ private func arbitraryFrames(_ input: inout FuzzInput, limit: Int) {
       fuzzCheck(message.bytes.count <= limit, "a message above the limit was delivered")
     }
     fuzzCheck(
-      decoder.bytesReceived <= limit * SequencedTransferDecoder.maximumMessagesInFlight,
+      decoder.bytesReceived <= limit,
       "more bytes buffered than the limit allows")
   }
   _ = decoder.incompleteError
@@ -35,7 +35,7 @@ private func arbitraryFrames(_ input: inout FuzzInput, limit: Int) {
 
 /// A real message, frames shuffled and duplicated: delivered once, byte-exact.
 private func shuffledMessage(_ input: inout FuzzInput, number: UInt8) {
-  let frameLength = 16 + Int(input.byte()) % 24
+  let frameLength = SequencedTransferEncoder.minimumFrameLength + Int(input.byte()) % 24
   let length = Int(input.byte()) | Int(input.byte()) << 8
   let message = input.take(length)
   guard

@@ -170,12 +170,14 @@ public final class PeripheralManager: Sendable {
       return true
     }
     if !stillOpen {
-      await registration.unregister()
+      // Closed meanwhile (often by Ctrl-C, which also cancelled this task): undo on our own.
+      await runCleanup { await registration.unregister() }
       throw .closed
     }
   }
 
-  /// Withdraws a published service (`GattManager1.UnregisterApplication`).
+  /// Withdraws a published service (`GattManager1.UnregisterApplication`), also when the
+  /// calling task was cancelled (bounded by `runCleanup(within:_:)`).
   public func remove(_ service: MutableService) async {
     let published = state.withLock { state in
       let published = state.services.removeValue(forKey: ObjectIdentifier(service))
@@ -186,7 +188,7 @@ public final class PeripheralManager: Sendable {
     }
     guard let published else { return }
     for channel in published.channels { channel.close() }
-    await published.registration.unregister()
+    await runCleanup { await published.registration.unregister() }
   }
 
   /// Withdraws every published service.
@@ -265,9 +267,13 @@ public final class PeripheralManager: Sendable {
   ///
   /// Finishes even when the calling task is cancelled (Ctrl-C cancels a command's task, and a
   /// cancelled task would cancel the unregistering D-Bus calls).
+  /// Bounded: after ``closeLimit`` the unregistering calls still pending are cancelled.
   public func close() async {
-    await Task { await self.closeNow() }.value
+    await runCleanup(within: Self.closeLimit) { await self.closeNow() }
   }
+
+  /// How long ``close()`` waits for bluetoothd to confirm the unregistering.
+  public static let closeLimit: Duration = .seconds(10)
 
   private func closeNow() async {
     let (services, advertisement, wasClosed) = state.withLock { state in

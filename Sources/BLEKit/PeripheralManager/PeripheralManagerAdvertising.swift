@@ -69,18 +69,21 @@ extension PeripheralManager {
       return true
     }
     if !stillOpen {
-      await registration.unregister()
+      // Closed meanwhile (often by Ctrl-C, which also cancelled this task): undo on our own.
+      await runCleanup { await registration.unregister() }
       throw .closed
     }
   }
 
-  /// Stops the current advertisement, if any.
+  /// Stops the current advertisement, if any, also when the calling task was cancelled
+  /// (bounded by `runCleanup(within:_:)`).
   public func stopAdvertising() async {
     let registration = state.withLock { state in
       defer { state.advertisement = nil }
       return state.advertisement
     }
-    await registration?.unregister()
+    guard let registration else { return }
+    await runCleanup { await registration.unregister() }
   }
 
   /// True while an advertisement is registered (and bluetoothd has not released it).

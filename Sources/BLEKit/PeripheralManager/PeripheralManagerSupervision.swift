@@ -15,6 +15,9 @@ public enum PeripheralSupervisionEvent: Sendable, Equatable {
   case bluetoothdDidNotReturn(Duration)
   /// The adapter was powered off while bluetoothd kept running (the stream ends).
   case adapterPoweredOff
+  /// The connection to the system bus was lost (the bus daemon stopped or restarted): nothing
+  /// can be registered again on it (the stream ends).
+  case busLost
 }
 
 /// The inputs the supervisor reacts to, in arrival order.
@@ -23,6 +26,7 @@ private enum SupervisionInput: Sendable {
   case poweredOff
   case powerCheck
   case deadline(Int)
+  case busLost
 }
 
 extension PeripheralManager {
@@ -36,11 +40,12 @@ extension PeripheralManager {
   /// When bluetoothd leaves, the exported objects stay; when it returns within `returnWithin`
   /// and the adapter is powered again, every published service and the current advertisement
   /// are registered again. The stream ends after a terminal event (power-off, no return,
-  /// failed registration), or when the iteration ends; ending it removes its match rules.
+  /// failed registration, the bus lost), or when the iteration ends; ending it removes its
+  /// match rules.
   public func supervise(returnWithin: Duration = .seconds(30)) async throws(PeripheralManagerError)
     -> AsyncStream<PeripheralSupervisionEvent>
   {
-    let owners: AsyncStream<BusName?>
+    let owners: SubscriptionStream<BusName?>
     let powered: SignalStream
     do throws(DBusError) {
       owners = try await connection.nameOwnerChanges(BlueZ.service)
@@ -53,13 +58,23 @@ extension PeripheralManager {
     }
     let (inputs, input) = AsyncStream.makeStream(
       of: SupervisionInput.self, bufferingPolicy: .unbounded)
+    // Each feed's stream ends with an error only when the bus connection is lost.
     let ownerFeed = Task {
-      for await owner in owners { input.yield(.owner(owner)) }
+      do throws(DBusError) {
+        for try await owner in owners { input.yield(.owner(owner)) }
+      } catch {
+        input.yield(.busLost)
+      }
     }
     let powerFeed = Task {
-      for await signal in powered {
-        let changed = signal.arguments.count > 1 ? signal.arguments[1].stringVariantDictionary : nil
-        if changed?["Powered"]?.boolValue == false { input.yield(.poweredOff) }
+      do throws(DBusError) {
+        for try await signal in powered {
+          let changed =
+            signal.arguments.count > 1 ? signal.arguments[1].stringVariantDictionary : nil
+          if changed?["Powered"]?.boolValue == false { input.yield(.poweredOff) }
+        }
+      } catch {
+        input.yield(.busLost)
       }
     }
     let (events, output) = AsyncStream.makeStream(
@@ -114,6 +129,10 @@ extension PeripheralManager {
           output.yield(.bluetoothdDidNotReturn(returnWithin))
           output.finish()
           return
+        case .busLost:
+          output.yield(.busLost)
+          output.finish()
+          return
         }
       }
       output.finish()
@@ -148,7 +167,7 @@ extension PeripheralManager {
   private func registerAgain(owner: BusName, within limit: Duration) async -> String? {
     let deadline = ContinuousClock.now + limit
     while true {
-      if Task.isCancelled || isClosed { return "the peripheral closed" }
+      if Task.isCancelled || isClosed || connection.isClosed { return "the peripheral closed" }
       if callerCheck.currentOwner == owner, await adapterIsPowered() { break }
       if ContinuousClock.now >= deadline {
         return "adapter \(adapterName) was not powered within \(limit) after bluetoothd returned"

@@ -20,6 +20,9 @@
 //   Data frame (END clear): body = 1 to L - 4 bytes of the message, where
 //     L = min(ATT MTU - 3, 512) is the largest notification value. The data frames of a
 //     message carry consecutive slices of it and are numbered 0, 1, 2, ... modulo 65536.
+//     Every data frame but one (the message's last) carries at least 16 bytes, L - 4 at LE's
+//     minimum ATT MTU of 23: a receiver refuses a second shorter one, which bounds the frames
+//     it holds per message to its length limit / 16.
 //   End frame (END set): sequence number = the data frame count modulo 65536, body = 12 bytes:
 //     offset 4  UInt32 data frame count
 //     offset 8  UInt32 message length in bytes

@@ -25,6 +25,8 @@ public struct SequencedTransferDecoder: Sendable {
 
   /// How many messages may be incomplete at once before `receive` refuses a new one.
   public static let maximumMessagesInFlight = 4
+  /// The least payload of a data frame other than a message's last (see the wire format).
+  public static let minimumDataFramePayload = 16
   /// How many delivered or dropped message numbers are remembered, to ignore late frames.
   static let rememberedMessages = 16
 
@@ -113,6 +115,7 @@ public struct SequencedTransferDecoder: Sendable {
     var payloads: [Int: [UInt8]] = [:]
     var byteCount = 0
     var highestIndex = -1
+    var hasShortFrame = false
     var end: (count: Int, length: Int, crc: UInt32)?
 
     mutating func add(_ frame: SequencedFrame, decoder: inout SequencedTransferDecoder)
@@ -132,8 +135,19 @@ public struct SequencedTransferDecoder: Sendable {
           decoder.duplicatesIgnored += 1
           return
         }
-        guard byteCount + payload.count <= decoder.maximumMessageLength else {
+        // This message is out of the decoder's table while it is added to: count it apart.
+        guard decoder.bytesReceived + byteCount + payload.count <= decoder.maximumMessageLength
+        else {
+          // Over all messages in flight together (so also per message).
           throw .messageTooLarge(limit: decoder.maximumMessageLength)
+        }
+        if payload.count < SequencedTransferDecoder.minimumDataFramePayload {
+          guard !hasShortFrame else {
+            throw .malformedFrame(
+              "message \(message) has a second data frame shorter than "
+                + "\(SequencedTransferDecoder.minimumDataFramePayload) bytes")
+          }
+          hasShortFrame = true
         }
         if index < highestIndex { decoder.framesOutOfOrder += 1 }
         payloads[index] = payload

@@ -16,6 +16,9 @@ public struct SequencedTransferEncoder: Sequence, IteratorProtocol, Sendable {
   public let messageNumber: UInt8
   /// The largest frame: min(ATT MTU - 3, 512).
   public let maximumFrameLength: Int
+  /// The shortest frame length: a 4-byte header and the least data payload a receiver takes.
+  public static let minimumFrameLength =
+    SequencedFrame.headerLength + SequencedTransferDecoder.minimumDataFramePayload
   /// How many message bytes were handed out with `markSent()`.
   public private(set) var bytesSent = 0
   /// How many data frames were handed out with `markSent()`.
@@ -41,19 +44,20 @@ public struct SequencedTransferEncoder: Sequence, IteratorProtocol, Sendable {
     try self.init(bytes: bytes, maximumFrameLength: length, messageNumber: messageNumber)
   }
 
-  /// Creates an encoder with an explicit frame length (at least 16, the end frame's size).
-  /// Small frames are useful to test sequence-number wrap-around.
+  /// Creates an encoder with an explicit frame length (at least 20, the largest value at LE's
+  /// minimum ATT MTU of 23, whose 16-byte payload is the least a receiver takes in more than
+  /// one frame per message). Small frames are useful to test sequence-number wrap-around.
   ///
-  /// - Throws: `TransferError.malformedFrame` when the frame length is below 16 or above 512;
+  /// - Throws: `TransferError.malformedFrame` when the frame length is below 20 or above 512;
   ///   `TransferError.messageTooLarge` above 4 GiB - 1.
   public init(bytes: [UInt8], maximumFrameLength: Int, messageNumber: UInt8 = 0)
     throws(TransferError)
   {
     guard
-      (SequencedFrame.endFrameLength...TransferLimits.maximumAttributeValueLength)
+      (Self.minimumFrameLength...TransferLimits.maximumAttributeValueLength)
         .contains(maximumFrameLength)
     else {
-      throw .malformedFrame("frame length \(maximumFrameLength) is outside 16...512")
+      throw .malformedFrame("frame length \(maximumFrameLength) is outside 20...512")
     }
     guard bytes.count <= Int(UInt32.max) else { throw .messageTooLarge(limit: Int(UInt32.max)) }
     self.message = bytes

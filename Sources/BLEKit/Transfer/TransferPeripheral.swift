@@ -134,7 +134,8 @@ public final class TransferPeripheral: Sendable {
     return nil
   }
 
-  /// Sends one message on one subscription, waiting for room between values.
+  /// Sends one message on one subscription, waiting for room between values. Each value is
+  /// made as it is sent (a message is never held twice, as bytes and as frames).
   private func send(
     _ bytes: [UInt8], framing: Framing, to events: AsyncStream<Event>.Continuation
   ) async {
@@ -142,48 +143,49 @@ public final class TransferPeripheral: Sendable {
     let attMTU = manager.maximumUpdateValueLength(for: characteristic) + 3
     let clock = ContinuousClock()
     let start = clock.now
-    var values: [[UInt8]]
-    var sentBytes: [Int]  // message bytes covered once values[i] is sent
+    var values: ValueSource
     do {
-      (values, sentBytes) = try Self.values(for: bytes, framing: framing, attMTU: attMTU)
+      values = try ValueSource(bytes: bytes, framing: framing, attMTU: attMTU)
     } catch {
       events.yield(.cut(framing, sent: 0, total: bytes.count))
       return
     }
-    for (index, value) in values.enumerated() {
+    while let value = values.next {
       do {
         try await manager.send(value, for: characteristic)
       } catch {
-        events.yield(.cut(framing, sent: index == 0 ? 0 : sentBytes[index - 1], total: bytes.count))
+        events.yield(.cut(framing, sent: values.bytesSent, total: bytes.count))
         return
       }
-      events.yield(.progress(framing, sent: sentBytes[index], total: bytes.count))
+      values.markSent()
+      events.yield(.progress(framing, sent: values.bytesSent, total: bytes.count))
     }
     events.yield(.sent(framing, bytes: bytes.count, duration: clock.now - start))
   }
 
-  /// Every notification value of a message, with the message bytes covered after each.
-  static func values(for bytes: [UInt8], framing: Framing, attMTU: Int) throws(TransferError)
-    -> ([[UInt8]], [Int])
-  {
-    var values: [[UInt8]] = []
-    var covered: [Int] = []
-    switch framing {
-    case .plain:
-      var chunker = try TransferChunker(bytes: bytes, attMTU: attMTU)
-      while let chunk = chunker.nextChunk {
-        chunker.markSent()
-        values.append(chunk)
-        covered.append(chunker.bytesSent)
-      }
-    case .sequenced:
-      var encoder = try SequencedTransferEncoder(bytes: bytes, attMTU: attMTU)
-      while let frame = encoder.nextFrame {
-        encoder.markSent()
-        values.append(frame.bytes)
-        covered.append(encoder.bytesSent)
+  /// The notification values of one message in either framing, made one at a time.
+  struct ValueSource {
+    private var chunker: TransferChunker?
+    private var encoder: SequencedTransferEncoder?
+
+    /// - Throws: `TransferError` for an MTU below 23 or a message over the framing's limit.
+    init(bytes: [UInt8], framing: Framing, attMTU: Int) throws(TransferError) {
+      switch framing {
+      case .plain: chunker = try TransferChunker(bytes: bytes, attMTU: attMTU)
+      case .sequenced: encoder = try SequencedTransferEncoder(bytes: bytes, attMTU: attMTU)
       }
     }
-    return (values, covered)
+
+    /// The value to send now, or `nil` when all were sent.
+    var next: [UInt8]? { chunker?.nextChunk ?? encoder?.nextFrame?.bytes }
+
+    /// Message bytes covered by the values sent so far.
+    var bytesSent: Int { chunker?.bytesSent ?? encoder?.bytesSent ?? 0 }
+
+    /// Records that `next` was sent.
+    mutating func markSent() {
+      chunker?.markSent()
+      encoder?.markSent()
+    }
   }
 }
