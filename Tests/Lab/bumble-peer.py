@@ -11,9 +11,10 @@
 #       Heart Rate (180D/2A37 notify: 10 measurements, 70..79 bpm, every 0.2 s after a
 #       subscription); a service of its own (SENSOR below) with a characteristic that
 #       indicates 3 values ("indication 1".."indication 3"), a 600-byte read-only value
-#       (bytes i % 251, read in pieces by a long read), and a value produced per read (READ_*:
-#       "read #N " then dots to 700 bytes; the pieces of one long read come from the same value,
-#       so offsets are honoured). Advertises the transfer service's UUID, with the name in the
+#       (bytes i % 251, read in pieces by a long read; bluetoothd keeps 512 of them), and a value
+#       produced per read (400 bytes, "read #N:<N><N>..."; the pieces of one long read come from
+#       the same value, so offsets are honoured). Its GATT server offers an MTU of --mtu (185,
+#       a phone's; long reads then take several requests). Advertises the transfer service's UUID, with the name in the
 #       scan response, and goes on advertising after each disconnection. Prints "ready
 #       ADDRESS", then one line per event (connected, subscribed, sent, reply). Runs until
 #       killed.
@@ -26,9 +27,11 @@
 #       and ends with "central E/N exact"; exit 0 when all were exact.
 #   pair-central --address A [--io-capability C] [--no-sc] [--no-bond] [--reconnect]
 #   pair-peripheral [--io-capability C] [--no-sc] [--no-bond] [--name N]
-#       Pairing with a non-BlueZ stack: the central connects to A and pairs (then, with
-#       --reconnect, disconnects, connects again and encrypts with the stored keys); the
-#       peripheral advertises and accepts. Numeric comparisons are confirmed; a passkey to
+#       Pairing with a non-BlueZ stack: the central connects to A (public; --random: random)
+#       and pairs (then, with --reconnect, disconnects, connects again and encrypts with the
+#       stored keys); the peripheral advertises and accepts. Both use their controller's
+#       public address, the identity address they hand out (the peripheral prints it:
+#       "ready ADDRESS"). Numeric comparisons are confirmed; a passkey to
 #       display is printed ("passkey NNNNNN") and one to enter is read from $LAB_SHARED/passkey.
 #       Prints "paired sc=yes|no bonded=yes|no" or "pairing failed: ...".
 import argparse
@@ -37,7 +40,7 @@ import os
 import sys
 import time
 
-from bumble import hci
+from bumble import att, hci
 from bumble.core import UUID
 from bumble.device import Device, Peer
 from bumble.gatt import Characteristic, CharacteristicValue, Service
@@ -52,7 +55,7 @@ INDICATE_CHAR = "6E7A0002-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
 LONG_CHAR = "6E7A0003-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
 PER_READ_CHAR = "6E7A0004-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
 LONG_VALUE = bytes(i % 251 for i in range(600))
-PER_READ_LENGTH = 700
+PER_READ_LENGTH = 400
 
 
 def say(text):
@@ -106,22 +109,29 @@ class PerReadValue:
     def read(self, connection):
         if self.left <= 0:
             self.count += 1
-            head = f"read #{self.count} ".encode()
-            self.value = head + b"." * (PER_READ_LENGTH - len(head))
+            self.value = (f"read #{self.count}:" + f"<{self.count}>" * PER_READ_LENGTH).encode()
+            self.value = self.value[:PER_READ_LENGTH]
             self.left = len(self.value) // (connection.att_mtu - 1) + 1
         self.left -= 1
         return self.value
 
 
+def not_readable(connection):
+    # Without a read function Bumble raises inside its server and sends no response at all,
+    # so bluetoothd's read waits out the ATT timeout and drops the link.
+    raise att.ATT_Error(att.ATT_READ_NOT_PERMITTED_ERROR)
+
+
 async def sensor(args):
     message = open(args.message, "rb").read()
     transport, device = await open_device(args.name, args.address)
+    device.gatt_server.max_mtu = args.mtu
     async with transport:
         transfer = Characteristic(
             TRANSFER_CHAR,
             Characteristic.Properties.NOTIFY | Characteristic.Properties.WRITE_WITHOUT_RESPONSE,
             Characteristic.WRITEABLE,
-            CharacteristicValue(write=lambda connection, value: say(
+            CharacteristicValue(read=not_readable, write=lambda connection, value: say(
                 f"reply {bytes(value).decode(errors='replace')}")))
         battery = Characteristic(
             "2A19", Characteristic.Properties.READ | Characteristic.Properties.NOTIFY,
@@ -205,9 +215,15 @@ async def find_transfer_peripheral(device, timeout):
         await device.stop_scanning()
 
 
+def step(text):
+    print(f"{time.monotonic():.1f} {text}", file=sys.stderr, flush=True)
+
+
 async def central_iteration(device, expect, reply, args):
     address = await find_transfer_peripheral(device, args.timeout)
+    step(f"found {address}")
     connection = await device.connect(address, timeout=args.timeout)
+    step("connected")
     chunks = []
     done = asyncio.Event()
 
@@ -219,11 +235,16 @@ async def central_iteration(device, expect, reply, args):
 
     async with Peer(connection) as peer:
         mtu = await peer.request_mtu(args.mtu)
+        step(f"MTU {mtu}")
         await peer.discover_service(UUID(TRANSFER_SERVICE))
         await peer.discover_characteristics()
         characteristic = peer.get_characteristics_by_uuid(UUID(TRANSFER_CHAR))[0]
         await peer.subscribe(characteristic, on_value)
-        await asyncio.wait_for(done.wait(), args.timeout)
+        step("subscribed")
+        try:
+            await asyncio.wait_for(done.wait(), args.timeout)
+        finally:
+            step(f"{len(chunks)} values, sizes {sorted(set(map(len, chunks)))}")
         await peer.write_value(characteristic, reply, with_response=False)
         await asyncio.sleep(0.3)  # let the write go out before the unsubscribe and disconnect
         await peer.unsubscribe(characteristic, on_value)
@@ -235,6 +256,10 @@ async def central_iteration(device, expect, reply, args):
 async def central(args):
     expect = open(args.expect, "rb").read()
     transport, device = await open_device(args.name, args.address)
+    # A phone uses one MTU in both roles. Bumble's server would offer 517 to bluetoothd's own
+    # MTU exchange while its client asks for --mtu; bluetoothd 5.66 then keeps the larger one
+    # for notifications (docs/lab.md).
+    device.gatt_server.max_mtu = args.server_mtu or args.mtu
     exact = 0
     async with transport:
         await device.power_on()
@@ -295,9 +320,14 @@ def pairing_setup(device, args):
         bonding=not args.no_bond, delegate=Delegate(io_capability=capability))
 
 
-def pairing_result(connection, args):
-    return (f"paired sc={'no' if args.no_sc else 'yes'} "
-            f"bonded={'no' if args.no_bond else 'yes'} encrypted={'yes' if connection.is_encrypted else 'no'}")
+async def pairing_result(device, connection, keys):
+    """What the pairing gave: LE Secure Connections (one LTK) or legacy (an LTK per role), and
+    whether the keys were kept (bonding)."""
+    await asyncio.sleep(0.5)  # the keystore is written after the pairing event
+    sc = keys is not None and keys.ltk is not None
+    stored = await device.keystore.get(str(connection.peer_address)) if device.keystore else None
+    return (f"paired sc={'yes' if sc else 'no'} bonded={'yes' if stored else 'no'} "
+            f"encrypted={'yes' if connection.is_encrypted else 'no'}")
 
 
 async def pair_central(args):
@@ -305,22 +335,29 @@ async def pair_central(args):
     async with transport:
         pairing_setup(device, args)
         await device.power_on()
-        target = hci.Address(args.address, hci.Address.PUBLIC_DEVICE_ADDRESS)
-        connection = await device.connect(target, timeout=args.timeout)
+        target = hci.Address(args.address, hci.Address.RANDOM_DEVICE_ADDRESS if args.random
+                             else hci.Address.PUBLIC_DEVICE_ADDRESS)
+        # Its controller's public address, which is also the identity address it hands out
+        # when pairing (so the keys are found again on a reconnection).
+        connection = await device.connect(target, timeout=args.timeout,
+                                          own_address_type=hci.OwnAddressType.PUBLIC)
+        got = {}
+        connection.on("pairing", lambda keys: got.setdefault("keys", keys))
         try:
             await connection.pair()
-        except Exception as error:  # noqa: BLE001
+        except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001
             say(f"pairing failed: {type(error).__name__}: {error}")
             return 1
-        say(pairing_result(connection, args))
+        say(await pairing_result(device, connection, got.get("keys")))
         if args.reconnect:
             await connection.disconnect()
             await asyncio.sleep(1)
-            connection = await device.connect(target, timeout=args.timeout)
+            connection = await device.connect(target, timeout=args.timeout,
+                                              own_address_type=hci.OwnAddressType.PUBLIC)
             try:
                 await connection.encrypt()
                 say(f"reconnected encrypted={'yes' if connection.is_encrypted else 'no'} with stored keys")
-            except Exception as error:  # noqa: BLE001
+            except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001
                 say(f"reconnect encryption failed: {type(error).__name__}: {error}")
                 return 1
         await asyncio.sleep(0.5)
@@ -336,22 +373,22 @@ async def pair_peripheral(args):
 
         def on_connection(connection):
             say(f"connected {connection.peer_address}")
-            connection.on("pairing", lambda keys: done.done() or done.set_result((connection, None)))
+            connection.on("pairing", lambda keys: done.done() or done.set_result(
+                (connection, keys, None)))
             connection.on("pairing_failure", lambda reason: done.done() or done.set_result(
-                (connection, reason)))
-            connection.on("encryption_change", lambda: say(
-                f"encryption {'on' if connection.is_encrypted else 'off'}"))
+                (connection, None, reason)))
 
         device.on("connection", on_connection)
         await device.power_on()
         advertising = ad_structure(0x01, bytes([0x06])) + ad_structure(0x09, args.name.encode())
-        await device.start_advertising(auto_restart=True, advertising_data=advertising)
-        say(f"ready {args.address_self}")
-        connection, failure = await asyncio.wait_for(done, args.timeout)
+        await device.start_advertising(auto_restart=True, advertising_data=advertising,
+                                       own_address_type=hci.OwnAddressType.PUBLIC)
+        say(f"ready {device.public_address.to_string(False)}")
+        connection, keys, failure = await asyncio.wait_for(done, args.timeout)
         if failure is not None:
             say(f"pairing failed: {failure}")
             return 1
-        say(pairing_result(connection, args))
+        say(await pairing_result(device, connection, keys))
         await asyncio.get_running_loop().create_future()
 
 
@@ -362,10 +399,12 @@ def main():
     s.add_argument("--message", required=True)
     s.add_argument("--name", default="bumble-sensor")
     s.add_argument("--address", default="C0:FF:EE:00:00:01")
+    s.add_argument("--mtu", type=int, default=185)
     c = sub.add_parser("central")
     c.add_argument("--expect", required=True)
     c.add_argument("--iterations", type=int, default=3)
     c.add_argument("--mtu", type=int, default=185)
+    c.add_argument("--server-mtu", type=int, help="the MTU its GATT server offers (default --mtu)")
     c.add_argument("--reply-prefix", default="reply from the Bumble central, iteration ")
     c.add_argument("--name", default="bumble-phone")
     c.add_argument("--address", default="C0:FF:EE:00:00:02")
@@ -384,6 +423,7 @@ def main():
         if name == "pair-central":
             p.add_argument("--address", required=True)
             p.add_argument("--reconnect", action="store_true")
+            p.add_argument("--random", action="store_true", help="A is a random address")
     args = parser.parse_args()
     run = {"sensor": sensor, "central": central, "pair-central": pair_central,
            "pair-peripheral": pair_peripheral}[args.mode]
