@@ -3,10 +3,11 @@
 # (`scripts/lab run --bumble N`, docs/lab.md). Each run opens the HCI transport $LAB_BUMBLE_HCI,
 # where the air gives it a controller of its own, and acts as one of:
 #
-#   sensor  --message FILE [--name N] [--address A]
+#   sensor  --message FILE [--message FILE2 ...] [--name N] [--address A] [--mtu M]
 #       A sensor-like peripheral. Services: the transfer service
-#       (E20A39F4-73F5-4BC4-A12F-17D1AD07A961) whose characteristic 08590F7E-... sends FILE to
-#       each subscriber with the plain protocol (chunks of min(MTU-3, 512) bytes, then the
+#       (E20A39F4-73F5-4BC4-A12F-17D1AD07A961) whose characteristic 08590F7E-... sends a FILE to
+#       each subscriber (the first subscriber gets the first FILE, the next one the next, and
+#       the last FILE is repeated) with the plain protocol (chunks of min(MTU-3, 512) bytes, then the
 #       literal EOM) and takes replies written without response; Battery (180F/2A19, 87 %);
 #       Heart Rate (180D/2A37 notify: 10 measurements, 70..79 bpm, every 0.2 s after a
 #       subscription); a service of its own (SENSOR below) with a characteristic that
@@ -123,7 +124,8 @@ def not_readable(connection):
 
 
 async def sensor(args):
-    message = open(args.message, "rb").read()
+    messages = [open(path, "rb").read() for path in args.message]
+    subscriptions = [0]
     transport, device = await open_device(args.name, args.address)
     device.gatt_server.max_mtu = args.mtu
     async with transport:
@@ -155,6 +157,8 @@ async def sensor(args):
         ])
 
         async def send_message(connection):
+            message = messages[min(subscriptions[0], len(messages) - 1)]
+            subscriptions[0] += 1
             size = min(connection.att_mtu - 3, 512)
             for i in range(0, len(message), size):
                 await device.notify_subscriber(connection, transfer, message[i:i + size], force=True)
@@ -396,7 +400,7 @@ def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="mode", required=True)
     s = sub.add_parser("sensor")
-    s.add_argument("--message", required=True)
+    s.add_argument("--message", required=True, action="append")
     s.add_argument("--name", default="bumble-sensor")
     s.add_argument("--address", default="C0:FF:EE:00:00:01")
     s.add_argument("--mtu", type=int, default=185)
