@@ -29,40 +29,63 @@ public actor CentralManager {
   private var nextWatcher = 0
   private var monitor: Task<Void, Never>?
   var isScanning = false
+  /// Whether ``open(adapter:connection:)`` opened the connection (so ``close()`` closes it).
+  private let ownsConnection: Bool
 
-  private init(objects: BlueZObjectTree, requestedAdapter: String?) {
+  private init(objects: BlueZObjectTree, requestedAdapter: String?, ownsConnection: Bool) {
     self.objects = objects
     self.requestedAdapter = requestedAdapter
+    self.ownsConnection = ownsConnection
   }
 
   /// Opens the central on `adapter` (e.g. `hci1`; `nil` picks `hci0`, else the first adapter).
   ///
   /// Succeeds whenever the system bus is reachable, even if bluetoothd is not running: then
-  /// ``state`` says so and follows it when it starts.
+  /// ``state`` says so and follows it when it starts. Without `connection`, the manager opens
+  /// its own to the system bus, and ``close()`` closes it; a given one stays open.
   /// - Throws: ``CentralError/Code/adapterNotFound`` when bluetoothd runs and has no adapter of
   ///   that name; ``CentralError/Code/serviceUnavailable`` when the system bus is unreachable.
   public static func open(
     adapter: String? = nil, connection: DBusConnection? = nil
   ) async throws(CentralError) -> CentralManager {
-    let bus: DBusConnection
     if let connection {
-      bus = connection
-    } else {
-      do {
-        bus = try DBusConnection.system()
-      } catch {
-        throw CentralError(
-          .serviceUnavailable, "cannot connect to the system bus: \(error)")
-      }
+      return try await open(adapter: adapter, on: connection, owned: false)
     }
+    return try await open(adapter: adapter, connecting: DBusConnection.system)
+  }
+
+  /// Opens the central on a connection of its own, made by `connect` (the system bus's, or in
+  /// tests a private bus's), which ``close()`` closes.
+  static func open(
+    adapter: String?, connecting connect: () throws(DBusError) -> DBusConnection
+  ) async throws(CentralError) -> CentralManager {
+    let bus: DBusConnection
+    do throws(DBusError) {
+      bus = try connect()
+    } catch {
+      throw CentralError(
+        .serviceUnavailable, "cannot connect to the system bus: \(error)")
+    }
+    return try await open(adapter: adapter, on: bus, owned: true)
+  }
+
+  private static func open(adapter: String?, on bus: DBusConnection, owned: Bool)
+    async throws(CentralError) -> CentralManager
+  {
     let tree: BlueZObjectTree
     do throws(BlueZError) {
       tree = try await BlueZObjectTree.start(connection: bus)
     } catch {
+      if owned { bus.close() }
       throw CentralError(error, while: "reading bluetoothd's objects")
     }
-    let manager = CentralManager(objects: tree, requestedAdapter: adapter)
-    try await manager.startMonitoring()
+    let manager = CentralManager(objects: tree, requestedAdapter: adapter, ownsConnection: owned)
+    do throws(CentralError) {
+      try await manager.startMonitoring()
+    } catch {
+      await manager.close()
+      throw error
+    }
     return manager
   }
 
@@ -100,13 +123,15 @@ public actor CentralManager {
   /// waking another thread; the loop's body should then be quick (printing a line is).
   public nonisolated var executor: any TaskExecutor { objects.connection.executor }
 
-  /// Stops following bluetoothd; scans and subscriptions made by this manager end.
+  /// Stops following bluetoothd; scans and subscriptions made by this manager end, and the
+  /// connection it opened (not one given to ``open(adapter:connection:)``) is closed.
   public func close() async {
     monitor?.cancel()
     monitor = nil
     for watcher in watchers.values { watcher.finish() }
     watchers.removeAll()
     objects.stop()
+    if ownsConnection { objects.connection.close() }
   }
 
   private func handle(_ event: BlueZObjectEvent) {
@@ -170,8 +195,9 @@ public actor CentralManager {
   public func stateUpdates() -> AsyncStream<CentralState> {
     let id = nextWatcher
     nextWatcher += 1
+    // A watcher that falls behind needs only the recent states, the last one above all.
     let (stream, continuation) = AsyncStream.makeStream(
-      of: CentralState.self, bufferingPolicy: .unbounded)
+      of: CentralState.self, bufferingPolicy: .bufferingNewest(16))
     continuation.yield(state)
     if busLostMessage != nil {
       continuation.finish()

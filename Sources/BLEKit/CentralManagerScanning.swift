@@ -58,14 +58,47 @@ public struct ScanOptions: Sendable, Hashable {
 /// The scan runs while the sequence is iterated: ending the iteration (or cancelling the task,
 /// or dropping the sequence) stops this client's discovery session. The sequence ends with an
 /// error when the adapter is powered off or removed, or bluetoothd goes away.
+///
+/// At most ``bufferLimit`` discoveries wait for a consumer that falls behind (a flooding
+/// advertiser with `allowDuplicates`); beyond that the oldest waiting one is dropped, so
+/// memory stays bounded, and ``droppedCount`` says how many were.
 public struct DiscoveryStream: AsyncSequence, Sendable {
   public typealias Element = Discovery
   public typealias Failure = any Error
+  /// Discoveries kept for a consumer that falls behind.
+  public static let bufferLimit = 4096
+
   let stream: AsyncThrowingStream<Discovery, any Error>
+  let drops: DropCounter
+
+  /// Discoveries dropped so far because the consumer fell ``bufferLimit`` behind.
+  public var droppedCount: Int { drops.count }
 
   public func makeAsyncIterator() -> AsyncThrowingStream<Discovery, any Error>.Iterator {
     stream.makeAsyncIterator()
   }
+
+  /// A bounded stream and the function that feeds it, counting what it drops.
+  static func make() -> (
+    DiscoveryStream, AsyncThrowingStream<Discovery, any Error>.Continuation,
+    @Sendable (Discovery) -> Void
+  ) {
+    let (stream, continuation) = AsyncThrowingStream.makeStream(
+      of: Discovery.self, throwing: (any Error).self,
+      bufferingPolicy: .bufferingNewest(bufferLimit))
+    let drops = DropCounter()
+    let feed: @Sendable (Discovery) -> Void = { discovery in
+      if case .dropped = continuation.yield(discovery) { drops.add() }
+    }
+    return (DiscoveryStream(stream: stream, drops: drops), continuation, feed)
+  }
+}
+
+/// How many elements a bounded stream dropped.
+final class DropCounter: Sendable {
+  private let value = Atomic(0)
+  var count: Int { value.load(ordering: .relaxed) }
+  func add() { value.add(1, ordering: .relaxed) }
 }
 
 extension CentralManager {
@@ -81,18 +114,15 @@ extension CentralManager {
   public func scan(_ options: ScanOptions = ScanOptions()) async throws(CentralError)
     -> DiscoveryStream
   {
-    let (stream, continuation) = AsyncThrowingStream.makeStream(
-      of: Discovery.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
+    let (discoveries, continuation, feed) = DiscoveryStream.make()
     let session = try await startScan(
       options,
-      sink: ScanSink(
-        yield: { continuation.yield($0) },
-        end: { continuation.finish(throwing: $0.error) }))
+      sink: ScanSink(yield: feed, end: { continuation.finish(throwing: $0.error) }))
     continuation.onTermination = { _ in
       session.cancel()
       Task { await session.stop() }
     }
-    return DiscoveryStream(stream: stream)
+    return discoveries
   }
 
   /// Starts a discovery session that reports to `sink`: observes the object tree, sets the
@@ -105,9 +135,6 @@ extension CentralManager {
       throw CentralError(.scanInProgress, "a scan is already running on this central")
     }
     isScanning = true
-    if !Self.rehearsed.exchange(true, ordering: .relaxed) {
-      _ = rehearseScan(options, on: adapter)
-    }
     let session = ScanSession(
       manager: self, adapter: adapter, adapterName: adapterName, options: options, sink: sink)
     // Observed before the start, so nothing reported in between is missed; what arrives before
@@ -138,108 +165,6 @@ extension CentralManager {
     session.started()
     return session
   }
-
-  /// Runs a made-up advertisement through a scan's whole path in this process, and returns
-  /// the discovery it makes (`nil` when `options` filter it out, or the central is not powered
-  /// on). Nothing is sent to bluetoothd and no scan reports it: the advertisement is encoded as
-  /// bluetoothd's InterfacesAdded signal, decoded, applied to a scratch object tree, and
-  /// filtered by a scratch scan session with these options.
-  ///
-  /// Why: a fresh process pays for code on its first use (page faults, lazy binding, Swift
-  /// type metadata and conformance look-ups). In the lab (emulated CPU, binary over 9p) that
-  /// was about 10 ms on the first real discovery, which is most of `blekit scan`'s discovery
-  /// latency. ``scan(_:)`` rehearses once per process by itself; a caller that also wants its
-  /// own handling of a discovery rehearsed (formatting, drawing) can call this first and feed
-  /// the result to that code.
-  public func rehearseScan(_ options: ScanOptions) -> Discovery? {
-    guard let adapter = try? objects.proxy(Adapter1.self, at: adapterPath ?? BlueZ.root),
-      state == .poweredOn
-    else { return nil }
-    Self.rehearsed.store(true, ordering: .relaxed)
-    return rehearseScan(options, on: adapter)
-  }
-
-  private func rehearseScan(_ options: ScanOptions, on adapter: Adapter1) -> Discovery? {
-    guard let message = Self.madeUpAdvertisement(options, adapter: adapter.path) else {
-      return nil
-    }
-    let found = ScanOutcome()
-    let session = ScanSession(
-      manager: self, adapter: adapter, adapterName: adapterName, options: options,
-      sink: ScanSink(yield: found.keep, end: { _ in }), holding: false)
-    let events = BlueZObjectTree.rehearse(messages: [message], devices: session.devicesHandler)
-    for event in events { session.handle(event) }
-    session.cancel()
-    return found.discovery
-  }
-
-  /// bluetoothd's InterfacesAdded for a made-up device on `adapter` that advertises what
-  /// `options` look for, taken through libdbus's wire format and back as a real one is. It is
-  /// shaped like bluetoothd 5.66's for an LE advertiser (its interfaces and the usual Device1
-  /// properties, in its order, RSSI 127 as the lab's emulator reports), with the optional
-  /// advertising properties added, so that the rehearsal runs the code a real signal runs.
-  private static func madeUpAdvertisement(_ options: ScanOptions, adapter: ObjectPath)
-    -> DBusMessage?
-  {
-    let uuids =
-      options.services.isEmpty
-      ? ["0000180f-0000-1000-8000-00805f9b34fb"]
-      : options.services.map(\.uuidString)
-    // Hex letters and digits both, as real addresses have.
-    let address = "0A:1B:2C:3D:4E:5F"
-    let properties: [(String, DBusValue)] = [
-      (Device1.address.name, .string(address)),
-      (Device1.addressType.name, .string("public")),
-      (Device1.name.name, .string("rehearsal")),
-      (Device1.alias.name, .string("rehearsal")),
-      (Device1.paired.name, .bool(false)),
-      (Device1.bonded.name, .bool(false)),
-      (Device1.trusted.name, .bool(false)),
-      (Device1.blocked.name, .bool(false)),
-      ("LegacyPairing", .bool(false)),
-      (Device1.rssi.name, .int16(127)),
-      (Device1.txPower.name, .int16(0)),
-      (Device1.connected.name, .bool(false)),
-      (Device1.uuids.name, .strings(uuids)),
-      (
-        Device1.manufacturerData.name,
-        .dictionary(
-          key: "q", value: "v",
-          [DBusDictEntry(key: .uint16(0xFFFF), value: .variant(.bytes([1])))])
-      ),
-      (
-        Device1.serviceData.name,
-        .dictionary(
-          key: "s", value: "v",
-          [DBusDictEntry(key: .string(uuids[0]), value: .variant(.bytes([1])))])
-      ),
-      (Device1.adapter.name, .objectPath(adapter)),
-      (Device1.servicesResolved.name, .bool(false)),
-    ]
-    let noProperties = DBusValue.dictionary(key: "s", value: "v", [])
-    let interfaces = DBusValue.dictionary(
-      key: "s", value: "a{sv}",
-      [
-        DBusDictEntry(key: .string(InterfaceName.introspectable.rawValue), value: noProperties),
-        DBusDictEntry(
-          key: .string(Device1.interface.rawValue),
-          value: .dictionary(
-            key: "s", value: "v",
-            properties.map { DBusDictEntry(key: .string($0.0), value: .variant($0.1)) })),
-        DBusDictEntry(key: .string(InterfaceName.properties.rawValue), value: noProperties),
-      ])
-    let path = adapter.appending("dev_0A_1B_2C_3D_4E_5F")
-    guard
-      let message = try? DBusMessage.signal(
-        path: BlueZ.root, interface: BlueZ.Interface.objectManager, member: "InterfacesAdded"),
-      (try? message.append([.objectPath(path), interfaces])) != nil,
-      let wire = try? message.wireBytes()
-    else { return nil }
-    return try? DBusMessage(wireBytes: wire)
-  }
-
-  /// Whether this process has rehearsed a scan (see ``rehearseScan(_:)``).
-  private static let rehearsed = Atomic(false)
 
   func scanEnded() {
     isScanning = false
@@ -296,11 +221,4 @@ struct DiscoveryFilterState {
   mutating func forget(_ path: ObjectPath) {
     reported.remove(path)
   }
-}
-
-/// The discovery a rehearsal made.
-private final class ScanOutcome: Sendable {
-  private let kept = Mutex<Discovery?>(nil)
-  var discovery: Discovery? { kept.withLock { $0 } }
-  func keep(_ discovery: Discovery) { kept.withLock { $0 = discovery } }
 }

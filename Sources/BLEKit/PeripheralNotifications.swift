@@ -71,6 +71,8 @@ extension Peripheral {
     }
     let proxy = try await proxy(for: characteristic)
     let (_, _, events) = objects.subscribe()
+    // Unbounded: a lost notification would corrupt what the consumer assembles (a transfer
+    // caps its message at 16 MiB and fails beyond it); the consumer must keep up.
     let (stream, continuation) = AsyncThrowingStream.makeStream(
       of: [UInt8].self, throwing: (any Error).self, bufferingPolicy: .unbounded)
     let devicePath = identifier.path
@@ -92,8 +94,11 @@ extension Peripheral {
           onEnd: { error in
             if let error { continuation.finish(throwing: error) } else { continuation.finish() }
           })
+        let tree = objects
         let watch = Task {
-          if let error = await Self.waitForLinkLoss(events, device: devicePath, name: name) {
+          if let error = await Self.waitForLinkLoss(
+            events, device: devicePath, name: name, tree: tree)
+          {
             reader.finish(after: error)
           }
         }
@@ -114,6 +119,7 @@ extension Peripheral {
       throw CentralError(error, while: "subscribing to \(characteristic.uuid)")
     }
     let path = characteristic.path
+    let tree = objects
     let watch = Task {
       for await event in events {
         switch event {
@@ -124,7 +130,7 @@ extension Peripheral {
           }
         default:
           if let error = Self.linkLoss(in: event, device: devicePath, name: name) {
-            continuation.finish(throwing: error)
+            continuation.finish(throwing: await Self.explain(error, tree: tree))
             return
           }
         }
@@ -138,15 +144,25 @@ extension Peripheral {
     return NotificationStream(stream: stream, subscription: subscription, method: .startNotify)
   }
 
-  /// Waits for the link to the device to go (disconnected, removed, bluetoothd gone) and
-  /// returns the error to end with; `nil` when the wait was cancelled.
+  /// Waits for the link to the device to go (disconnected, removed, bluetoothd gone, the bus
+  /// gone) and returns the error to end with; `nil` when the wait was cancelled.
   static func waitForLinkLoss(
-    _ events: AsyncStream<BlueZObjectEvent>, device: ObjectPath, name: String
+    _ events: AsyncStream<BlueZObjectEvent>, device: ObjectPath, name: String,
+    tree: BlueZObjectTree
   ) async -> CentralError? {
     for await event in events {
-      if let error = linkLoss(in: event, device: device, name: name) { return error }
+      if let error = linkLoss(in: event, device: device, name: name) {
+        return await explain(error, tree: tree)
+      }
     }
     return nil
+  }
+
+  /// bluetoothd stopping can be the first sign of the system bus going away (see
+  /// `BlueZObjectTree.busLoss()`): then the bus is what ended the link.
+  static func explain(_ error: CentralError, tree: BlueZObjectTree) async -> CentralError {
+    guard error.code == .serviceUnavailable else { return error }
+    return await tree.busLoss() ?? error
   }
 
   static func linkLoss(in event: BlueZObjectEvent, device: ObjectPath, name: String)

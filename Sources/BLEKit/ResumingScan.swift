@@ -1,6 +1,7 @@
 // A scan that survives a bluetoothd restart: it pauses while org.bluez is gone and starts
 // discovery again when bluetoothd returns (within a bounded wait).
 import BlueZ
+import DBus
 import Synchronization
 
 /// A pause or resumption of a ``CentralManager/resumingScan(_:returnWithin:onInterruption:)``.
@@ -51,14 +52,12 @@ extension CentralManager {
     _ options: ScanOptions, returnWithin: Duration = .seconds(30),
     onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in }
   ) async throws(CentralError) -> DiscoveryStream {
-    let (stream, continuation) = AsyncThrowingStream.makeStream(
-      of: Discovery.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
+    let (discoveries, continuation, feed) = DiscoveryStream.make()
     let supervisor = try await superviseScan(
       options, returnWithin: returnWithin, onInterruption: onInterruption,
-      deliver: { continuation.yield($0) },
-      finish: { error in continuation.finish(throwing: error) })
+      deliver: feed, finish: { error in continuation.finish(throwing: error) })
     continuation.onTermination = { _ in supervisor.cancel() }
-    return DiscoveryStream(stream: stream)
+    return discoveries
   }
 
   /// Scans like ``resumingScan(_:returnWithin:onInterruption:)``, but calls `onDiscovery` with
@@ -97,6 +96,7 @@ extension CentralManager {
     deliver: @escaping @Sendable (Discovery) -> Void,
     finish: @escaping @Sendable ((any Error)?) -> Void
   ) async throws(CentralError) -> Task<Void, Never> {
+    // Unbounded: one end per scan session.
     let (ends, endings) = AsyncStream.makeStream(of: ScanEnd.self, bufferingPolicy: .unbounded)
     let sink = ScanSink(yield: deliver, end: { endings.yield($0) })
     let first = try await startScan(options, sink: sink)
@@ -116,6 +116,10 @@ extension CentralManager {
             finish(error)
             return
           }
+        }
+        if let lost = await objects.busLoss() {
+          finish(lost)
+          return
         }
         onInterruption(.paused("bluetoothd stopped; waiting up to \(returnWithin) for it"))
         let resumed: ScanSession?
@@ -171,5 +175,23 @@ extension CentralManager {
       }
     }
     return nil
+  }
+}
+
+extension BlueZObjectTree {
+  /// When bluetoothd seems to have left: the error to end with if it is the system bus that
+  /// goes away (bluetoothd cannot return on this connection then), else nil. A bus daemon that
+  /// stops drops its clients one by one, so bluetoothd's leaving can be heard just before the
+  /// loss of the connection; the bus daemon answers a ping only if it stays.
+  func busLoss() async -> CentralError? {
+    do throws(DBusError) {
+      try await connection.pingBus()
+      return nil
+    } catch  where error.code == .disconnected {
+      return CentralError(
+        .busLost, connectionLostMessage ?? "lost the connection to the system bus")
+    } catch {
+      return nil
+    }
   }
 }

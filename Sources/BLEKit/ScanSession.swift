@@ -55,19 +55,17 @@ final class ScanSession: Sendable {
   private let state: Mutex<State>
   private let observation = Mutex<BlueZObjectObservation?>(nil)
 
-  /// A session; with `holding` false it reports at once, without waiting for ``started()``.
+  /// A session; it holds back what it finds until ``started()``.
   init(
     manager: CentralManager, adapter: Adapter1, adapterName: String, options: ScanOptions,
-    sink: ScanSink, holding: Bool = true
+    sink: ScanSink
   ) {
     self.manager = manager
     self.adapter = adapter
     self.adapterName = adapterName
     self.options = options
     self.sink = sink
-    var initial = State(filter: DiscoveryFilterState(options: options, adapter: adapter.path))
-    if !holding { initial.held = nil }
-    state = Mutex(initial)
+    state = Mutex(State(filter: DiscoveryFilterState(options: options, adapter: adapter.path)))
   }
 
   /// Starts observing `tree`; peripherals it already knows are reported first, if asked.
@@ -182,13 +180,12 @@ final class ScanSession: Sendable {
     }
   }
 
-  /// What the tree calls with each new device (``device(_:_:)``, the session held weakly); the
-  /// rehearsal calls the same closure.
+  /// What the tree calls with each new device (``device(_:_:)``, the session held weakly).
   var devicesHandler: @Sendable (ObjectPath, DeviceAdvertisement?) -> Void {
     { [weak self] path, advertisement in self?.device(path, advertisement) }
   }
 
-  /// A new device: the tree's reading of it, straight from bluetoothd's signal (see
+  /// A new device, as the tree holds it (see
   /// `BlueZObjectTree.observe(_:startingWith:devices:)`).
   func device(_ path: ObjectPath, _ advertisement: DeviceAdvertisement?) {
     report(path) { advertisement }

@@ -166,10 +166,8 @@ public final class BlueZObjectTree: Sendable {
   ///
   /// With `devices`, each ``BlueZObjectEvent/interfacesAdded(_:_:)`` that includes `Device1`
   /// goes to `devices` instead of `handler`, as the device's path and its advertisement (`nil`
-  /// when its `Device1` properties lack `Address`, `Adapter` or `Connected`). When the change
-  /// comes from bluetoothd's signal, `devices` hears of it first, before the tree has read the
-  /// rest of the signal or applied it: the advertisement is read straight from the message.
-  /// That is the path of every new peripheral a scan reports.
+  /// when its `Device1` properties lack `Address`, `Adapter` or `Connected`), once the tree
+  /// holds it. That is the path of every new peripheral a scan reports.
   public func observe(
     _ handler: @escaping @Sendable (BlueZObjectEvent) -> Void,
     startingWith initial: (_ objects: BlueZObjects, _ isServiceRunning: Bool) -> Void = { _, _ in },
@@ -198,6 +196,7 @@ public final class BlueZObjectTree: Sendable {
   ) -> (
     objects: BlueZObjects, isServiceRunning: Bool, events: AsyncStream<BlueZObjectEvent>
   ) {
+    // Unbounded: a watcher rebuilds its state from these changes, so none may be lost.
     let (stream, continuation) = AsyncStream.makeStream(
       of: BlueZObjectEvent.self, bufferingPolicy: .unbounded)
     var snapshot: BlueZObjects = [:]
@@ -214,46 +213,26 @@ public final class BlueZObjectTree: Sendable {
   }
 
   /// Hands `event` to every live observer (dropping cancelled ones). Under the lock.
-  /// `devicesAnnounced`: the observers that take devices have already had this new device
-  /// (``announceDevice(_:to:)``).
-  private static func emit(
-    _ event: BlueZObjectEvent, in state: inout State, devicesAnnounced: Bool = false
-  ) {
+  private static func emit(_ event: BlueZObjectEvent, in state: inout State) {
     state.observers.removeAll { $0.observation.isCancelled }
     for observer in state.observers {
       if let devices = observer.devices, case .interfacesAdded(let path, let interfaces) = event,
         let device = interfaces[Device1.interface]
       {
-        if !devicesAnnounced { devices(path, DeviceAdvertisement(device)) }
+        devices(path, DeviceAdvertisement(device))
       } else {
         observer.handler(event)
       }
     }
   }
 
-  /// Applies `signals` (as bluetoothd would send them) to an empty scratch tree, not to this
-  /// or any live tree, and returns the changes they make, in order. Nothing is sent or
-  /// received. Useful to rehearse the path a signal takes, so that a fresh process loads that
-  /// code before the first real signal rather than on it, and in tests.
-  public static func rehearse(_ signals: [Signal]) -> [BlueZObjectEvent] {
-    // Marshalled into messages, so they are read as bluetoothd's are.
-    rehearse(
-      messages: signals.compactMap { signal in
-        guard
-          let message = try? DBusMessage.signal(
-            path: signal.path, interface: signal.interface, member: signal.member),
-          (try? message.append(signal.arguments)) != nil
-        else { return nil }
-        return message
-      })
-  }
-
-  /// Like the rehearsal of decoded signals, for signals as received messages: they are read the
-  /// way the tree reads bluetoothd's, so the rehearsal covers that code too. With `devices`,
-  /// the scratch tree's observer takes new devices as ``observe(_:startingWith:devices:)``
-  /// describes (those events are then not in the result).
-  public static func rehearse(
-    messages: [DBusMessage],
+  /// Applies `messages` (signals as bluetoothd sends them) to an empty scratch tree, not to
+  /// this or any live tree, and returns the changes they make, in order, read exactly as the
+  /// tree reads bluetoothd's. With `devices`, the scratch tree's observer takes new devices as
+  /// ``observe(_:startingWith:devices:)`` describes (those events are then not in the result).
+  /// For tests of the tree's reading.
+  package static func replay(
+    _ messages: [DBusMessage],
     devices: (@Sendable (_ path: ObjectPath, _ advertisement: DeviceAdvertisement?) -> Void)? = nil
   ) -> [BlueZObjectEvent] {
     let events = Mutex<[BlueZObjectEvent]>([])
@@ -329,23 +308,56 @@ public final class BlueZObjectTree: Sendable {
     }
   }
 
+  /// Fetches a snapshot for `generation` and applies it. When the call fails for a reason
+  /// other than a refusal or the loss of the bus, it is made again from a task of its own, so
+  /// that ``start(connection:)`` does not wait for it.
   private func resync(_ generation: Int) async {
+    guard await fetchSnapshot(generation) == .again else { return }
+    Task { [weak self] in
+      var pause: Duration = .milliseconds(250)
+      while true {
+        try? await Task.sleep(for: pause)
+        guard let self, await self.fetchSnapshot(generation) == .again else { return }
+        pause = min(pause * 2, Self.longestResyncPause)
+      }
+    }
+  }
+
+  /// The longest pause between two attempts at a snapshot.
+  static let longestResyncPause: Duration = .seconds(5)
+
+  /// Whether a snapshot attempt is over, or must be made again.
+  private enum Attempt { case done, again }
+
+  /// One GetManagedObjects for `generation`; on success the snapshot replaces the tree.
+  ///
+  /// A failure other than `AccessDenied` (reported) or the loss of the bus (the tree stops) is
+  /// `.again`: a call that timed out while bluetoothd was busy, or that a bluetoothd still
+  /// setting up refused, would otherwise leave the tree empty while bluetoothd runs, which
+  /// reads as "not running" until its next restart. Signals stay held back meanwhile and are
+  /// replayed on top of the snapshot that succeeds.
+  private func fetchSnapshot(_ generation: Int) async -> Attempt {
     let reply: [DBusValue]
     do throws(DBusError) {
       reply = try await connection.call(
         destination: BlueZ.service, path: BlueZ.root, interface: BlueZ.Interface.objectManager,
         member: "GetManagedObjects")
     } catch {
-      state.withLock { state in
-        guard generation == state.generation, !state.stopped else { return }
-        state.pending = nil
+      return state.withLock { state in
+        guard generation == state.generation, !state.stopped else { return .done }
         let mapped = BlueZError(error)
         if mapped.code == .accessDenied {
+          state.pending = nil
           state.accessDeniedMessage = mapped.description
           Self.emit(.accessDenied(mapped.description), in: &state)
+          return .done
         }
+        if error.code == .disconnected {
+          state.pending = nil
+          return .done
+        }
+        return .again
       }
-      return
     }
     let snapshot = reply.first.map(Self.decodeManagedObjects) ?? [:]
     state.withLock { state in
@@ -362,6 +374,7 @@ public final class BlueZObjectTree: Sendable {
       state.isServiceRunning = true
       Self.emit(.serviceStarted, in: &state)
     }
+    return .done
   }
 
   /// One of bluetoothd's signals, on the connection's queue.
@@ -372,50 +385,19 @@ public final class BlueZObjectTree: Sendable {
     }
   }
 
-  /// Reads a signal and applies it (or holds it back while a snapshot is awaited). A new
-  /// device goes to the observers that take devices first, read straight from the message;
-  /// the tree reads the whole signal after that. (Should the whole reading then fail, e.g. on
-  /// an extra argument, those observers have had a device the tree never holds; bluetoothd
-  /// does not send such signals.)
+  /// Reads a signal and applies it (or holds it back while a snapshot is awaited).
   private static func take(
     _ header: SignalHeader, _ reader: inout MessageReader, into state: inout State
   ) {
-    var announced = false
-    if state.pending == nil, header.member.rawValue == "InterfacesAdded",
-      header.interface == BlueZ.Interface.objectManager,
-      state.observers.contains(where: { $0.devices != nil })
-    {
-      announced = announceDevice(&reader, to: state.observers)
-      reader.rewind()
-    }
     guard let signal = ObjectManagerSignal(header, &reader) else { return }
     if state.pending != nil {
       state.pending!.append(signal)
     } else {
-      apply(signal, to: &state, devicesAnnounced: announced)
+      apply(signal, to: &state)
     }
   }
 
-  /// Reads the object path and the `Device1` properties of an InterfacesAdded and hands them
-  /// to the observers that take devices. Returns whether the signal carried `Device1`.
-  private static func announceDevice(_ reader: inout MessageReader, to observers: [Observer])
-    -> Bool
-  {
-    var collector = DeviceAdvertisement.Collector()
-    guard let path = try? reader.objectPath(),
-      (try? reader.visitProperties(of: Device1.interface.rawValue) { collector.take($0, $1) })
-        == true
-    else { return false }
-    let advertisement = collector.advertisement
-    for observer in observers where !observer.observation.isCancelled {
-      observer.devices?(path, advertisement)
-    }
-    return true
-  }
-
-  private static func apply(
-    _ signal: ObjectManagerSignal, to state: inout State, devicesAnnounced: Bool = false
-  ) {
+  private static func apply(_ signal: ObjectManagerSignal, to state: inout State) {
     switch signal {
     case .interfacesAdded(let path, let added):
       guard !added.isEmpty else { return }
@@ -424,7 +406,7 @@ public final class BlueZObjectTree: Sendable {
       } else {
         state.objects[path] = added  // a new object (each new peripheral): nothing to merge
       }
-      emit(.interfacesAdded(path, added), in: &state, devicesAnnounced: devicesAnnounced)
+      emit(.interfacesAdded(path, added), in: &state)
     case .interfacesRemoved(let path, let removed):
       guard var interfaces = state.objects[path] else { return }
       for name in removed { interfaces[name] = nil }

@@ -55,6 +55,20 @@ extension DBusConnection {
     }
   }
 
+  /// Waits for the bus daemon to answer a ping: returns when it does, throws
+  /// ``DBusError/Code/disconnected`` when the connection is lost meanwhile (or was), and
+  /// ``DBusError/Code/timeout`` after `timeout`.
+  ///
+  /// A daemon that is shutting down answers nothing more, and closes every connection one by
+  /// one: others may hear a client leave (NameOwnerChanged) just before losing the bus
+  /// themselves. A ping tells the two apart. The corresponding D-Bus member is
+  /// `org.freedesktop.DBus.Peer.Ping`, sent to the bus.
+  public func pingBus(timeout: Duration = .seconds(5)) async throws(DBusError) {
+    _ = try await call(
+      destination: .bus, path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus.Peer",
+      member: "Ping", timeout: timeout)
+  }
+
   /// The current owner (unique name) of `name`, or nil if nobody owns it. The corresponding
   /// D-Bus member is `org.freedesktop.DBus.GetNameOwner`.
   public func nameOwner(_ name: BusName) async throws(DBusError) -> BusName? {

@@ -46,7 +46,8 @@ public struct MatchRule: Sendable, Hashable, CustomStringConvertible {
 
   /// Local check of the header fields (the bus already filtered; several subscriptions share a
   /// connection, so each signal is matched again here). A well-known `sender` is checked
-  /// against the owner the connection tracks for it.
+  /// against the owner the connection tracks for it; while it has none (not yet known, or the
+  /// name is not owned), nothing matches: another client cannot pass for it.
   func matchesHeader(
     sender messageSender: String?, senderOwner: String?, path messagePath: String,
     interface messageInterface: String, member messageMember: String
@@ -54,8 +55,8 @@ public struct MatchRule: Sendable, Hashable, CustomStringConvertible {
     if let sender {
       if sender.isUnique || sender == .bus {
         guard messageSender == sender.rawValue else { return false }
-      } else if let senderOwner {
-        guard messageSender == senderOwner else { return false }
+      } else {
+        guard let senderOwner, messageSender == senderOwner else { return false }
       }
     }
     if let path, path.rawValue != messagePath { return false }
@@ -213,6 +214,8 @@ extension DBusConnection {
   func subscriptionStream<Element: Sendable>(
     _ rule: MatchRule, _ transform: @escaping @Sendable (Signal) -> Element?
   ) async throws(DBusError) -> SubscriptionStream<Element> {
+    // Unbounded: a signal stream's consumer (the object tree, name tracking) rebuilds state
+    // from every signal; dropping one would leave it wrong.
     let (stream, continuation) = AsyncThrowingStream.makeStream(
       of: Element.self, throwing: (any Error).self, bufferingPolicy: .unbounded)
     let token = try await subscribe(

@@ -308,8 +308,11 @@ struct AdvertiseCommand: ParsableCommand {
         if once && outcome.completedSends > 0 { break loop }
       case .reply(let value, _):
         progress.finish()
-        print(String(decoding: value, as: UTF8.self))
-        fflush(nil)
+        // A peer's bytes: exact on a file or pipe; on a terminal, controls made visible.
+        writeStandardOutput(
+          StandardOutput.isTerminal
+            ? Array((TerminalText.visible(String(decoding: value, as: UTF8.self)) + "\n").utf8)
+            : value + [UInt8(ascii: "\n")])
       case .advertisingStopped:
         // bluetoothd also releases it as it stops or powers off: the supervision decides then.
         let stops = faults.stops

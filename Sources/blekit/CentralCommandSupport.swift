@@ -30,6 +30,8 @@ func centralCLIError(_ error: any Error) -> any Error {
       }
     }
     return CLIError(status, error.message)
+  case let error as TransferInterrupted where error.cause?.code == .busLost:
+    return CLIError(.bluetoothUnavailable, error.description)
   case let error as TransferInterrupted:
     return CLIError(.disconnected, error.description)
   case let error as TransferError:
@@ -43,6 +45,15 @@ func centralCLIError(_ error: any Error) -> any Error {
   default:
     return error
   }
+}
+
+/// Says on standard error how many discoveries a scan dropped because its output could not
+/// keep up (see `DiscoveryStream.bufferLimit`): they are not in the output, and not silently.
+func noteDroppedDiscoveries(_ scan: DiscoveryStream?) {
+  guard let dropped = scan?.droppedCount, dropped > 0 else { return }
+  writeStandardError(
+    "blekit: \(dropped) discoveries were dropped: the output fell more than "
+      + "\(DiscoveryStream.bufferLimit) behind the scan\n")
 }
 
 /// Parses `--service` values.

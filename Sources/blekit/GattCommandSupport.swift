@@ -64,7 +64,12 @@ enum ValueFormat: Sendable, Equatable {
   func render(_ value: [UInt8]) -> [UInt8] {
     switch self {
     case .hex: Array(hexString(value).utf8) + [0x0A]
-    case .text: Array(String(decoding: value, as: UTF8.self).utf8) + [0x0A]
+    case .text:
+      // A peer's text reaches a terminal with its control characters made visible.
+      Array(
+        (StandardOutput.isTerminal
+          ? TerminalText.visible(String(decoding: value, as: UTF8.self))
+          : String(decoding: value, as: UTF8.self)).utf8) + [0x0A]
     case .raw: value
     }
   }

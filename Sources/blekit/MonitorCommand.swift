@@ -132,6 +132,7 @@ struct MonitorCommand: ParsableCommand {
       }
     }
     await manager.close()
+    noteDroppedDiscoveries(scan)
     if let error = ending.error {
       throw centralCLIError(error)
     }

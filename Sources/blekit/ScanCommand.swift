@@ -93,16 +93,17 @@ struct ScanCommand: ParsableCommand {
     let printOnce = !duplicates && live == nil && name != nil
     let printer = DiscoveryPrinter(
       options: options, json: json, nameFilter: name, printOnce: printOnce, live: live)
-    // A made-up discovery through the whole path (decoding, filter, this printer) before the
-    // scan: a fresh process then shows the first real one without loading code for it.
-    if let sample = await manager.rehearseScan(options) { printer.rehearse(sample) }
     // The header, and the table's timer, before the scan starts: the moments after the start
     // are when a peripheral that is already advertising is reported, so nothing else is left
     // to do then.
     live?.redrawIfNeeded(force: true)
     live?.startRedrawing()
+    var piped: DiscoveryStream?
     do {
-      try await withThrowingTaskGroup(of: Void.self) { group in
+      if live == nil {
+        piped = try await manager.resumingScan(options, onInterruption: noteScanInterruption)
+      }
+      try await withThrowingTaskGroup(of: Void.self) { [piped] group in
         if live != nil {
           // The table is drawn where each discovery is made (the D-Bus queue): a new
           // peripheral shows without waking another thread. A terminal is a safe place to
@@ -110,11 +111,9 @@ struct ScanCommand: ParsableCommand {
           let run = try await manager.startResumingScan(
             options, onInterruption: noteScanInterruption, onDiscovery: printer.handle)
           group.addTask { try await run.wait() }
-        } else {
-          let scan = try await manager.resumingScan(
-            options, onInterruption: noteScanInterruption)
+        } else if let piped {
           group.addTask {
-            for try await discovery in scan { printer.handle(discovery) }
+            for try await discovery in piped { printer.handle(discovery) }
           }
         }
         if let timeout {
@@ -126,10 +125,12 @@ struct ScanCommand: ParsableCommand {
     } catch {
       live?.stopRedrawing()
       await manager.close()
+      noteDroppedDiscoveries(piped)
       throw centralCLIError(error)
     }
     live?.stopRedrawing()
     await manager.close()
+    noteDroppedDiscoveries(piped)
   }
 
   /// Turns each discovery into output: a row of the live table, a line, or a JSON object.
@@ -151,21 +152,6 @@ struct ScanCommand: ParsableCommand {
       self.nameFilter = nameFilter
       self.printOnce = printOnce
       self.live = live
-    }
-
-    /// Formats `discovery` as ``handle(_:)`` would, into a table (or line) nobody sees.
-    func rehearse(_ discovery: Discovery) {
-      let scratch = DiscoveryPrinter(
-        options: options, json: json, nameFilter: nil, printOnce: printOnce,
-        live: live.map { _ in ScanLiveTable(output: { _ in }) })
-      if scratch.live != nil {
-        scratch.handle(discovery)
-      } else {
-        _ =
-          json
-          ? ScanCommand.jsonLine(discovery, options: options)
-          : ScanCommand.textLine(discovery, options)
-      }
     }
 
     func handle(_ discovery: Discovery) {

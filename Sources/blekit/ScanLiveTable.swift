@@ -56,16 +56,6 @@ final class ScanLiveTable: Sendable {
   /// A table that draws through `output` (standard output by default).
   init(output: @escaping @Sendable ([UInt8]) -> Void = { writeStandardOutput($0) }) {
     self.output = output
-    // Renders made-up rows as the real ones come (the header first, then a row below it, then
-    // more) and drops the text: the first real row then shows without paying for loading this
-    // code (a fresh process in the lab's TCG guest, binary on 9p: several ms).
-    let rows = [
-      Row(address: "0A:1B:2C:3D:4E:5F", name: "warm-up", rssi: nil, seen: 1, lastSeen: start),
-      Row(address: "0A:1B:2C:3D:4E:5E", name: nil, rssi: -60, seen: 2, lastSeen: start),
-    ]
-    let header = Self.render([], notShown: 0, over: [], now: start)
-    let one = Self.render([rows[0]], notShown: 0, over: header.lines, now: start)
-    _ = Self.render(rows, notShown: 1, over: one.lines, now: start)
   }
 
   /// Notes a discovery. The table is redrawn at once when the last drawing is at least

@@ -178,10 +178,10 @@ private func next<T>(
     }
   }
 
-  @Test func aRehearsalHandsNewDevicesToItsDevicesHandler() throws {
+  @Test func aReplayHandsNewDevicesToItsDevicesHandler() throws {
     let device: [String: DBusValue] = [
       "Address": .string("00:00:00:00:00:00"), "Adapter": .objectPath("/org/bluez/hci0"),
-      "Connected": .bool(false), "Name": .string("rehearsal"), "RSSI": .int16(-50),
+      "Connected": .bool(false), "Name": .string("replayed"), "RSSI": .int16(-50),
     ]
     let added = try DBusMessage.signal(
       path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded")
@@ -197,17 +197,17 @@ private func next<T>(
     // Through the wire format, as a received signal is.
     let messages = [try DBusMessage(wireBytes: try added.wireBytes())]
     let seen = Mutex<[DeviceAdvertisement?]>([])
-    let events = BlueZObjectTree.rehearse(messages: messages) { path, advertisement in
+    let events = BlueZObjectTree.replay(messages) { path, advertisement in
       #expect(path == Self.device)
       seen.withLock { $0.append(advertisement) }
     }
     #expect(events.isEmpty)  // the new device went to the devices handler only
     let advertisement = try #require(seen.withLock { $0 }.first ?? nil)
-    #expect(advertisement.name == "rehearsal")
+    #expect(advertisement.name == "replayed")
     #expect(advertisement.rssi == -50)
     #expect(advertisement == DeviceAdvertisement(device))
     // Without a devices handler the same signal is an ordinary event.
-    #expect(BlueZObjectTree.rehearse(messages: messages).count == 1)
+    #expect(BlueZObjectTree.replay(messages).count == 1)
   }
 
   @Test func followsBluetoothdLeavingAndComingBack() async throws {
@@ -312,6 +312,79 @@ private func next<T>(
     }
     #expect(ContinuousClock.now - start < .seconds(5))
     await central.close()
+  }
+
+  @Test func aFailedSnapshotIsFetchedAgain() async throws {
+    let bus = try ClientTestBus()
+    defer { bus.stop() }
+    let client = try bus.connect()
+    defer { client.close() }
+    let tree = try await BlueZObjectTree.start(connection: client)  // no bluetoothd yet
+    #expect(tree.isServiceRunning == false)
+    // bluetoothd arrives, and fails its first GetManagedObjects.
+    let bluez = try bus.connect()
+    defer { bluez.close() }
+    let calls = Mutex(0)
+    let adapter = DBusValue.dictionary(
+      key: "s", value: "a{sv}",
+      [
+        DBusDictEntry(
+          key: .string(Adapter1.interface.rawValue),
+          value: .dictionaryOfVariants([
+            "Address": .string("00:AA:01:00:00:00"), "Powered": .bool(true),
+            "Discovering": .bool(false),
+          ]))
+      ])
+    try bluez.export(
+      ExportedObject(interfaces: [
+        ExportedInterface(
+          name: BlueZ.Interface.objectManager,
+          methods: [
+            ExportedMethod(
+              name: "GetManagedObjects", inSignature: "", outSignature: "a{oa{sa{sv}}}"
+            ) { _ in
+              let call = calls.withLock {
+                $0 += 1
+                return $0
+              }
+              if call == 1 {
+                throw DBusError.remote(
+                  name: "org.freedesktop.DBus.Error.Failed", message: "not ready yet")
+              }
+              return [
+                .dictionary(
+                  key: "o", value: "a{sa{sv}}",
+                  [DBusDictEntry(key: .objectPath("/org/bluez/hci0"), value: adapter)])
+              ]
+            }
+          ])
+      ]), at: "/")
+    _ = try await bluez.requestName(BlueZ.service)
+    #expect(await eventually { tree.isServiceRunning })
+    #expect(calls.withLock { $0 } >= 2)
+    let proxy = try #require(try tree.proxy(Adapter1.self, at: "/org/bluez/hci0"))
+    #expect(proxy[Adapter1.powered] == true)
+    tree.stop()
+  }
+
+  @Test func closingACentralClosesTheConnectionItOpened() async throws {
+    let bus = try ClientTestBus()
+    defer { bus.stop() }
+    let address = bus.address
+    let central = try await CentralManager.open(
+      adapter: nil, connecting: { () throws(DBusError) in try DBusConnection(address: address) })
+    let connection = central.objects.connection
+    #expect(connection.isClosed == false)
+    await central.close()
+    // Its socket, reading thread and queue go with it.
+    #expect(connection.isClosed)
+
+    // A connection given to open stays the caller's.
+    let given = try bus.connect()
+    defer { given.close() }
+    let other = try await CentralManager.open(connection: given)
+    await other.close()
+    #expect(given.isClosed == false)
   }
 
   @Test func centralStateFromAdapters() async throws {

@@ -336,26 +336,7 @@ private func withFakeBlueZ(
     }
   }
 
-  @Test func rehearsalMakesADiscoveryAndTouchesNothing() async throws {
-    try await withFakeBlueZ { bluez, central in
-      let options = ScanOptions(services: [Self.wanted])
-      let sample = try #require(await central.rehearseScan(options))
-      #expect(sample.serviceUUIDs == [Self.wanted])
-      #expect(sample.name == "rehearsal")
-      #expect(sample.address.rawValue == "0A:1B:2C:3D:4E:5F")
-      #expect(sample.rssi == nil && sample.reportedRSSI == 127)
-      #expect(sample.manufacturerData == [0xFFFF: [1]])
-      #expect(sample.peripheral.adapter == FakeScanningBlueZ.adapter)
-      // Options that exclude it: no discovery. Neither call reached bluetoothd or the tree.
-      let strict = ScanOptions(
-        services: [Self.wanted], rssi: try RSSIFilter(minimum: -50, unknownPolicy: .exclude))
-      #expect(await central.rehearseScan(strict) == nil)
-      #expect(bluez.record.calls.withLock { $0 }.isEmpty)
-      #expect(central.objects.objects.keys.sorted() == [FakeScanningBlueZ.adapter])
-    }
-  }
-
-  @Test func treeRehearsalReportsTheChangesOfItsSignals() {
+  @Test func treeReplayReportsTheChangesOfItsSignals() throws {
     let path: ObjectPath = "/org/bluez/hci0/dev_00_00_00_00_00_01"
     let added = Signal(
       sender: nil, path: "/", interface: BlueZ.Interface.objectManager,
@@ -376,12 +357,42 @@ private func withFakeBlueZ(
         .string(Device1.interface.rawValue), .dictionaryOfVariants(["RSSI": .int16(-60)]),
         .strings([]),
       ])
-    let events = BlueZObjectTree.rehearse([added, changed])
+    let messages = try [added, changed].map { signal in
+      let message = try DBusMessage.signal(
+        path: signal.path, interface: signal.interface, member: signal.member)
+      try message.append(signal.arguments)
+      return message
+    }
+    let events = BlueZObjectTree.replay(messages)
     #expect(events.count == 2)
     guard case .propertiesChanged(path, Device1.interface, _, _, let current)? = events.last else {
       Issue.record("expected the RSSI change, got \(events)")
       return
     }
     #expect(current["RSSI"] == .int16(-60))
+  }
+}
+
+@Suite struct DiscoveryStreamBoundTests {
+  @Test func aConsumerThatFallsBehindLosesTheOldestAndTheCountSaysSo() async throws {
+    let (stream, continuation, feed) = DiscoveryStream.make()
+    let path: ObjectPath = "/org/bluez/hci0/dev_00_AA_01_01_00_01"
+    let advertised = try #require(
+      DeviceAdvertisement([
+        "Address": .string("00:AA:01:01:00:01"), "Adapter": .objectPath("/org/bluez/hci0"),
+        "Connected": .bool(false),
+      ]))
+    let total = DiscoveryStream.bufferLimit + 100
+    var sent: [ContinuousClock.Instant] = []
+    for _ in 0..<total {
+      let discovery = try #require(Discovery(advertised, path: path, at: .now))
+      sent.append(discovery.timestamp)
+      feed(discovery)
+    }
+    continuation.finish()
+    #expect(stream.droppedCount == 100)
+    var received: [ContinuousClock.Instant] = []
+    for try await discovery in stream { received.append(discovery.timestamp) }
+    #expect(received == Array(sent.suffix(DiscoveryStream.bufferLimit)))
   }
 }

@@ -134,6 +134,32 @@ import Testing
     }
   }
 
+  @Test func aWellKnownSenderThatNobodyOwnsMatchesNothing() async throws {
+    try await withServerAndClient { bus, server, client in
+      let stranger = try bus.connect()
+      defer { stranger.close() }
+      // Nobody owns org.blekit.Absent: a stranger's signal must not pass for it, even when a
+      // broader rule of the same connection brings the signal in.
+      let guarded = try await client.signals(
+        MatchRule(sender: "org.blekit.Absent", interface: "org.blekit.Test"))
+      let broad = try await client.signals(MatchRule(interface: "org.blekit.Test"))
+      try stranger.emitSignal(
+        path: "/test", interface: "org.blekit.Test", member: "S", arguments: [.string("fake")])
+      for try await signal in broad {
+        #expect(signal.arguments == ["fake"])
+        break
+      }
+      // The owner appears and signals: only its signal reaches the guarded stream.
+      #expect(try await server.requestName("org.blekit.Absent") == .primaryOwner)
+      try server.emitSignal(
+        path: "/test", interface: "org.blekit.Test", member: "S", arguments: [.string("real")])
+      for try await signal in guarded {
+        #expect(signal.arguments == ["real"])
+        break
+      }
+    }
+  }
+
   @Test func matchRuleStringQuotesValues() {
     let rule = MatchRule(
       sender: "org.bluez", path: "/org/bluez/hci0", interface: "org.freedesktop.DBus.Properties",

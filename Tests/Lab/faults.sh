@@ -2,7 +2,9 @@
 # Lab test of blekit under faults (issue 5), in one boot: bluetoothd restarted under a running
 # `scan --json` and under `advertise`; the adapter powered off under `advertise`; `advertise`
 # killed mid-transfer; and a soak of 20 receives from one long-running `advertise` whose file
-# descriptors, bus match rules and exported objects must not grow. Runs inside the lab:
+# descriptors, bus match rules and exported objects must not grow; last, the system bus
+# (dbus-daemon) restarted under `advertise`, `scan`, `monitor` and `receive` (issue 17). Runs
+# inside the lab:
 #
 #   scripts/lab run --env BLEKIT=$PWD/.build/debug/blekit --timeout 900 -- Tests/Lab/faults.sh
 #
@@ -271,6 +273,69 @@ else
   echo "# bluetoothd died during the cut (a bluetoothd bug, see dmesg.log); restarting it"
   lab-bluetoothd start >/dev/null 2>&1
 fi
+
+# --- 5. the system bus restarts under advertise, scan, monitor and receive -----------------
+# Last: bluetoothd goes with the bus (it exits when its connection is lost) and both are
+# started again at the end, but nothing here depends on that. None of the four has a
+# --timeout that could end it: each must end by itself, with exit status 4, saying so.
+[[ -s $OUT/1m.msg ]] || seq 1 1000000 | tr '\n' ' ' | head -c 1048576 >"$OUT/1m.msg"
+# The scans first: the emulator reports an advertiser as it switches on (docs/lab.md).
+"$BLEKIT" scan -a hci0 --json >"$OUT/bus-scan.out" 2>"$OUT/bus-scan.err" &
+scan=$!
+"$BLEKIT" monitor -a hci0 >"$OUT/bus-monitor.out" 2>"$OUT/bus-monitor.err" &
+mon=$!
+wait_for 20 discovering || echo "# hci0 not discovering after 20 s"
+sleep 1
+"$BLEKIT" advertise -a hci1 --file "$OUT/1m.msg" >"$OUT/bus-adv.out" 2>"$OUT/bus-adv.err" &
+adv=$!
+wait_for 20 instances_are 1 || echo "# advertisement not active after 20 s"
+check "bus: the scan heard the advertiser" "wait_for 30 grep -q $HCI1_ADDR $OUT/bus-scan.out"
+# The receiver on a pty, as in section 4, so that its progress shows when bytes flow.
+script -qfec "$BLEKIT receive -a hci0 --from $HCI1_ADDR --timeout 60 >$OUT/bus-recv.out" \
+  "$OUT/bus-recv.err" >/dev/null 2>&1 &
+recv=$!
+check "bus: the transfer is under way" \
+  "wait_for 90 grep -qE 'received [1-9][0-9]* bytes' $OUT/bus-recv.err"
+bus_pid=$(pidof dbus-daemon)
+echo "# stopping the system bus (dbus-daemon pid $bus_pid) with SIGTERM"
+kill -TERM $bus_pid
+lost_at=$SECONDS
+# bus_loss_ends NAME PID ERRFILE: NAME ends by itself within 10 s of the bus going away, with
+# exit status 4 and exactly one line on stderr that says so.
+bus_loss_ends() {
+  local name=$1 pid=$2 err=$3 left=$((lost_at + 10 - SECONDS))
+  ((left > 0)) || left=1
+  wait_exit "$pid" "$left"
+  local took=$((SECONDS - lost_at))
+  check "bus: $name exits 4 within 10 s of the bus going away (exit $STATUS after ~$took s)" \
+    "((STATUS == 4))"
+  check "bus: $name says so in one line on stderr" \
+    "[[ \$(wc -l <$err) == 1 ]] && grep -q 'lost the connection to the system bus' $err"
+  echo "# $name stderr: $(head -c 300 "$err" | tr '\n' ' ')"
+}
+bus_loss_ends advertise "$adv" "$OUT/bus-adv.err"
+bus_loss_ends scan "$scan" "$OUT/bus-scan.err"
+bus_loss_ends monitor "$mon" "$OUT/bus-monitor.err"
+check "bus: monitor printed its summary first" "grep -q '^monitored ' $OUT/bus-monitor.out"
+# receive draws progress on its terminal: the last line is the one that counts.
+wait_exit "$recv" $((lost_at + 10 - SECONDS > 0 ? lost_at + 10 - SECONDS : 1))
+check "bus: receive mid-transfer exits 4 within 10 s (exit $STATUS after ~$((SECONDS - lost_at)) s)" \
+  "((STATUS == 4))"
+check "bus: receive says the bus was lost, and prints no partial text" \
+  "grep -q 'lost the connection to the system bus' $OUT/bus-recv.err && [[ ! -s $OUT/bus-recv.out ]]"
+echo "# receive stderr: $(tail -c 300 "$OUT/bus-recv.err" | tr '\r\n' '  ')"
+# The system bus again, as the lab's init starts it, then bluetoothd (gone with the old bus).
+for _ in $(seq 1 50); do kill -0 $bus_pid 2>/dev/null || break; sleep 0.1; done
+dbus-daemon --system --nofork --nopidfile --nosyslog </dev/null >>"$OUT/bus-dbus.log" 2>&1 &
+bus_up() {
+  dbus-send --system --print-reply --reply-timeout=2000 --dest=org.freedesktop.DBus \
+    /org/freedesktop/DBus org.freedesktop.DBus.GetId >/dev/null 2>&1
+}
+wait_for 20 bus_up || echo "# the new dbus-daemon did not answer within 20 s (see bus-dbus.log)"
+lab-bluetoothd stop >/dev/null 2>&1
+lab-bluetoothd start >"$OUT/bus-bluetoothd.log" 2>&1
+check "bus: after the restart, blekit sees the adapters again" \
+  "$BLEKIT adapters >$OUT/bus-adapters.out 2>&1 && grep -q hci1 $OUT/bus-adapters.out"
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -56,6 +56,8 @@ public final class PeripheralManager: Sendable {
     self.connection = connection
     self.ownsConnection = ownsConnection
     self.callerCheck = callerCheck
+    // Unbounded: centrals' writes and subscriptions must not be lost; each is answered to
+    // bluetoothd before it is queued, so a peer cannot outrun bluetoothd's own pace.
     (events, eventContinuation) = AsyncStream.makeStream(
       of: PeripheralManagerEvent.self, bufferingPolicy: .unbounded)
   }

@@ -51,11 +51,12 @@ extension PeripheralManager {
       owners = try await connection.nameOwnerChanges(BlueZ.service)
       powered = try await connection.signals(
         MatchRule(
-          path: adapterPath, interface: .properties, member: "PropertiesChanged",
-          arg0: BlueZ.Interface.adapter.rawValue))
+          sender: BlueZ.service, path: adapterPath, interface: .properties,
+          member: "PropertiesChanged", arg0: BlueZ.Interface.adapter.rawValue))
     } catch {
       throw .bluez(BlueZError(error))
     }
+    // Unbounded: a handful of owner and power changes, each of which must be acted on.
     let (inputs, input) = AsyncStream.makeStream(
       of: SupervisionInput.self, bufferingPolicy: .unbounded)
     // Each feed's stream ends with an error only when the bus connection is lost.
@@ -77,6 +78,7 @@ extension PeripheralManager {
         input.yield(.busLost)
       }
     }
+    // Unbounded: a few events per bluetoothd restart; none may be lost.
     let (events, output) = AsyncStream.makeStream(
       of: PeripheralSupervisionEvent.self, bufferingPolicy: .unbounded)
     let loop = Task {
@@ -88,6 +90,15 @@ extension PeripheralManager {
         switch next {
         case .owner(nil):
           guard !stopped else { continue }
+          // A bus daemon that stops drops its clients one by one: bluetoothd's leaving can be
+          // heard just before the loss of the connection. The daemon answers only if it stays.
+          do throws(DBusError) {
+            try await connection.pingBus()
+          } catch  where error.code == .disconnected {
+            output.yield(.busLost)
+            output.finish()
+            return
+          } catch {}
           stopped = true
           generation += 1
           let current = generation

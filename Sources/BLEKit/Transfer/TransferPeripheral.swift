@@ -95,6 +95,8 @@ public final class TransferPeripheral: Sendable {
   /// Serves subscribers until the manager's events end (``PeripheralManager/close()``) or the
   /// consuming task is cancelled. Each subscription gets the current message.
   public func serve() -> AsyncStream<Event> {
+    // Unbounded: replies and ends must not be lost; progress events come at most one per
+    // value sent, and sending waits for room on the link.
     let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
     let task = Task { [self] in
       var senders: [Framing: Task<Void, Never>] = [:]
