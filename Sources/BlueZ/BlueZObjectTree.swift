@@ -437,12 +437,13 @@ public final class BlueZObjectTree: Sendable {
   }
 
   /// Decodes GetManagedObjects' `a{oa{sa{sv}}}`.
-  static func decodeManagedObjects(_ value: DBusValue) -> BlueZObjects {
+  package static func decodeManagedObjects(_ value: DBusValue) -> BlueZObjects {
     var result: BlueZObjects = [:]
     for entry in value.dictionaryValue ?? [] {
       guard let path = entry.key.objectPathValue else { continue }
+      // A path named twice: the last entry wins, also when it holds no valid interface.
       let interfaces = decodeInterfaces(entry.value)
-      if !interfaces.isEmpty { result[path] = interfaces }
+      result[path] = interfaces.isEmpty ? nil : interfaces
     }
     return result
   }
