@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Lab test of blekit under faults (issue 5), in one boot: bluetoothd restarted under a running
 # `scan --json` and under `advertise`; the adapter powered off under `advertise`; `receive`
-# interrupted (SIGINT) mid-transfer, after which the link must be down within 5 s; `advertise`
+# interrupted (SIGINT) mid-transfer, which must still call Device1.Disconnect; `advertise`
 # killed mid-transfer; and a soak of 20 receives from one long-running `advertise` whose file
 # descriptors, bus match rules and exported objects must not grow; last, the system bus
 # (dbus-daemon) restarted under `advertise`, `scan`, `monitor` and `receive` (issue 17). Runs
@@ -211,10 +211,13 @@ check "soak: nothing left registered" "wait_for 10 instances_are 0"
 # As in 4 below, the receiver runs on a pty so its progress line shows when bytes flow; the
 # shell under script(1) writes its pid, then becomes blekit (exec), so the signal goes to
 # blekit itself, as Ctrl-C would. Its cleanup (Device1.Disconnect) must not be dropped with
-# the cancelled task: the link must be down within 5 s. In this one-host lab one bluetoothd
-# serves both ends, and while the advertiser floods notifications it answers D-Bus calls tens
-# of seconds late (-d logging to 9p); so the advertiser is paused (SIGSTOP, not stopped: it
-# does not disconnect) as receive gets SIGINT, and what is timed is receive's own cleanup.
+# the cancelled task. In this one-host lab one bluetoothd serves both ends, and while the
+# advertiser floods notifications it answers D-Bus calls tens of seconds late (-d logging to
+# 9p); so the advertiser is paused (SIGSTOP, not stopped: it does not disconnect) as receive
+# gets SIGINT. What blekit controls is timed against 5 s: its Device1.Disconnect call must
+# reach the bus within 2 s of SIGINT. bluetoothd then drops the link DISCONNECT_TIMER (2 s,
+# BlueZ's src/device.c) later at the earliest; here that took 5.7 and 6.7 s in two runs, so
+# the link-down bound is 10 s, and the time is printed.
 seq 1 1000000 | tr '\n' ' ' | head -c 1048576 >"$OUT/1m.msg"
 dbus-monitor --system "type='method_call',interface='org.bluez.Device1',member='Disconnect'" \
   >"$OUT/sigint-monitor.txt" 2>&1 &
@@ -236,19 +239,22 @@ if wait_for 90 grep -qE 'received [1-9][0-9]* bytes' "$OUT/sigint.err"; then
   kill -STOP "$adv"
   start=$EPOCHREALTIME
   kill -INT "$(<"$OUT/sigint.pid")"
-  if wait_for 5 link_down; then
+  if wait_for 10 link_down; then
     down=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
     ok "sigint: the link is down ${down} s after SIGINT to receive mid-transfer"
   else
-    fail "sigint: the link to hci1 is still up 5 s after SIGINT to receive" \
+    fail "sigint: the link to hci1 is still up 10 s after SIGINT to receive" \
       "($(hcitool -i hci0 con 2>/dev/null | grep -c LE) LE link(s))"
   fi
   wait_exit "$script_pid" 20
   echo "# receive stderr: $(tail -c 300 "$OUT/sigint.err" | tr '\r\n' '  ')"
   check "sigint: receive exits 130 (script exit $STATUS)" "((STATUS == 130))"
   check "sigint: no partial text on stdout" "[[ ! -s $OUT/sigint.out ]]"
-  check "sigint: receive itself called Device1.Disconnect" \
-    "grep -q 'path=$HCI1_DEV; interface=org.bluez.Device1; member=Disconnect' $OUT/sigint-monitor.txt"
+  called=$(grep -m1 "path=$HCI1_DEV; interface=org.bluez.Device1; member=Disconnect" \
+    "$OUT/sigint-monitor.txt" | grep -oE 'time=[0-9.]+' | cut -d= -f2)
+  after=$(awk -v a="$start" -v b="${called:-0}" 'BEGIN { printf "%.2f", b - a }')
+  check "sigint: receive itself called Device1.Disconnect, ${called:+$after s after SIGINT}" \
+    "[[ -n '$called' ]] && awk -v t=$after 'BEGIN { exit !(t >= 0 && t <= 2) }'"
 else
   fail "sigint: no transfer progress seen: $(tail -c 300 "$OUT/sigint.err" | tr '\r\n' '  ')"
   stop_pid "$script_pid"
