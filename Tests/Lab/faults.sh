@@ -216,8 +216,8 @@ check "soak: nothing left registered" "wait_for 10 instances_are 0"
 # 9p); so the advertiser is paused (SIGSTOP, not stopped: it does not disconnect) as receive
 # gets SIGINT. What blekit controls is timed against 5 s: its Device1.Disconnect call must
 # reach the bus within 2 s of SIGINT. bluetoothd then drops the link DISCONNECT_TIMER (2 s,
-# BlueZ's src/device.c) later at the earliest; here that took 5.7 and 6.7 s in two runs, so
-# the link-down bound is 10 s, and the time is printed.
+# BlueZ's src/device.c) later at the earliest; here the link was down 5.7 to 9.4 s after
+# SIGINT over three runs, so the link-down bound is 15 s, and the time is printed.
 seq 1 1000000 | tr '\n' ' ' | head -c 1048576 >"$OUT/1m.msg"
 dbus-monitor --system "type='method_call',interface='org.bluez.Device1',member='Disconnect'" \
   >"$OUT/sigint-monitor.txt" 2>&1 &
@@ -239,11 +239,11 @@ if wait_for 90 grep -qE 'received [1-9][0-9]* bytes' "$OUT/sigint.err"; then
   kill -STOP "$adv"
   start=$EPOCHREALTIME
   kill -INT "$(<"$OUT/sigint.pid")"
-  if wait_for 10 link_down; then
+  if wait_for 15 link_down; then
     down=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
     ok "sigint: the link is down ${down} s after SIGINT to receive mid-transfer"
   else
-    fail "sigint: the link to hci1 is still up 10 s after SIGINT to receive" \
+    fail "sigint: the link to hci1 is still up 15 s after SIGINT to receive" \
       "($(hcitool -i hci0 con 2>/dev/null | grep -c LE) LE link(s))"
   fi
   wait_exit "$script_pid" 20
