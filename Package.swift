@@ -28,11 +28,21 @@ let package = Package(
     // Typed org.bluez proxies and exported BlueZ objects.
     .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth"], swiftSettings: strict),
     // CentralManager, PeripheralManager, the transfer service, advertising data.
-    .target(name: "BLEKit", dependencies: ["Bluetooth", "BlueZ"], swiftSettings: strict),
+    .target(name: "BLEKit", dependencies: ["Bluetooth", "BlueZ", "DBus"], swiftSettings: strict),
     // A small typed command-line parser (swift-argument-parser cannot be fetched here).
     .target(name: "ArgumentParsing", swiftSettings: strict),
     .executableTarget(
       name: "blekit", dependencies: ["BLEKit", "ArgumentParsing"], swiftSettings: strict),
+    // Examples/: small programs against BLEKit's public API (its tutorial and compile-time check).
+    .executableTarget(
+      name: "example-heart-rate-peripheral", dependencies: ["BLEKit"],
+      path: "Examples/HeartRatePeripheral", swiftSettings: strict),
+    .executableTarget(
+      name: "example-heart-rate-central", dependencies: ["BLEKit"],
+      path: "Examples/HeartRateCentral", swiftSettings: strict),
+    .executableTarget(
+      name: "example-transfer", dependencies: ["BLEKit"], path: "Examples/Transfer",
+      swiftSettings: strict),
     .executableTarget(name: "dbus-bench", dependencies: ["DBus"], path: "bench/dbus/swift"),
     // A private dbus-daemon for tests (never outlives the test process).
     .target(name: "TestSupport", dependencies: ["DBus"], path: "Tests/TestSupport"),

@@ -67,11 +67,14 @@ public struct ArgumentParser: Sendable {
       } else if word == "--" {
         optionsEnded = true
       } else if word.hasPrefix("--") {
+        // Split at the first `=` scalar, not Character: a value starting with a combining
+        // mark makes one Character of it and the `=`.
         let name: String
         let inline: String?
-        if let equals = word.firstIndex(of: "=") {
-          name = String(word[..<equals])
-          inline = String(word[word.index(after: equals)...])
+        let scalars = word.unicodeScalars
+        if let equals = scalars.firstIndex(of: "=") {
+          name = String(scalars[..<equals])
+          inline = String(scalars[scalars.index(after: equals)...])
         } else {
           name = word
           inline = nil
@@ -91,10 +94,11 @@ public struct ArgumentParser: Sendable {
           }
         }
       } else {
-        // A cluster of short names: flags, then at most one option taking the rest as value.
-        var letters = word.dropFirst()
+        // A cluster of short names: flags, then at most one option taking the rest as value
+        // (by scalars, as above: the value may start with a combining mark).
+        var letters = word.unicodeScalars.dropFirst()
         while let letter = letters.popFirst() {
-          guard let spec = byShortName[letter] else {
+          guard let spec = byShortName[Character(letter)] else {
             throw UsageError(.unknownOption("-\(letter)"))
           }
           if spec.kind == .flag {

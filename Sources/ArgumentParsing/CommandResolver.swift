@@ -48,7 +48,7 @@ public enum CommandResolver {
       let names = configuration.subcommands.map { $0.configuration.name }
       if ArgumentParser.looksLikeOption(name) {
         let options = ["--help"] + (configuration.version != nil ? ["--version"] : [])
-        let optionName = String(name.prefix { $0 != "=" })
+        let optionName = String(name.unicodeScalars.prefix { $0 != "=" })
         throw UsageError(
           .unknownOption(optionName), suggestion: closestMatch(to: optionName, among: options),
           commandPath: path)

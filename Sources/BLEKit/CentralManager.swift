@@ -6,8 +6,8 @@ import DBus
 /// The central role, in CoreBluetooth's shape (`CBCentralManager`), over bluetoothd.
 ///
 /// Open one with ``open(adapter:connection:)``; read ``state`` or follow ``stateUpdates()``;
-/// ``scan(_:)`` for peripherals; ``connect(to:timeout:)`` to one and get a ``Peripheral``.
-/// Everything bluetoothd exports is mirrored by a ``BlueZObjectTree`` kept current from its
+/// ``scan(_:)`` for peripherals; ``connect(to:timeout:retry:)`` to one and get a
+/// ``Peripheral``. Everything bluetoothd exports is mirrored in a cache kept current from its
 /// signals, so reads of properties never go to the bus.
 public actor CentralManager {
   /// The cache of bluetoothd's objects this manager reads from.

@@ -6,7 +6,7 @@ import DBus
 /// A peripheral seen while scanning, with the advertisement data bluetoothd merged for it
 /// (CoreBluetooth's `didDiscover` with its `advertisementData` and `RSSI`).
 public struct Discovery: Sendable, Hashable {
-  /// The peripheral, usable with ``CentralManager/connect(to:timeout:)``.
+  /// The peripheral, usable with ``CentralManager/connect(to:timeout:retry:)``.
   public var peripheral: PeripheralIdentifier
   /// The peripheral's address.
   public var address: BluetoothAddress { peripheral.address }

@@ -176,10 +176,14 @@ public final class PairingAgent: Sendable {
   /// Exports and registers an agent on `connection`.
   ///
   /// - Parameters:
+  ///   - connection: the system bus connection to export the agent on.
+  ///   - capability: the input and output the agent declares to bluetoothd, which decides the
+  ///     pairing method.
   ///   - policy: whom to pair with and how to answer (no default: accepting every device
   ///     must be asked for).
   ///   - asDefault: also make it bluetoothd's default agent (`RequestDefaultAgent`), so it
   ///     answers pairings that remote devices start.
+  ///   - path: the object path the agent is exported at.
   ///   - callerCheck: the check to guard the agent with; a new one is started when `nil`.
   ///   - events: called for every decision (accepted or refused, with the reason), display,
   ///     cancel and release.

@@ -7,7 +7,7 @@ import DBus
 /// ``CentralManager/connect(to:timeout:retry:)``.
 ///
 /// bluetoothd discovers all services when it connects; the discovery methods here read the
-/// resolved tree and filter it by UUID. Notifications are in ``notifications(for:)``.
+/// resolved tree and filter it by UUID. Notifications are in ``notifications(for:preferAcquire:)``.
 public final class Peripheral: Sendable {
   /// Which peripheral this is.
   public let identifier: PeripheralIdentifier

@@ -95,6 +95,10 @@ public struct MessageReader: ~Copyable {
   /// its variant(s), in the message's order; the other interfaces are skipped unread. Returns
   /// whether `interface` was there.
   ///
+  /// An `interface` named twice throws (after visiting its first entry, whose properties the
+  /// caller must then drop): read whole, the last entry replaces the first, which a visit
+  /// cannot undo.
+  ///
   /// For a caller that wants a few properties of one interface as soon as possible (a scan
   /// report's `Device1`), before or instead of the dictionaries of
   /// ``interfacesAndProperties()``.
@@ -112,6 +116,10 @@ public struct MessageReader: ~Copyable {
       guard matches else {
         try body.skip(to: properties)
         continue
+      }
+      guard !found else {
+        throw DBusError(
+          code: .unexpectedReply, message: "interface \(interface) is in the message twice")
       }
       found = true
       while body.offset < properties {

@@ -24,13 +24,13 @@ struct WireBody: ~Copyable {
   private let start: Int
   /// The read position, from the start of the message (D-Bus aligns relative to it).
   private(set) var offset: Int
-  /// How many containers (arrays, structs, dict entries, variants) enclose the value being
-  /// read: bounded by ``maximumDepth`` whatever the bytes say, so a hostile message cannot
-  /// exhaust the stack.
+  /// How many containers (arrays, structs, variants; a dictionary counts once, with its
+  /// entries) enclose the value being read: bounded by ``maximumDepth`` whatever the bytes say,
+  /// so a hostile message cannot exhaust the stack.
   private var depth = 0
-  /// The deepest nesting read: the D-Bus specification's limit on containers (variants
-  /// included), 64. libdbus validates received messages to it too; this holds whatever the
-  /// bytes' origin.
+  /// The most containers a value may be inside: the D-Bus specification's limit on containers
+  /// (variants included), 64. libdbus validates received messages to it too (a byte inside 64
+  /// variants passes); this holds whatever the bytes' origin.
   var maximumDepth = 64
 
   /// The body of `message`; throws when libdbus cannot marshal it (out of memory).
@@ -96,9 +96,18 @@ struct WireBody: ~Copyable {
   /// Reads one value of `type`, as ``MessageDecoder`` would decode it through libdbus.
   /// - Throws: ``malformed`` also for containers nested deeper than ``maximumDepth``.
   mutating func value(_ type: DBusType) throws(DBusError) -> DBusValue {
-    depth += 1
-    defer { depth -= 1 }
-    guard depth <= maximumDepth else { throw Self.malformed }
+    // Only containers count: a basic value adds no nesting (counting it too refused a byte
+    // inside 64 variants, which libdbus and the whole-body decoder accept).
+    let isContainer: Bool
+    if case .basic = type.kind { isContainer = false } else { isContainer = true }
+    if isContainer {
+      depth += 1
+      guard depth <= maximumDepth else {
+        depth -= 1
+        throw Self.malformed
+      }
+    }
+    defer { if isContainer { depth -= 1 } }
     switch type.code {
     case TypeCode.byte: return .byte(try fixed(UInt8.self))
     case TypeCode.bool: return .bool(try fixed(UInt32.self) != 0)

@@ -26,6 +26,15 @@ import Testing
     #expect(try parseScan(["--name="]).name == "")
   }
 
+  /// Found by the arguments fuzz target: a value starting with a combining mark (U+0301
+  /// here) joins the `=` before it into one Character, so `--name=\u{301}x` read as an unknown
+  /// option `--name=\u{301}x`, and `-s\u{301}x` as an unknown `-s\u{301}`. The parser splits
+  /// words at Unicode scalars.
+  @Test func valuesMayStartWithACombiningMark() throws {
+    #expect(try parseScan(["--name=\u{301}x"]).name == "\u{301}x")
+    #expect(try parseScan(["-s\u{301}x"]).services == ["\u{301}x"])
+  }
+
   @Test func repeatableOptionKeepsOrder() throws {
     let scan = try parseScan(["--service", "180d", "--json", "--service=180f", "-s", "fff0"])
     #expect(scan.services == ["180d", "180f", "fff0"])

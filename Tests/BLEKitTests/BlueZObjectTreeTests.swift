@@ -210,6 +210,43 @@ private func next<T>(
     #expect(BlueZObjectTree.replay(messages).count == 1)
   }
 
+  /// Found by the bluez-readers fuzz target: an InterfacesAdded naming Device1 more than once
+  /// was announced, from the early hand-over read straight from the message, with every
+  /// entry's properties (here the second's name) while the tree held the last entry alone.
+  /// The device is now handed over as the tree holds it.
+  @Test func aDeviceNamedTwiceIsAnnouncedAsTheTreeHoldsIt() throws {
+    let first: [String: DBusValue] = [
+      "Address": .string("00:00:00:00:00:00"), "Adapter": .objectPath("/org/bluez/hci0"),
+      "Connected": .bool(false),
+    ]
+    let second: [String: DBusValue] = [
+      "Address": .string("00:00:00:00:00:01"), "Adapter": .objectPath("/org/bluez/hci0"),
+      "Connected": .bool(true),
+    ]
+    let added = try DBusMessage.signal(
+      path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded")
+    try added.append([
+      .objectPath(Self.device),
+      .dictionary(
+        key: "s", value: "a{sv}",
+        [
+          DBusDictEntry(
+            key: .string(Device1.interface.rawValue), value: .dictionaryOfVariants(first)),
+          DBusDictEntry(
+            key: .string(Device1.interface.rawValue),
+            value: .dictionaryOfVariants(["Name": .string("again")])),
+          DBusDictEntry(
+            key: .string(Device1.interface.rawValue), value: .dictionaryOfVariants(second)),
+        ]),
+    ])
+    let messages = [try DBusMessage(wireBytes: try added.wireBytes())]
+    let seen = Mutex<[DeviceAdvertisement?]>([])
+    _ = BlueZObjectTree.replay(messages) { _, advertisement in
+      seen.withLock { $0.append(advertisement) }
+    }
+    #expect(seen.withLock { $0 } == [DeviceAdvertisement(second)])
+  }
+
   @Test func followsBluetoothdLeavingAndComingBack() async throws {
     let bus = try ClientTestBus()
     defer { bus.stop() }

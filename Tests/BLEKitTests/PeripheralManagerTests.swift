@@ -240,6 +240,33 @@ struct PeripheralManagerTests {
     await fixture.tearDown()
   }
 
+  /// Ctrl-C cancels a command's task, then it undoes its registrations: from the cancelled
+  /// task, stopping the advertisement and removing the service still reach bluetoothd.
+  @Test func undoingFromACancelledTaskReachesBluetoothd() async throws {
+    let fixture = try await Self.makeFixture()
+    let manager = fixture.manager
+    let service = MutableService(
+      type: Self.serviceUUID,
+      characteristics: [
+        MutableCharacteristic(
+          type: BlekitUUID.transferCharacteristic, properties: [.notify], permissions: [])
+      ])
+    try await manager.add(service)
+    try await manager.startAdvertising(AdvertisingPayload(serviceUUIDs: [Self.serviceUUID]))
+    // The fixture's own service, and this one.
+    #expect(fixture.bluetoothd.registry.applications.withLock { $0.count } == 2)
+    #expect(fixture.bluetoothd.registry.advertisements.withLock { $0.count } == 1)
+    await Task {
+      withUnsafeCurrentTask { $0?.cancel() }
+      await manager.stopAdvertising()
+      await manager.remove(service)
+    }.value
+    #expect(fixture.bluetoothd.registry.advertisements.withLock { $0.isEmpty })
+    #expect(fixture.bluetoothd.registry.applications.withLock { $0.count } == 1)
+    await manager.close()
+    await fixture.tearDown()
+  }
+
   private func value(_ index: Int) -> [UInt8] {
     var bytes = [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: 97)
     bytes[0] = UInt8(truncatingIfNeeded: index >> 8)

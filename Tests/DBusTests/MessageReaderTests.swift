@@ -201,6 +201,59 @@ import Testing
     #expect(throws: DBusError.self) { try body.value(DBusType.parseSingle("v")) }
   }
 
+  /// Found by the bluez-readers fuzz target: with an interface named twice, a visit saw both
+  /// entries while the whole reading keeps the last, so a scan announced a device the tree
+  /// did not hold. The visit now refuses the message.
+  @Test func visitingAnInterfaceNamedTwiceThrows() throws {
+    let twice = DBusValue.dictionary(
+      key: "s", value: "a{sv}",
+      [
+        DBusDictEntry(
+          key: .string("org.bluez.Device1"), value: .dictionaryOfVariants(Self.properties)),
+        DBusDictEntry(
+          key: .string("org.bluez.Device1"), value: .dictionaryOfVariants(["Name": "again"])),
+      ])
+    let message = try Self.received([.objectPath("/org/bluez/hci0/dev_1"), twice])
+    #expect(throws: DBusError.self) {
+      try message.read { reader throws(DBusError) in
+        _ = try reader.objectPath()
+        return try reader.visitProperties(of: "org.bluez.Device1") { _, _ in }
+      }
+    }
+    let whole = try message.read { reader throws(DBusError) in
+      _ = try reader.objectPath()
+      return try reader.interfacesAndProperties()
+    }
+    #expect(whole["org.bluez.Device1"] == ["Name": "again"])
+  }
+
+  /// Found by the dbus-reader fuzz target: a byte inside 64 variants (the specification's
+  /// limit, which libdbus accepts) was refused by the reader, which counted the byte as a
+  /// level of nesting, while the whole-body decoder read it.
+  @Test func readsAValueInsideAsManyContainersAsLibdbusAccepts() throws {
+    // Built as bytes: the encoder stays under the limit.
+    let variant: [UInt8] = [1, UInt8(ascii: "v"), 0]  // a variant's signature "v"
+    let body = Array(Array(repeating: variant, count: 63).joined()) + [1, UInt8(ascii: "y"), 0, 42]
+    var message: [UInt8] = [UInt8(ascii: "B"), 2, 0, 1]
+    message += be32(UInt32(body.count)) + be32(1)
+    let fields: [UInt8] =
+      [5, 1, UInt8(ascii: "u"), 0] + be32(1) + [
+        8, 1, UInt8(ascii: "g"), 0, 1, UInt8(ascii: "v"), 0,
+      ]
+    message += be32(UInt32(fields.count)) + fields
+    while message.count % 8 != 0 { message.append(0) }
+    let received = try DBusMessage(wireBytes: message + body)
+    var nested = DBusValue.byte(42)
+    for _ in 0..<64 { nested = .variant(nested) }
+    #expect(try received.arguments() == [nested])
+    #expect(try received.read { reader throws(DBusError) in try reader.value() } == nested)
+    // One more level is past the limit: libdbus refuses the message.
+    let deeper = variant + body
+    var longer = Array(message[0..<4]) + be32(UInt32(deeper.count)) + Array(message[8...])
+    longer += deeper
+    #expect(throws: DBusError.self) { try DBusMessage(wireBytes: longer) }
+  }
+
   private func be32(_ value: UInt32) -> [UInt8] {
     (0..<4).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }
   }

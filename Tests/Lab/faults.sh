@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Lab test of blekit under faults (issue 5), in one boot: bluetoothd restarted under a running
-# `scan --json` and under `advertise`; the adapter powered off under `advertise`; `advertise`
+# `scan --json` and under `advertise`; the adapter powered off under `advertise`; `receive`
+# interrupted (SIGINT) mid-transfer, after which the link must be down within 5 s; `advertise`
 # killed mid-transfer; and a soak of 20 receives from one long-running `advertise` whose file
 # descriptors, bus match rules and exported objects must not grow; last, the system bus
 # (dbus-daemon) restarted under `advertise`, `scan`, `monitor` and `receive` (issue 17). Runs
@@ -209,9 +210,15 @@ check "soak: nothing left registered" "wait_for 10 instances_are 0"
 # --- 3b. receive interrupted (SIGINT) mid-transfer: it still disconnects ------------------
 # As in 4 below, the receiver runs on a pty so its progress line shows when bytes flow; the
 # shell under script(1) writes its pid, then becomes blekit (exec), so the signal goes to
-# blekit itself, as Ctrl-C would. Cleanup after Ctrl-C (Device1.Disconnect) must not be
-# dropped with the cancelled task: the link is down within 5 s.
+# blekit itself, as Ctrl-C would. Its cleanup (Device1.Disconnect) must not be dropped with
+# the cancelled task: the link must be down within 5 s. In this one-host lab one bluetoothd
+# serves both ends, and while the advertiser floods notifications it answers D-Bus calls tens
+# of seconds late (-d logging to 9p); so the advertiser is paused (SIGSTOP, not stopped: it
+# does not disconnect) as receive gets SIGINT, and what is timed is receive's own cleanup.
 seq 1 1000000 | tr '\n' ' ' | head -c 1048576 >"$OUT/1m.msg"
+dbus-monitor --system "type='method_call',interface='org.bluez.Device1',member='Disconnect'" \
+  >"$OUT/sigint-monitor.txt" 2>&1 &
+monitor=$!
 script -qfec "echo \$\$ >$OUT/sigint.pid; exec $BLEKIT receive -a hci0 --timeout 60 \
   >$OUT/sigint.out" "$OUT/sigint.err" >/dev/null 2>&1 &
 script_pid=$!
@@ -219,26 +226,35 @@ wait_for 20 discovering || echo "# hci0 not discovering after 20 s"
 "$BLEKIT" advertise -a hci1 --file "$OUT/1m.msg" --timeout 120 \
   >"$OUT/adv-sigint.out" 2>"$OUT/adv-sigint.err" &
 adv=$!
+# Down: the kernel has no LE link to hci1 and bluetoothd does not say Connected.
+link_down() {
+  ! hcitool -i hci0 con 2>/dev/null | grep -q "LE $HCI1_ADDR" \
+    && [[ $(busctl --system get-property org.bluez "$HCI1_DEV" org.bluez.Device1 Connected \
+      2>/dev/null) != "b true" ]]
+}
 if wait_for 90 grep -qE 'received [1-9][0-9]* bytes' "$OUT/sigint.err"; then
-  recv=$(<"$OUT/sigint.pid")
-  check "sigint: connected mid-transfer" "connected"
+  kill -STOP "$adv"
   start=$EPOCHREALTIME
-  kill -INT "$recv"
-  if wait_for 5 bash -c "! busctl --system get-property org.bluez $HCI1_DEV org.bluez.Device1 \
-    Connected 2>/dev/null | grep -q true"; then
+  kill -INT "$(<"$OUT/sigint.pid")"
+  if wait_for 5 link_down; then
     down=$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
     ok "sigint: the link is down ${down} s after SIGINT to receive mid-transfer"
   else
-    fail "sigint: Device1.Connected still true 5 s after SIGINT to receive"
+    fail "sigint: the link to hci1 is still up 5 s after SIGINT to receive" \
+      "($(hcitool -i hci0 con 2>/dev/null | grep -c LE) LE link(s))"
   fi
   wait_exit "$script_pid" 20
   echo "# receive stderr: $(tail -c 300 "$OUT/sigint.err" | tr '\r\n' '  ')"
-  check "sigint: receive ended (script exit $STATUS)" "((STATUS != 255))"
+  check "sigint: receive exits 130 (script exit $STATUS)" "((STATUS == 130))"
   check "sigint: no partial text on stdout" "[[ ! -s $OUT/sigint.out ]]"
+  check "sigint: receive itself called Device1.Disconnect" \
+    "grep -q 'path=$HCI1_DEV; interface=org.bluez.Device1; member=Disconnect' $OUT/sigint-monitor.txt"
 else
   fail "sigint: no transfer progress seen: $(tail -c 300 "$OUT/sigint.err" | tr '\r\n' '  ')"
   stop_pid "$script_pid"
 fi
+kill "$monitor" 2>/dev/null
+kill -CONT "$adv"
 stop_pid "$adv"
 check "sigint: advertise exits 143 on SIGTERM (exit $STATUS)" "((STATUS == 143))"
 check "sigint: nothing left registered" "wait_for 10 instances_are 0"

@@ -12,13 +12,15 @@ import Synchronization
 /// let characteristic = MutableCharacteristic(
 ///   type: uuid, properties: [.notify, .writeWithoutResponse], permissions: [.writeable])
 /// try await manager.add(MutableService(type: serviceUUID, characteristics: [characteristic]))
-/// try await manager.startAdvertising(PeripheralAdvertisement(serviceUUIDs: [serviceUUID]))
+/// try await manager.startAdvertising(
+///   AdvertisingPayload(discoverable: true, serviceUUIDs: [serviceUUID]))
 /// for await event in manager.events { ... }
 /// ```
 ///
 /// Every service is its own GATT application (`GattManager1.RegisterApplication`, with an
 /// ObjectManager at its root); exported objects answer only bluetoothd. ``close()``
-/// unregisters everything; call it on every exit path (see ``TerminationSignals``).
+/// unregisters everything; call it on every exit path, also after Ctrl-C: it finishes even
+/// in a cancelled task.
 public final class PeripheralManager: Sendable {
   /// The adapter's name, e.g. `hci1`.
   public let adapterName: String

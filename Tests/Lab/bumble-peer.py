@@ -1,0 +1,438 @@
+#!/usr/bin/python3
+# Bumble (Google's Python Bluetooth host) as a non-BlueZ peer in the lab's Bumble air
+# (`scripts/lab run --bumble N`, docs/lab.md). Each run opens the HCI transport $LAB_BUMBLE_HCI,
+# where the air gives it a controller of its own, and acts as one of:
+#
+#   sensor  --message FILE [--message FILE2 ...] [--name N] [--address A] [--mtu M]
+#       A sensor-like peripheral. Services: the transfer service
+#       (E20A39F4-73F5-4BC4-A12F-17D1AD07A961) whose characteristic 08590F7E-... sends a FILE to
+#       each subscriber (the first subscriber gets the first FILE, the next one the next, and
+#       the last FILE is repeated) with the plain protocol (chunks of min(MTU-3, 512) bytes, then the
+#       literal EOM) and takes replies written without response; Battery (180F/2A19, 87 %);
+#       Heart Rate (180D/2A37 notify: 10 measurements, 70..79 bpm, every 0.2 s after a
+#       subscription); a service of its own (SENSOR below) with a characteristic that
+#       indicates 3 values ("indication 1".."indication 3"), a 600-byte read-only value
+#       (bytes i % 251, read in pieces by a long read; bluetoothd keeps 512 of them), and a value
+#       produced per read (400 bytes, "read #N:<N><N>..."; the pieces of one long read come from
+#       the same value, so offsets are honoured). Its GATT server offers an MTU of --mtu (185,
+#       a phone's; long reads then take several requests). Advertises the transfer service's UUID, with the name in the
+#       scan response, and goes on advertising after each disconnection. Prints "ready
+#       ADDRESS", then one line per event (connected, subscribed, sent, reply). Runs until
+#       killed.
+#   central --expect FILE --iterations N [--mtu 185] [--reply-prefix P]
+#       A phone-like central running the seed's central flow N times: scan for the transfer
+#       service, connect, request a larger MTU, subscribe to the plain characteristic,
+#       reassemble until EOM, write a reply without response ("P<i>"), unsubscribe,
+#       disconnect. blekit's peripheral sends each reply to the next subscriber, so iteration
+#       i+1 expects iteration i's reply. Prints "iteration I exact yes|no BYTES bytes MTU M"
+#       and ends with "central E/N exact"; exit 0 when all were exact.
+#   pair-central --address A [--io-capability C] [--no-sc] [--no-bond] [--reconnect]
+#   pair-peripheral [--io-capability C] [--no-sc] [--no-bond] [--name N]
+#       Pairing with a non-BlueZ stack: the central connects to A (public; --random: random)
+#       and pairs (then, with --reconnect, disconnects, connects again and encrypts with the
+#       stored keys); the peripheral advertises and accepts. Both use their controller's
+#       public address, the identity address they hand out (the peripheral prints it:
+#       "ready ADDRESS"). Numeric comparisons are confirmed; a passkey to
+#       display is printed ("passkey NNNNNN") and one to enter is read from $LAB_SHARED/passkey.
+#       Prints "paired sc=yes|no bonded=yes|no" or "pairing failed: ...".
+import argparse
+import asyncio
+import os
+import sys
+import time
+
+from bumble import att, hci
+from bumble.core import UUID
+from bumble.device import Device, Peer
+from bumble.gatt import Characteristic, CharacteristicValue, Service
+from bumble.keys import JsonKeyStore
+from bumble.pairing import PairingConfig, PairingDelegate
+from bumble.transport import open_transport
+
+TRANSFER_SERVICE = "E20A39F4-73F5-4BC4-A12F-17D1AD07A961"
+TRANSFER_CHAR = "08590F7E-DB05-467E-8757-72F6FAEB13D4"
+SENSOR_SERVICE = "6E7A0001-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
+INDICATE_CHAR = "6E7A0002-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
+LONG_CHAR = "6E7A0003-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
+PER_READ_CHAR = "6E7A0004-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
+LONG_VALUE = bytes(i % 251 for i in range(600))
+PER_READ_LENGTH = 400
+
+
+def say(text):
+    print(text, flush=True)
+
+
+def uuid_le(uuid):
+    """The 128-bit UUID's bytes as they travel in an advertisement (little-endian)."""
+    return bytes(reversed(bytes.fromhex(uuid.replace("-", ""))))
+
+
+def ad_structure(kind, payload):
+    return bytes([len(payload) + 1, kind]) + payload
+
+
+def advertised_uuids(data):
+    """128-bit service UUIDs (as upper-case strings) in raw advertising data."""
+    found, i = [], 0
+    while i < len(data) and data[i]:
+        length, kind = data[i], data[i + 1]
+        payload = data[i + 2:i + 1 + length]
+        if kind in (0x06, 0x07):
+            for j in range(0, len(payload) - 15, 16):
+                h = bytes(reversed(payload[j:j + 16])).hex().upper()
+                found.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+        i += 1 + length
+    return found
+
+
+async def open_device(name, address):
+    transport = await open_transport(os.environ.get("LAB_BUMBLE_HCI", "tcp-client:127.0.0.1:9100"))
+    device = Device.with_hci(name, hci.Address(address), transport.source, transport.sink)
+    return transport, device
+
+
+# -----------------------------------------------------------------------------------------
+# sensor
+
+
+class PerReadValue:
+    """A value made anew at each read; the Read Blob requests of one long read get pieces of
+    the same value. Bumble hands the callback no offset (it slices the value itself), so a long
+    read is recognised by its length: a value of L bytes at MTU m takes L // (m-1) + 1 reads
+    (BlueZ reads on until a piece is shorter than m-1)."""
+
+    def __init__(self):
+        self.count = 0
+        self.value = b""
+        self.left = 0
+
+    def read(self, connection):
+        if self.left <= 0:
+            self.count += 1
+            self.value = (f"read #{self.count}:" + f"<{self.count}>" * PER_READ_LENGTH).encode()
+            self.value = self.value[:PER_READ_LENGTH]
+            self.left = len(self.value) // (connection.att_mtu - 1) + 1
+        self.left -= 1
+        return self.value
+
+
+def not_readable(connection):
+    # Without a read function Bumble raises inside its server and sends no response at all,
+    # so bluetoothd's read waits out the ATT timeout and drops the link.
+    raise att.ATT_Error(att.ATT_READ_NOT_PERMITTED_ERROR)
+
+
+async def sensor(args):
+    messages = [open(path, "rb").read() for path in args.message]
+    subscriptions = [0]
+    transport, device = await open_device(args.name, args.address)
+    device.gatt_server.max_mtu = args.mtu
+    async with transport:
+        transfer = Characteristic(
+            TRANSFER_CHAR,
+            Characteristic.Properties.NOTIFY | Characteristic.Properties.WRITE_WITHOUT_RESPONSE,
+            Characteristic.WRITEABLE,
+            CharacteristicValue(read=not_readable, write=lambda connection, value: say(
+                f"reply {bytes(value).decode(errors='replace')}")))
+        battery = Characteristic(
+            "2A19", Characteristic.Properties.READ | Characteristic.Properties.NOTIFY,
+            Characteristic.READABLE, bytes([87]))
+        heart_rate = Characteristic(
+            "2A37", Characteristic.Properties.NOTIFY, Characteristic.READABLE, bytes([0, 60]))
+        indicate = Characteristic(
+            INDICATE_CHAR, Characteristic.Properties.INDICATE, Characteristic.READABLE, b"")
+        per_read = PerReadValue()
+        device.add_services([
+            Service(TRANSFER_SERVICE, [transfer]),
+            Service("180F", [battery]),
+            Service("180D", [heart_rate]),
+            Service(SENSOR_SERVICE, [
+                indicate,
+                Characteristic(LONG_CHAR, Characteristic.Properties.READ,
+                               Characteristic.READABLE, LONG_VALUE),
+                Characteristic(PER_READ_CHAR, Characteristic.Properties.READ,
+                               Characteristic.READABLE, CharacteristicValue(read=per_read.read)),
+            ]),
+        ])
+
+        async def send_message(connection):
+            message = messages[min(subscriptions[0], len(messages) - 1)]
+            subscriptions[0] += 1
+            size = min(connection.att_mtu - 3, 512)
+            for i in range(0, len(message), size):
+                await device.notify_subscriber(connection, transfer, message[i:i + size], force=True)
+            await device.notify_subscriber(connection, transfer, b"EOM", force=True)
+            say(f"sent {len(message)} bytes in chunks of {size}")
+
+        async def send_heart_rate(connection):
+            for i in range(10):
+                await device.notify_subscriber(connection, heart_rate, bytes([0, 70 + i]), force=True)
+                await asyncio.sleep(0.2)
+
+        async def send_indications(connection):
+            for i in range(1, 4):
+                await device.indicate_subscriber(connection, indicate, f"indication {i}".encode(),
+                                                 force=True)
+            say("indicated 3 values")
+
+        def on_subscription(connection, characteristic, notify_enabled, indicate_enabled):
+            if not (notify_enabled or indicate_enabled):
+                return
+            say(f"subscribed {characteristic.uuid} mtu {connection.att_mtu}")
+            if characteristic is transfer:
+                asyncio.ensure_future(send_message(connection))
+            elif characteristic is heart_rate:
+                asyncio.ensure_future(send_heart_rate(connection))
+            elif characteristic is indicate:
+                asyncio.ensure_future(send_indications(connection))
+
+        device.on("characteristic_subscription", on_subscription)
+        device.on("connection", lambda connection: say(f"connected {connection.peer_address}"))
+        await device.power_on()
+        advertising = ad_structure(0x01, bytes([0x06])) + ad_structure(0x07, uuid_le(TRANSFER_SERVICE))
+        scan_response = (ad_structure(0x09, args.name.encode())
+                         + ad_structure(0x03, bytes.fromhex("0f180d18")))
+        await device.start_advertising(auto_restart=True, advertising_data=advertising,
+                                       scan_response_data=scan_response)
+        say(f"ready {args.address}")
+        await asyncio.get_running_loop().create_future()
+
+
+# -----------------------------------------------------------------------------------------
+# central
+
+
+async def find_transfer_peripheral(device, timeout):
+    found = asyncio.get_running_loop().create_future()
+
+    def on_advertisement(advertisement):
+        if not found.done() and TRANSFER_SERVICE in advertised_uuids(advertisement.data_bytes):
+            found.set_result(advertisement.address)
+
+    device.on("advertisement", on_advertisement)
+    await device.start_scanning(filter_duplicates=False)
+    try:
+        return await asyncio.wait_for(found, timeout)
+    finally:
+        device.remove_listener("advertisement", on_advertisement)
+        await device.stop_scanning()
+
+
+def step(text):
+    print(f"{time.monotonic():.1f} {text}", file=sys.stderr, flush=True)
+
+
+async def central_iteration(device, expect, reply, args):
+    address = await find_transfer_peripheral(device, args.timeout)
+    step(f"found {address}")
+    connection = await device.connect(address, timeout=args.timeout)
+    step("connected")
+    chunks = []
+    done = asyncio.Event()
+
+    def on_value(value):
+        if bytes(value) == b"EOM":
+            done.set()
+        else:
+            chunks.append(bytes(value))
+
+    async with Peer(connection) as peer:
+        mtu = await peer.request_mtu(args.mtu)
+        step(f"MTU {mtu}")
+        await peer.discover_service(UUID(TRANSFER_SERVICE))
+        await peer.discover_characteristics()
+        characteristic = peer.get_characteristics_by_uuid(UUID(TRANSFER_CHAR))[0]
+        await peer.subscribe(characteristic, on_value)
+        step("subscribed")
+        try:
+            await asyncio.wait_for(done.wait(), args.timeout)
+        finally:
+            step(f"{len(chunks)} values, sizes {sorted(set(map(len, chunks)))}")
+        await peer.write_value(characteristic, reply, with_response=False)
+        await asyncio.sleep(0.3)  # let the write go out before the unsubscribe and disconnect
+        await peer.unsubscribe(characteristic, on_value)
+    await connection.disconnect()
+    message = b"".join(chunks)
+    return message == expect, len(message), mtu
+
+
+async def central(args):
+    expect = open(args.expect, "rb").read()
+    transport, device = await open_device(args.name, args.address)
+    # A phone uses one MTU in both roles. Bumble's server would offer 517 to bluetoothd's own
+    # MTU exchange while its client asks for --mtu; bluetoothd 5.66 then keeps the larger one
+    # for notifications (docs/lab.md).
+    device.gatt_server.max_mtu = args.server_mtu or args.mtu
+    exact = 0
+    async with transport:
+        await device.power_on()
+        for i in range(1, args.iterations + 1):
+            reply = f"{args.reply_prefix}{i}".encode()
+            try:
+                ok, length, mtu = await central_iteration(device, expect, reply, args)
+            except Exception as error:  # noqa: BLE001 - the failure is the result
+                say(f"iteration {i} failed: {type(error).__name__}: {error}")
+                ok, length, mtu = False, -1, 0
+            exact += ok
+            say(f"iteration {i} exact {'yes' if ok else 'no'} {length} bytes MTU {mtu}")
+            expect = reply
+            await asyncio.sleep(0.5)
+    say(f"central {exact}/{args.iterations} exact")
+    return 0 if exact == args.iterations else 1
+
+
+# -----------------------------------------------------------------------------------------
+# pairing
+
+
+class Delegate(PairingDelegate):
+    """Confirms comparisons, prints a passkey to display, takes one to enter from a file."""
+
+    async def confirm(self, auto=False):
+        say("confirm just-works" if auto else "confirm")
+        return True
+
+    async def compare_numbers(self, number, digits):
+        say(f"compare {number:0{digits}d}")
+        return True
+
+    async def display_number(self, number, digits):
+        say(f"passkey {number:0{digits}d}")
+
+    async def get_number(self):
+        path = os.path.join(os.environ.get("LAB_SHARED", "/tmp"), "passkey")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                text = open(path).read().strip()
+                if text:
+                    say(f"entered passkey {text}")
+                    return int(text)
+            except FileNotFoundError:
+                pass
+            await asyncio.sleep(0.2)
+        return None
+
+
+def pairing_setup(device, args):
+    capability = getattr(PairingDelegate.IoCapability, args.io_capability)
+    device.keystore = JsonKeyStore(namespace=None, filename=os.path.join(
+        os.environ.get("HOME", "/tmp"), f"bumble-keys-{args.name}.json"))
+    device.pairing_config_factory = lambda connection: PairingConfig(
+        sc=not args.no_sc, mitm=capability != PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT,
+        bonding=not args.no_bond, delegate=Delegate(io_capability=capability))
+
+
+async def pairing_result(device, connection, keys):
+    """What the pairing gave: LE Secure Connections (one LTK) or legacy (an LTK per role), and
+    whether the keys were kept (bonding)."""
+    await asyncio.sleep(0.5)  # the keystore is written after the pairing event
+    sc = keys is not None and keys.ltk is not None
+    stored = await device.keystore.get(str(connection.peer_address)) if device.keystore else None
+    return (f"paired sc={'yes' if sc else 'no'} bonded={'yes' if stored else 'no'} "
+            f"encrypted={'yes' if connection.is_encrypted else 'no'}")
+
+
+async def pair_central(args):
+    transport, device = await open_device(args.name, args.address_self)
+    async with transport:
+        pairing_setup(device, args)
+        await device.power_on()
+        target = hci.Address(args.address, hci.Address.RANDOM_DEVICE_ADDRESS if args.random
+                             else hci.Address.PUBLIC_DEVICE_ADDRESS)
+        # Its controller's public address, which is also the identity address it hands out
+        # when pairing (so the keys are found again on a reconnection).
+        connection = await device.connect(target, timeout=args.timeout,
+                                          own_address_type=hci.OwnAddressType.PUBLIC)
+        got = {}
+        connection.on("pairing", lambda keys: got.setdefault("keys", keys))
+        try:
+            await connection.pair()
+        except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001
+            say(f"pairing failed: {type(error).__name__}: {error}")
+            return 1
+        say(await pairing_result(device, connection, got.get("keys")))
+        if args.reconnect:
+            await connection.disconnect()
+            await asyncio.sleep(1)
+            connection = await device.connect(target, timeout=args.timeout,
+                                              own_address_type=hci.OwnAddressType.PUBLIC)
+            try:
+                await connection.encrypt()
+                say(f"reconnected encrypted={'yes' if connection.is_encrypted else 'no'} with stored keys")
+            except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001
+                say(f"reconnect encryption failed: {type(error).__name__}: {error}")
+                return 1
+        await asyncio.sleep(0.5)
+        await connection.disconnect()
+    return 0
+
+
+async def pair_peripheral(args):
+    transport, device = await open_device(args.name, args.address_self)
+    async with transport:
+        pairing_setup(device, args)
+        done = asyncio.get_running_loop().create_future()
+
+        def on_connection(connection):
+            say(f"connected {connection.peer_address}")
+            connection.on("pairing", lambda keys: done.done() or done.set_result(
+                (connection, keys, None)))
+            connection.on("pairing_failure", lambda reason: done.done() or done.set_result(
+                (connection, None, reason)))
+
+        device.on("connection", on_connection)
+        await device.power_on()
+        advertising = ad_structure(0x01, bytes([0x06])) + ad_structure(0x09, args.name.encode())
+        await device.start_advertising(auto_restart=True, advertising_data=advertising,
+                                       own_address_type=hci.OwnAddressType.PUBLIC)
+        say(f"ready {device.public_address.to_string(False)}")
+        connection, keys, failure = await asyncio.wait_for(done, args.timeout)
+        if failure is not None:
+            say(f"pairing failed: {failure}")
+            return 1
+        say(await pairing_result(device, connection, keys))
+        await asyncio.get_running_loop().create_future()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers(dest="mode", required=True)
+    s = sub.add_parser("sensor")
+    s.add_argument("--message", required=True, action="append")
+    s.add_argument("--name", default="bumble-sensor")
+    s.add_argument("--address", default="C0:FF:EE:00:00:01")
+    s.add_argument("--mtu", type=int, default=185)
+    c = sub.add_parser("central")
+    c.add_argument("--expect", required=True)
+    c.add_argument("--iterations", type=int, default=3)
+    c.add_argument("--mtu", type=int, default=185)
+    c.add_argument("--server-mtu", type=int, help="the MTU its GATT server offers (default --mtu)")
+    c.add_argument("--reply-prefix", default="reply from the Bumble central, iteration ")
+    c.add_argument("--name", default="bumble-phone")
+    c.add_argument("--address", default="C0:FF:EE:00:00:02")
+    c.add_argument("--timeout", type=float, default=30)
+    for name in ("pair-central", "pair-peripheral"):
+        p = sub.add_parser(name)
+        p.add_argument("--io-capability", default="NO_OUTPUT_NO_INPUT",
+                       choices=["NO_OUTPUT_NO_INPUT", "DISPLAY_OUTPUT_ONLY",
+                                "DISPLAY_OUTPUT_AND_YES_NO_INPUT", "KEYBOARD_INPUT_ONLY",
+                                "DISPLAY_OUTPUT_AND_KEYBOARD_INPUT"])
+        p.add_argument("--no-sc", action="store_true", help="legacy pairing")
+        p.add_argument("--no-bond", action="store_true")
+        p.add_argument("--timeout", type=float, default=60)
+        p.add_argument("--name", default=f"bumble-{name}")
+        p.add_argument("--address-self", default="C0:FF:EE:00:00:03")
+        if name == "pair-central":
+            p.add_argument("--address", required=True)
+            p.add_argument("--reconnect", action="store_true")
+            p.add_argument("--random", action="store_true", help="A is a random address")
+    args = parser.parse_args()
+    run = {"sensor": sensor, "central": central, "pair-central": pair_central,
+           "pair-peripheral": pair_peripheral}[args.mode]
+    sys.exit(asyncio.run(run(args)) or 0)
+
+
+if __name__ == "__main__":
+    main()
