@@ -121,28 +121,27 @@ public final class BlueZObjectTree: Sendable {
   /// On the connection's queue (each subscription's end), so at most once per subscription.
   private func connectionWasLost() {
     let message = "lost the connection to the system bus"
-    let (observers, subscriptions) = state.withLock { state in
-      guard !state.stopped else { return ([Observer](), [SignalSubscription]()) }
-      state.stopped = true
+    halt { state in
+      guard !state.stopped else { return false }
       state.connectionLost = message
       state.generation += 1
-      state.pending = nil
       state.objects.removeAll()
       state.isServiceRunning = false
       Self.emit(.connectionLost(message), in: &state)
-      defer {
-        state.observers.removeAll()
-        state.subscriptions.removeAll()
-      }
-      return (state.observers, state.subscriptions)
+      return true
     }
-    for subscription in subscriptions { subscription.cancel() }
-    for observer in observers { observer.observation.end() }
   }
 
   /// Stops listening; observers hear no more and subscribers' streams finish.
   public func stop() {
+    halt { _ in true }
+  }
+
+  /// Marks the tree stopped after `last` (under the lock; `false`: it was already stopped,
+  /// nothing more to do), then ends every subscription and observation, outside the lock.
+  private func halt(_ last: (inout State) -> Bool) {
     let (observers, subscriptions) = state.withLock { state in
+      guard last(&state) else { return ([Observer](), [SignalSubscription]()) }
       state.stopped = true
       state.pending = nil
       defer {
