@@ -146,7 +146,7 @@ public struct TransferCentral: Sendable {
   public func receive(on peripheral: Peripheral, options: Options = Options()) async throws
     -> Received
   {
-    guard let service = try await peripheral.services([BlekitUUID.transferService]).first else {
+    guard let service = try await transferService(of: peripheral) else {
       throw CentralError(
         .attributeNotFound, "\(peripheral.identifier) does not offer the transfer service")
     }
@@ -235,6 +235,25 @@ public struct TransferCentral: Sendable {
         serverSupportedFeatures: try await peripheral.readValue(for: features))
     } catch {
       return .unknown("reading its Server Supported Features failed: \(error.message)")
+    }
+  }
+
+  /// How long a connected peer's services may still be coming in before the transfer service
+  /// counts as absent.
+  static let serviceSettleTime: Duration = .seconds(5)
+
+  /// The peer's transfer service. bluetoothd can say the services are resolved from its cache
+  /// and export what a discovery still running finds a moment later (seen with `receive
+  /// --from` a known address, and after a bluetoothd restart): so an absent service is looked
+  /// for again for up to ``serviceSettleTime`` before the peer counts as not offering it.
+  private func transferService(of peripheral: Peripheral) async throws -> RemoteService? {
+    let deadline = ContinuousClock.now + Self.serviceSettleTime
+    while true {
+      if let service = try await peripheral.services([BlekitUUID.transferService]).first {
+        return service
+      }
+      guard ContinuousClock.now < deadline, await peripheral.isConnected() else { return nil }
+      try await Task.sleep(for: .milliseconds(200))
     }
   }
 
