@@ -49,7 +49,7 @@ let package = Package(
     .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
     .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
     .testTarget(name: "BLEKitTests", dependencies: ["BLEKit", "TestSupport"]),
-    .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing"]),
+    .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing", "TestSupport"]),
     .testTarget(name: "BlekitCLITests", dependencies: ["blekit", "BLEKit", "ArgumentParsing"]),
   ]
 )

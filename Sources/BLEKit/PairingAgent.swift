@@ -259,7 +259,7 @@ public final class PairingAgent: Sendable {
   /// Finishes even when the calling task is cancelled (Ctrl-C), waiting at most `limit` for
   /// bluetoothd (see `runCleanup(within:_:)`).
   @discardableResult
-  public func unregister(within limit: Duration = defaultCleanupLimit) async -> BlueZError? {
+  public func unregister(within limit: Duration = defaultCleanupLimit) async -> CentralError? {
     let failure = Mutex<BlueZError?>(nil)
     let finished = await runCleanup(within: limit) { [registration] in
       let error = await registration.unregister()
@@ -267,9 +267,10 @@ public final class PairingAgent: Sendable {
     }
     if ownsCallerCheck { callerCheck.stop() }
     if !finished {
-      return BlueZError(.timeout, "bluetoothd did not confirm unregistering the agent in \(limit)")
+      return CentralError(
+        .timeout, "bluetoothd did not confirm unregistering the agent in \(limit)")
     }
-    return failure.withLock { $0 }
+    return failure.withLock { $0 }.map { CentralError($0, while: "unregistering the agent") }
   }
 }
 

@@ -2,20 +2,10 @@
 
 import ArgumentParsing
 import Foundation
+import TestSupport
 import Testing
 
-/// The `blekit` executable in the test runner's build directory, if there is one.
-private let blekitBinary: URL? = {
-  let runner = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-  var directory = runner.deletingLastPathComponent()
-  // The runner may sit inside a bundle directory (`*.xctest/...`); look a few levels up.
-  for _ in 0..<4 {
-    let candidate = directory.appendingPathComponent("blekit")
-    if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-    directory = directory.deletingLastPathComponent()
-  }
-  return nil
-}()
+private let blekitBinary = builtBlekit
 
 /// Runs blekit with `arguments`; returns its status, standard output and standard error.
 private func blekit(_ arguments: String...) throws -> (status: Int32, out: String, err: String) {
