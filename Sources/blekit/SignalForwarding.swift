@@ -1,4 +1,4 @@
-// Turns SIGINT and SIGTERM into task cancellation, so a command can clean up before exiting.
+// Turns SIGINT, SIGTERM and SIGHUP into task cancellation, so a command can clean up before exiting.
 
 import ArgumentParsing
 import Dispatch
@@ -10,21 +10,25 @@ import Synchronization
   import Darwin
 #endif
 
-/// Watches SIGINT and SIGTERM while a command runs.
+/// Watches SIGINT, SIGTERM and SIGHUP while a command runs.
 ///
 /// The first signal cancels the command's task (the command undoes its BlueZ registrations as
 /// its task ends) and remembers the signal's exit status. A second signal exits at once with
-/// that status, for a command that does not stop.
+/// that status, for a command that does not stop. SIGHUP (a closed terminal, a dropped ssh
+/// session) is handled like SIGTERM, so `advertise` in a session that ends still unregisters.
 final class SignalForwarding: Sendable {
   private let received = Mutex<ExitStatus?>(nil)
 
-  /// The status of the first signal received, if any: 130 for SIGINT, 143 for SIGTERM.
+  /// The status of the first signal received, if any: 129 for SIGHUP, 130 for SIGINT,
+  /// 143 for SIGTERM.
   var receivedStatus: ExitStatus? { received.withLock { $0 } }
 
   /// Starts watching; `cancel` runs once, on the first signal. Keep the returned sources alive
   /// for as long as signals should be watched.
   func start(cancel: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
-    let watched: [(Int32, ExitStatus)] = [(SIGINT, .interrupted), (SIGTERM, .terminated)]
+    let watched: [(Int32, ExitStatus)] = [
+      (SIGHUP, .hangUp), (SIGINT, .interrupted), (SIGTERM, .terminated),
+    ]
     return watched.map { number, status in
       // Dispatch sees the signal only once its default action (terminate) is turned off.
       signal(number, SIG_IGN)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Lab test of blekit under faults (issue 5), in one boot: bluetoothd restarted under a running
-# `scan --json` and under `advertise`; the adapter powered off under `advertise`; `receive`
+# `scan --json` and under `advertise`, and killed (SIGKILL) under `advertise --pairable`, which
+# then gets SIGHUP; the adapter powered off under `advertise`; `receive`
 # interrupted (SIGINT) mid-transfer, which must still call Device1.Disconnect; `advertise`
 # killed mid-transfer; and a soak of 20 receives from one long-running `advertise` whose file
 # descriptors, bus match rules and exported objects must not grow; last, the system bus
@@ -30,6 +31,9 @@ active_instances() {
     org.bluez.LEAdvertisingManager1 ActiveInstances 2>/dev/null | awk '{print $NF}'
 }
 instances_are() { [[ $(active_instances) == "$1" ]]; }
+# unregistrations: how many UnregisterAdvertisement calls bluetoothd has logged (it runs with -d).
+unregistrations() { grep -c "unregister_advertisement() UnregisterAdvertisement" \
+  "${LAB_BLUETOOTHD_LOG:-/dev/null}"; }
 discovering() {
   busctl --system get-property org.bluez /org/bluez/hci0 org.bluez.Adapter1 Discovering \
     2>/dev/null | grep -q true
@@ -126,17 +130,32 @@ stop_pid "$adv"
 check "advertise: SIGTERM after the restart exits 143 (exit $STATUS)" "((STATUS == 143))"
 check "advertise: nothing left registered after SIGTERM" "wait_for 10 instances_are 0"
 
-# --- 1b. bluetoothd restarts under advertise --pairable: the agent is registered again -------
+# --- 1b. bluetoothd KILLED (SIGKILL: no goodbye on the bus but its name vanishing) under
+# advertise --pairable: the advertisement and the agent are registered again with the next
+# bluetoothd. Then SIGHUP (a closed terminal) ends advertise like SIGTERM: it unregisters first
+# (bluetoothd logs the UnregisterAdvertisement call) and exits 129. The shell would also say 129
+# for a process killed by SIGHUP's default action, hence the log check.
 "$BLEKIT" advertise -a hci1 -m "pairable" --pairable --confirm auto --timeout 300 \
   >"$OUT/adv-agent.out" 2>"$OUT/adv-agent.err" &
 adv=$!
 wait_for 20 instances_are 1 || echo "# advertisement not active after 20 s"
-lab-bluetoothd restart >"$OUT/restart2.log" 2>&1
-check "advertise --pairable: stderr says the pairing agent registered again" \
+bluez_gone() { ! busctl --system status org.bluez >/dev/null 2>&1; }
+kill -KILL "$(pidof bluetoothd)"
+wait_for 10 bluez_gone || echo "# org.bluez still owned 10 s after SIGKILL"
+lab-bluetoothd start >"$OUT/restart2.log" 2>&1
+lab-bluetoothd wait >>"$OUT/restart2.log" 2>&1
+check "bluetoothd SIGKILL: advertise --pairable says the pairing agent registered again" \
   "wait_for 30 grep -q 'pairing agent registered again' $OUT/adv-agent.err"
-check "advertise --pairable: still running after the restart" "kill -0 $adv"
-stop_pid "$adv"
-check "advertise --pairable: SIGTERM exits 143 (exit $STATUS)" "((STATUS == 143))"
+check "bluetoothd SIGKILL: advertise says it registered again" \
+  "wait_for 20 grep -q 'advertisement registered again' $OUT/adv-agent.err"
+check "bluetoothd SIGKILL: advertise still running, one advertisement active" \
+  "kill -0 $adv && wait_for 10 instances_are 1"
+unregistered=$(unregistrations)
+kill -HUP "$adv"
+wait_exit "$adv" 15
+check "advertise: SIGHUP exits 129 (exit $STATUS)" "((STATUS == 129))"
+check "advertise: SIGHUP unregistered the advertisement first (bluetoothd's log)" \
+  "(($(unregistrations) > unregistered))"
 echo "# stderr: $(tail -n 3 "$OUT/adv-agent.err" | tr '\n' ' ')"
 
 # --- 2. the adapter powered off under advertise --------------------------------------------
