@@ -373,7 +373,7 @@ extension DBusConnection {
           interface: interface, member: member)
       else { continue }
       if subscription.rule.arg0 != nil || subscription.delivery.takesValues, decoded == nil {
-        guard let values = try? MessageDecoder.decodeBody(of: message) else { return }
+        guard let values = try? MessageReader.arguments(of: message) else { return }
         decoded = values
       }
       if let arg0 = subscription.rule.arg0 {
