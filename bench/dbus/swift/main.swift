@@ -5,10 +5,9 @@
 //                                             <file>, then times demarshal + decode to DBusValue
 //   dbus-bench decoder <reader> <message> <n>   decodes one received message n times, for
 //                                             scripts/bench-decoders (callgrind): reader
-//                                             `libdbus` (MessageDecoder), `wire` (WireBody,
-//                                             whole) or `typed` (MessageReader's typed reads);
-//                                             message `managed` (1,000 devices), `added`,
-//                                             `changed`
+//                                             `whole` (DBusMessage.arguments()) or `typed`
+//                                             (MessageReader's typed reads); message `managed`
+//                                             (1,000 devices), `added`, `changed`
 import DBus
 import Foundation
 
@@ -162,17 +161,8 @@ func decoderBench(reader: String, message kind: String, iterations: Int) throws 
   var checksum = 0
   for _ in 0..<iterations {
     switch (reader, kind) {
-    case ("libdbus", _):
+    case ("whole", _):
       checksum &+= try message.arguments().count
-    case ("wire", _):
-      checksum &+= try message.read { reader throws(DBusError) in
-        var count = 0
-        while !reader.isAtEnd {
-          _ = try reader.value()
-          count += 1
-        }
-        return count
-      }
     case ("typed", "added"):
       checksum &+= try message.read { reader throws(DBusError) in
         _ = try reader.objectPath()
