@@ -45,9 +45,10 @@ let package = Package(
       swiftSettings: strict),
     .executableTarget(name: "dbus-bench", dependencies: ["DBus"], path: "bench/dbus/swift"),
     // A private dbus-daemon for tests (never outlives the test process).
-    .target(name: "TestSupport", dependencies: ["DBus"], path: "Tests/TestSupport"),
+    .target(name: "TestSupport", dependencies: ["DBus", "BlueZ"], path: "Tests/TestSupport"),
     .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
     .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
+    .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "TestSupport"]),
     .testTarget(name: "BLEKitTests", dependencies: ["BLEKit", "TestSupport"]),
     .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing", "TestSupport"]),
     .testTarget(name: "BlekitCLITests", dependencies: ["blekit", "BLEKit", "ArgumentParsing"]),

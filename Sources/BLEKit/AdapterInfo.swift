@@ -77,28 +77,17 @@ extension CentralManager {
       throw CentralError(error, while: "powering \(on ? "on" : "off") \(adapter.adapterName)")
     }
     let name = adapter.adapterName
-    let waiter = Task { () -> Bool in
-      for await event in events {
+    let done =
+      await firstMatch(in: events, within: timeout) { event -> Bool? in
         switch event {
         case .propertiesChanged(let changed, let interface, _, _, let current)
         where changed == path && interface == Adapter1.interface:
-          if current[Adapter1.powered.name]?.boolValue == on { return true }
-        case .interfacesRemoved(let removed, _) where removed == path:
-          return false
-        case .serviceStopped:
-          return false
-        default:
-          continue
+          current[Adapter1.powered.name]?.boolValue == on ? true : nil
+        case .interfacesRemoved(let removed, _) where removed == path: false
+        case .serviceStopped: false
+        default: nil
         }
-      }
-      return false
-    }
-    let timer = Task {
-      try? await Task.sleep(for: timeout)
-      waiter.cancel()
-    }
-    let done = await waiter.value
-    timer.cancel()
+      } ?? false
     if !done {
       // The reply to Set came; the signal may have been missed only if the adapter went.
       if let now = try? objects.proxy(Adapter1.self, at: path), now[Adapter1.powered] == on {

@@ -241,17 +241,7 @@ public actor CentralManager {
   /// Waits up to `limit` for the state to be one of `wanted`; whether it is at the end.
   func becomes(_ wanted: Set<CentralState>, within limit: Duration) async -> Bool {
     if wanted.contains(state) { return true }
-    let updates = stateUpdates()
-    let waiter = Task {
-      for await state in updates where wanted.contains(state) { return true }
-      return false
-    }
-    let timer = Task {
-      try? await Task.sleep(for: limit)
-      waiter.cancel()
-    }
-    _ = await waiter.value
-    timer.cancel()
+    _ = await firstMatch(in: stateUpdates(), within: limit) { wanted.contains($0) ? true : nil }
     return wanted.contains(state)
   }
 

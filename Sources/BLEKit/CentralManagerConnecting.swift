@@ -221,23 +221,15 @@ extension CentralManager {
       throw CentralError(error, while: "disconnecting \(peripheral)")
     }
     let path = peripheral.path
-    let waiter = Task {
-      for await event in events {
-        switch event {
-        case .propertiesChanged(let changedPath, let interface, _, _, let current)
-        where changedPath == path && interface == Device1.interface:
-          if current[Device1.connected.name]?.boolValue == false { return }
-        case .interfacesRemoved(let removedPath, _) where removedPath == path: return
-        case .serviceStopped: return
-        default: continue
-        }
+    _ = await firstMatch(in: events, within: timeout) { event -> Void? in
+      switch event {
+      case .propertiesChanged(let changedPath, let interface, _, _, let current)
+      where changedPath == path && interface == Device1.interface:
+        current[Device1.connected.name]?.boolValue == false ? () : nil
+      case .interfacesRemoved(let removedPath, _) where removedPath == path: ()
+      case .serviceStopped: ()
+      default: nil
       }
     }
-    let timer = Task {
-      try? await Task.sleep(for: timeout)
-      waiter.cancel()
-    }
-    await waiter.value
-    timer.cancel()
   }
 }

@@ -1,7 +1,6 @@
 // Finding one peripheral by address or name (scanning as needed), and forgetting a cached one.
 import BlueZ
 import Bluetooth
-import DBus
 
 /// Which peripheral a command means: an address, or the name it advertises.
 public enum PeripheralTarget: Sendable, Hashable, CustomStringConvertible {
@@ -115,35 +114,23 @@ extension CentralManager {
     guard snapshot[peripheral.path]?[Device1.interface] != nil else { return }
     try? await disconnect(peripheral, timeout: timeout)
     let path = peripheral.path
-    let waiter = Task { () -> Bool in
-      for await event in events {
-        switch event {
-        case .interfacesRemoved(let removed, let names)
-        where removed == path && names.contains(Device1.interface):
-          return true
-        case .serviceStopped:
-          return true
-        default:
-          continue
-        }
-      }
-      return false
-    }
     do throws(BlueZError) {
       try await adapter.removeDevice(path)
     } catch  where error.code == .doesNotExist {
-      waiter.cancel()
       return
     } catch {
-      waiter.cancel()
       throw CentralError(error, while: "removing \(peripheral) from \(adapterName)")
     }
-    let timer = Task {
-      try? await Task.sleep(for: timeout)
-      waiter.cancel()
-    }
-    let removed = await waiter.value
-    timer.cancel()
+    let removed =
+      await firstMatch(in: events, within: timeout) { event -> Bool? in
+        switch event {
+        case .interfacesRemoved(let removed, let names)
+        where removed == path && names.contains(Device1.interface):
+          true
+        case .serviceStopped: true
+        default: nil
+        }
+      } ?? false
     if !removed, objects.objects[path]?[Device1.interface] != nil {
       throw CentralError(
         .timeout, "bluetoothd did not remove \(peripheral) within \(roughSeconds(timeout))")

@@ -27,20 +27,15 @@ extension CentralManager {
   public func pairingState(of peripheral: PeripheralIdentifier) async throws(CentralError)
     -> PairingState
   {
-    let reply: [DBusValue]
-    do throws(DBusError) {
-      reply = try await objects.connection.call(
-        destination: BlueZ.service, path: peripheral.path, interface: BlueZ.Interface.properties,
-        member: "GetAll", arguments: [.string(Device1.interface.rawValue)])
+    let device: Device1
+    do throws(BlueZError) {
+      device = try await Device1.current(at: peripheral.path, on: objects.connection)
     } catch {
-      throw CentralError(BlueZError(error), while: "reading \(peripheral)")
+      throw CentralError(error, while: "reading \(peripheral)")
     }
-    let properties = reply.first?.stringVariantDictionary ?? [:]
     return PairingState(
-      paired: properties[Device1.paired.name]?.boolValue ?? false,
-      bonded: properties[Device1.bonded.name]?.boolValue,
-      trusted: properties[Device1.trusted.name]?.boolValue ?? false,
-      connected: properties[Device1.connected.name]?.boolValue ?? false)
+      paired: device[Device1.paired] ?? false, bonded: device[Device1.bonded],
+      trusted: device[Device1.trusted] ?? false, connected: device[Device1.connected] ?? false)
   }
 
   /// Pairs with a device (`Device1.Pair`); bluetoothd asks the agent registered on this

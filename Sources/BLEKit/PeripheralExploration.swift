@@ -1,7 +1,6 @@
 // Exploration: walk a connected peripheral's whole GATT tree and read every value on the way.
 import BlueZ
 import Bluetooth
-import DBus
 
 /// The outcome of reading one attribute during an exploration.
 public enum AttributeReadResult: Sendable, Hashable {

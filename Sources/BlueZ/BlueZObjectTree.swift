@@ -336,11 +336,9 @@ public final class BlueZObjectTree: Sendable {
   /// reads as "not running" until its next restart. Signals stay held back meanwhile and are
   /// replayed on top of the snapshot that succeeds.
   private func fetchSnapshot(_ generation: Int) async -> Attempt {
-    let reply: [DBusValue]
+    let snapshot: BlueZObjects
     do throws(DBusError) {
-      reply = try await connection.call(
-        destination: BlueZ.service, path: BlueZ.root, interface: BlueZ.Interface.objectManager,
-        member: "GetManagedObjects")
+      snapshot = try await Self.fetchManagedObjects(on: connection)
     } catch {
       return state.withLock { state in
         guard generation == state.generation, !state.stopped else { return .done }
@@ -358,7 +356,6 @@ public final class BlueZObjectTree: Sendable {
         return .again
       }
     }
-    let snapshot = reply.first.map(Self.decodeManagedObjects) ?? [:]
     state.withLock { state in
       guard generation == state.generation, !state.stopped else { return }
       if !state.objects.isEmpty { Self.clear(&state) }
@@ -433,6 +430,27 @@ public final class BlueZObjectTree: Sendable {
     properties.merge(changed) { _, new in new }  // variants already unwrapped
     for name in invalidated { properties[name] = nil }
     return properties
+  }
+
+  /// bluetoothd's objects now, read as the tree reads them, without keeping a tree
+  /// (`org.freedesktop.DBus.ObjectManager.GetManagedObjects` on `/`).
+  public static func managedObjects(on connection: DBusConnection) async throws(BlueZError)
+    -> BlueZObjects
+  {
+    do throws(DBusError) {
+      return try await fetchManagedObjects(on: connection)
+    } catch {
+      throw BlueZError(error)
+    }
+  }
+
+  private static func fetchManagedObjects(on connection: DBusConnection) async throws(DBusError)
+    -> BlueZObjects
+  {
+    let reply = try await connection.call(
+      destination: BlueZ.service, path: BlueZ.root, interface: BlueZ.Interface.objectManager,
+      member: "GetManagedObjects")
+    return reply.first.map(decodeManagedObjects) ?? [:]
   }
 
   /// Decodes GetManagedObjects' `a{oa{sa{sv}}}`.

@@ -34,17 +34,7 @@ public struct LEAdvertisingManager1: Sendable {
 
   /// Reads all properties at once (`org.freedesktop.DBus.Properties.GetAll`).
   public func properties() async throws(BlueZError) -> Properties {
-    let reply: [DBusValue]
-    do {
-      reply = try await connection.call(
-        destination: BlueZ.service, path: path, interface: BlueZ.Interface.properties,
-        member: "GetAll", arguments: [.string(Self.interface.rawValue)])
-    } catch {
-      throw BlueZError(error)
-    }
-    guard let all = reply.first?.stringVariantDictionary else {
-      throw BlueZError(.unexpectedValue, "GetAll of \(Self.interface) on \(path) returned no a{sv}")
-    }
+    let all = try await allProperties(of: Self.interface, at: path, on: connection)
     guard let active = all["ActiveInstances"]?.uint8Value,
       let supported = all["SupportedInstances"]?.uint8Value
     else {

@@ -138,6 +138,15 @@ extension BlueZProxy {
     }
   }
 
+  /// A proxy made from bluetoothd's current values of every property of this interface on
+  /// `path` (`org.freedesktop.DBus.Properties.GetAll`), not from a cached snapshot.
+  public static func current(at path: ObjectPath, on connection: DBusConnection)
+    async throws(BlueZError) -> Self
+  {
+    let properties = try await allProperties(of: interface, at: path, on: connection)
+    return try make(path: path, properties: properties, connection: connection)
+  }
+
   /// Sets a property through `org.freedesktop.DBus.Properties.Set`.
   public func set<Value>(
     _ property: ProxyProperty<Self, Value>, to value: DBusValue
@@ -151,6 +160,25 @@ extension BlueZProxy {
       throw BlueZError(error)
     }
   }
+}
+
+/// Every property of `interface` on `path`, variants unwrapped
+/// (`org.freedesktop.DBus.Properties.GetAll`).
+func allProperties(of interface: InterfaceName, at path: ObjectPath, on connection: DBusConnection)
+  async throws(BlueZError) -> [String: DBusValue]
+{
+  let reply: [DBusValue]
+  do throws(DBusError) {
+    reply = try await connection.call(
+      destination: BlueZ.service, path: path, interface: BlueZ.Interface.properties,
+      member: "GetAll", arguments: [.string(interface.rawValue)])
+  } catch {
+    throw BlueZError(error)
+  }
+  guard let all = reply.first?.stringVariantDictionary else {
+    throw BlueZError(.unexpectedValue, "GetAll of \(interface) on \(path) returned no a{sv}")
+  }
+  return all
 }
 
 /// A change to a property, as reported by `PropertiesChanged`.

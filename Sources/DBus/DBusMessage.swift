@@ -193,7 +193,7 @@ public final class DBusMessage {
 
   /// Decodes the whole body.
   public func arguments() throws(DBusError) -> [DBusValue] {
-    try MessageDecoder.decodeBody(of: raw)
+    try MessageReader.arguments(of: raw)
   }
 }
 

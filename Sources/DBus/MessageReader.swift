@@ -9,8 +9,7 @@ import CDBus
 /// dictionary (`a{sv}`) comes out as `[String: DBusValue]` with the variants unwrapped, without
 /// the intermediate entries and variant boxes. Each read checks the argument's type against
 /// the message's signature and throws ``DBusError/Code/unexpectedReply`` on a mismatch or when
-/// the arguments have run out; after a failed read the reader's position is unspecified. Unix
-/// file descriptors (`h`) cannot be read with it.
+/// the arguments have run out; after a failed read the reader's position is unspecified.
 ///
 /// A reader lives only as long as the handler given to
 /// ``DBusConnection/handleSignals(_:reading:)``, or the body given to ``DBusMessage/read(_:)``.
@@ -25,6 +24,18 @@ public struct MessageReader: ~Copyable {
     let body = try WireBody(message)
     self.types = types
     self.body = body
+  }
+
+  /// Every argument of `message` (its whole body), as ``DBusMessage/arguments()`` gives them.
+  static func arguments(of message: OpaquePointer) throws(DBusError) -> [DBusValue] {
+    guard let signature = dbus_message_get_signature(message), signature.pointee != 0 else {
+      return []
+    }
+    var reader = try MessageReader(message)
+    var values: [DBusValue] = []
+    values.reserveCapacity(reader.types.count)
+    while !reader.isAtEnd { values.append(try reader.value()) }
+    return values
   }
 
   /// Whether every argument has been read.

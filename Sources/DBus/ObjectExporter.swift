@@ -146,7 +146,7 @@ extension DBusConnection {
     }
     let arguments: [DBusValue]
     do throws(DBusError) {
-      arguments = try MessageDecoder.decodeBody(of: message)
+      arguments = try MessageReader.arguments(of: message)
     } catch {
       reply(to: call, error: DBusError.remote(name: errorInvalidArgs, message: error.message))
       return true

@@ -348,6 +348,17 @@ extension DBusConnection {
     }
   }
 
+  /// The first argument of `message` when it is a string (`s`), for a rule's `arg0`, read
+  /// without decoding the rest of the body.
+  private static func firstStringArgument(of message: OpaquePointer) -> String? {
+    var iter = DBusMessageIter()
+    guard dbus_message_iter_init(message, &iter) != 0,
+      dbus_message_iter_get_arg_type(&iter) == TypeCode.string,
+      let pointer = blekit_iter_get_string(&iter)
+    else { return nil }
+    return String(cString: pointer)
+  }
+
   /// Delivers an incoming signal to every matching subscription. On the queue.
   func deliverSignal(_ message: OpaquePointer) {
     assertOnQueue()
@@ -361,6 +372,9 @@ extension DBusConnection {
     let interface = String(cString: cInterface)
     let member = String(cString: cMember)
     var decoded: [DBusValue]?
+    // arg0 of the match rules: the first argument when it is a string (read once, alone).
+    var firstString: String?
+    var firstStringRead = false
     var signal: Signal?
     var header: SignalHeader?
     if subscriptionsInOrder == nil {
@@ -372,14 +386,16 @@ extension DBusConnection {
           sender: sender, senderOwner: subscription.senderOwner, path: path,
           interface: interface, member: member)
       else { continue }
-      if subscription.rule.arg0 != nil || subscription.delivery.takesValues, decoded == nil {
-        guard let values = try? MessageDecoder.decodeBody(of: message) else { return }
-        decoded = values
-      }
       if let arg0 = subscription.rule.arg0 {
-        guard decoded?.first?.stringValue == arg0,
-          case .string = decoded?.first
-        else { continue }
+        if !firstStringRead {
+          firstString = Self.firstStringArgument(of: message)
+          firstStringRead = true
+        }
+        guard firstString == arg0 else { continue }
+      }
+      if subscription.delivery.takesValues, decoded == nil {
+        guard let values = try? MessageReader.arguments(of: message) else { return }
+        decoded = values
       }
       if header == nil {
         header = SignalHeader(

@@ -3,9 +3,9 @@ import Bluetooth
 import DBus
 import Foundation
 import Synchronization
-// The pairing agent: decoding bluetoothd's questions, the answer policy, the exported
-// org.bluez.Agent1 (bluetoothd-only) and its registration, on a private bus with a stand-in
-// AgentManager1.
+// The pairing agent: the answer policy, the exported org.bluez.Agent1 (bluetoothd-only) and its
+// registration, on a private bus with a stand-in AgentManager1. (Agent1's decoding of
+// bluetoothd's questions and its replies: BlueZTests' Agent1MessageTests.)
 import TestSupport
 import Testing
 
@@ -16,50 +16,7 @@ struct PairingAgentTests {
   static let device: ObjectPath = "/org/bluez/hci0/dev_00_AA_01_01_00_42"
   static let address = BluetoothAddress(rawValue: "00:AA:01:01:00:42")!
 
-  // MARK: Decoding and replies (no bus)
-
-  @Test func decodesEveryQuestion() {
-    let device = DBusValue.objectPath(Self.device)
-    #expect(
-      Agent1.request(member: "RequestPinCode", arguments: [device])
-        == .requestPinCode(device: Self.device))
-    #expect(
-      Agent1.request(member: "DisplayPinCode", arguments: [device, .string("0042")])
-        == .displayPinCode(device: Self.device, pinCode: "0042"))
-    #expect(
-      Agent1.request(member: "RequestPasskey", arguments: [device])
-        == .requestPasskey(device: Self.device))
-    #expect(
-      Agent1.request(member: "DisplayPasskey", arguments: [device, .uint32(123), .uint16(2)])
-        == .displayPasskey(device: Self.device, passkey: 123, entered: 2))
-    #expect(
-      Agent1.request(member: "RequestConfirmation", arguments: [device, .uint32(999_999)])
-        == .requestConfirmation(device: Self.device, passkey: 999_999))
-    #expect(
-      Agent1.request(member: "RequestAuthorization", arguments: [device])
-        == .requestAuthorization(device: Self.device))
-    #expect(
-      Agent1.request(member: "AuthorizeService", arguments: [device, .string("180f")])
-        == .authorizeService(device: Self.device, uuid: "180f"))
-    #expect(Agent1.request(member: "Cancel", arguments: []) == nil)
-    #expect(Agent1.request(member: "RequestConfirmation", arguments: [device]) == nil)
-  }
-
-  @Test func repliesMatchTheQuestion() throws {
-    let pin = AgentRequest.requestPinCode(device: Self.device)
-    let passkey = AgentRequest.requestPasskey(device: Self.device)
-    let confirm = AgentRequest.requestConfirmation(device: Self.device, passkey: 1)
-    #expect(try Agent1.reply(to: pin, with: .pinCode("1234")) == [.string("1234")])
-    #expect(try Agent1.reply(to: passkey, with: .passkey(999_999)) == [.uint32(999_999)])
-    #expect(try Agent1.reply(to: confirm, with: .accept) == [])
-    #expect(throws: AgentRefusal.self) { try Agent1.reply(to: passkey, with: .passkey(1_000_000)) }
-    #expect(throws: AgentRefusal.self) { try Agent1.reply(to: pin, with: .pinCode("")) }
-    #expect(throws: AgentRefusal.self) {
-      try Agent1.reply(to: pin, with: .pinCode(String(repeating: "1", count: 17)))
-    }
-    #expect(throws: AgentRefusal.self) { try Agent1.reply(to: passkey, with: .accept) }
-    #expect(throws: AgentRefusal.self) { try Agent1.reply(to: confirm, with: .passkey(1)) }
-  }
+  // MARK: Device addresses (no bus)
 
   @Test func addressComesFromTheDevicePath() {
     #expect(PairingResponder.address(of: Self.device) == Self.address)

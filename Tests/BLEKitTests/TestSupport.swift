@@ -24,12 +24,3 @@ func asciiMessage(_ count: Int) -> String {
   let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789 ".utf8)
   return String(decoding: (0..<count).map { alphabet[$0 % alphabet.count] }, as: UTF8.self)
 }
-
-/// Polls `condition` for up to five seconds.
-func eventually(_ condition: () -> Bool) async -> Bool {
-  for _ in 0..<250 {
-    if condition() { return true }
-    try? await Task.sleep(for: .milliseconds(20))
-  }
-  return condition()
-}

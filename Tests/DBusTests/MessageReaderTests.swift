@@ -1,3 +1,4 @@
+import Glibc
 import Synchronization
 import Testing
 
@@ -288,6 +289,46 @@ import Testing
       let got = seen.withLock { $0 }
       #expect(got.map(\.0) == Array(repeating: "/org/bluez/hci0/dev_1 org.bluez.Device1", count: 3))
       #expect(got.map(\.1) == [-40, -50, -60])
+    }
+  }
+
+  /// Unix fds come out in body order, nested or not, each read a new descriptor of the same
+  /// open file (so a rewound reader reads them again), and the whole-body decode agrees.
+  @Test func readsUnixFileDescriptorsInBodyOrder() throws {
+    var first: [Int32] = [0, 0]
+    var second: [Int32] = [0, 0]
+    #expect(pipe(&first) == 0 && pipe(&second) == 0)
+    defer { for fd in first + second { close(fd) } }
+    let message = try DBusMessage.signal(path: "/", interface: "org.blekit.Test", member: "Fds")
+    try message.append([
+      .unixFD(FileDescriptor(owning: dup(first[0]))),
+      .array(
+        element: "(hq)",
+        [.structure([.unixFD(FileDescriptor(owning: dup(second[1]))), .uint16(7)])]),
+    ])
+    func inode(_ value: DBusValue?) -> ino_t? {
+      guard case .unixFD(let fd)? = value else { return nil }
+      var info = stat()
+      return fstat(fd.rawValue, &info) == 0 ? info.st_ino : nil
+    }
+    func inode(_ fd: Int32) -> ino_t {
+      var info = stat()
+      _ = fstat(fd, &info)
+      return info.st_ino
+    }
+    let values = try message.arguments()
+    #expect(inode(values[0]) == inode(first[0]))
+    #expect(inode(values[1].arrayValue?.first?.structureValue?.first) == inode(second[1]))
+    try message.read { reader throws(DBusError) in
+      let once = try reader.value()
+      reader.rewind()
+      let again = try reader.value()
+      guard case .unixFD(let a) = once, case .unixFD(let b) = again else {
+        Issue.record("not fds: \(once), \(again)")
+        return
+      }
+      #expect(a.rawValue != b.rawValue)
+      #expect(inode(a.rawValue) == inode(first[0]) && inode(b.rawValue) == inode(first[0]))
     }
   }
 }

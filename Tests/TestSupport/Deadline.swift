@@ -44,3 +44,12 @@ public func within<Value: Sendable>(_ limit: Duration, _ task: Task<Value, Never
     }
   }
 }
+
+/// Polls `condition` for up to five seconds.
+public func eventually(_ condition: () -> Bool) async -> Bool {
+  for _ in 0..<250 {
+    if condition() { return true }
+    try? await Task.sleep(for: .milliseconds(20))
+  }
+  return condition()
+}

@@ -145,7 +145,10 @@ def run(args, work, reports, whole=False):
                     screen += os.read(master, 65536)
                 except OSError:
                     break
-        if scan.poll() is None:
+        # The terminal closes as blekit exits, a moment before the process can be reaped.
+        try:
+            scan.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
             scan.kill()
             sys.exit("bench-path: blekit scan did not end in time")
         errors = scan.stderr.read().decode(errors="replace")

@@ -95,23 +95,8 @@ public final class PeripheralManager: Sendable {
   static func findAdapter(_ name: String?, on bus: DBusConnection) async throws(BlueZError)
     -> (String, ObjectPath)
   {
-    let reply: [DBusValue]
-    do {
-      reply = try await bus.call(
-        destination: BlueZ.service, path: BlueZ.root, interface: BlueZ.Interface.objectManager,
-        member: "GetManagedObjects")
-    } catch {
-      throw BlueZError(error)
-    }
-    var adapters: [ObjectPath: [String: [String: DBusValue]]] = [:]
-    for entry in reply.first?.dictionaryValue ?? [] {
-      guard let path = entry.key.objectPathValue else { continue }
-      var interfaces: [String: [String: DBusValue]] = [:]
-      for interface in entry.value.dictionaryValue ?? [] {
-        guard let interfaceName = interface.key.stringValue else { continue }
-        interfaces[interfaceName] = interface.value.stringVariantDictionary ?? [:]
-      }
-      if interfaces[BlueZ.Interface.adapter.rawValue] != nil { adapters[path] = interfaces }
+    let adapters = try await BlueZObjectTree.managedObjects(on: bus).filter {
+      $0.value[Adapter1.interface] != nil
     }
     guard let path = CentralManager.chooseAdapter(name, among: Array(adapters.keys)),
       let interfaces = adapters[path]
@@ -125,11 +110,11 @@ public final class PeripheralManager: Sendable {
           ?? "no Bluetooth adapter")
     }
     let adapterName = String(path.rawValue.split(separator: "/").last ?? "")
-    let powered = interfaces[BlueZ.Interface.adapter.rawValue]?["Powered"]?.boolValue ?? false
+    let powered = interfaces[Adapter1.interface]?[Adapter1.powered.name]?.boolValue ?? false
     guard powered else {
       throw BlueZError(.notReady, "Bluetooth adapter \(adapterName) is powered off")
     }
-    guard interfaces[BlueZ.Interface.gattManager.rawValue] != nil else {
+    guard interfaces[BlueZ.Interface.gattManager] != nil else {
       throw BlueZError(.notSupported, "adapter \(adapterName) has no GATT server (GattManager1)")
     }
     return (adapterName, path)

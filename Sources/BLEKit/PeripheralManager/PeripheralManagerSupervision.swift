@@ -45,37 +45,22 @@ extension PeripheralManager {
   public func supervise(returnWithin: Duration = .seconds(30)) async throws(PeripheralManagerError)
     -> AsyncStream<PeripheralSupervisionEvent>
   {
-    let owners: SubscriptionStream<BusName?>
-    let powered: SignalStream
-    do throws(DBusError) {
-      owners = try await connection.nameOwnerChanges(BlueZ.service)
-      powered = try await connection.signals(
-        MatchRule(
-          sender: BlueZ.service, path: adapterPath, interface: .properties,
-          member: "PropertiesChanged", arg0: BlueZ.Interface.adapter.rawValue))
+    let watched: AsyncStream<BluetoothdEvent>
+    do throws(BlueZError) {
+      watched = try await BluetoothdWatcher.events(on: connection, adapter: adapterPath)
     } catch {
-      throw .bluez(BlueZError(error))
+      throw .bluez(error)
     }
     // Unbounded: a handful of owner and power changes, each of which must be acted on.
     let (inputs, input) = AsyncStream.makeStream(
       of: SupervisionInput.self, bufferingPolicy: .unbounded)
-    // Each feed's stream ends with an error only when the bus connection is lost.
-    let ownerFeed = Task {
-      do throws(DBusError) {
-        for try await owner in owners { input.yield(.owner(owner)) }
-      } catch {
-        input.yield(.busLost)
-      }
-    }
-    let powerFeed = Task {
-      do throws(DBusError) {
-        for try await signal in powered {
-          let changed =
-            signal.arguments.count > 1 ? signal.arguments[1].stringVariantDictionary : nil
-          if changed?["Powered"]?.boolValue == false { input.yield(.poweredOff) }
+    let feed = Task {
+      for await event in watched {
+        switch event {
+        case .owner(let owner): input.yield(.owner(owner))
+        case .adapterPoweredOff: input.yield(.poweredOff)
+        case .busLost: input.yield(.busLost)
         }
-      } catch {
-        input.yield(.busLost)
       }
     }
     // Unbounded: a few events per bluetoothd restart; none may be lost.
@@ -92,13 +77,11 @@ extension PeripheralManager {
           guard !stopped else { continue }
           // A bus daemon that stops drops its clients one by one: bluetoothd's leaving can be
           // heard just before the loss of the connection. The daemon answers only if it stays.
-          do throws(DBusError) {
-            try await connection.pingBus()
-          } catch  where error.code == .disconnected {
+          if await BluetoothdWatcher.busIsLost(connection) {
             output.yield(.busLost)
             output.finish()
             return
-          } catch {}
+          }
           stopped = true
           generation += 1
           let current = generation
@@ -130,7 +113,7 @@ extension PeripheralManager {
           guard !stopped else { continue }
           // Still owned, the adapter still there and off: a real power-off (bluetoothd on its
           // way out removes the adapter first, then leaves the bus).
-          if (try? await connection.nameOwner(BlueZ.service)) == nil { continue }
+          if await BluetoothdWatcher.owner(on: connection) == nil { continue }
           guard await adapterIsPresentAndOff() else { continue }
           output.yield(.adapterPoweredOff)
           output.finish()
@@ -150,8 +133,7 @@ extension PeripheralManager {
     }
     output.onTermination = { _ in
       loop.cancel()
-      ownerFeed.cancel()
-      powerFeed.cancel()
+      feed.cancel()
       input.finish()
     }
     return events

@@ -3,6 +3,11 @@
 //   dbus-bench rtt-executor <address> <s>     the same, caller on the client's executor
 //   dbus-bench decode <file> <iterations>     writes the GetManagedObjects-shaped message to
 //                                             <file>, then times demarshal + decode to DBusValue
+//   dbus-bench decoder <reader> <message> <n>   decodes one received message n times, for
+//                                             scripts/bench-decoders (callgrind): reader
+//                                             `whole` (DBusMessage.arguments()) or `typed`
+//                                             (MessageReader's typed reads); message `managed`
+//                                             (1,000 devices), `added`, `changed`
 import DBus
 import Foundation
 
@@ -95,6 +100,86 @@ func decodeBench(file: String, iterations: Int) throws {
   print("decode_us=\(elapsed / Double(iterations) * 1e6) bytes=\(wire.count) check=\(checksum)")
 }
 
+/// An InterfacesAdded signal for one device, shaped as bluetoothd 5.66 sends it.
+func interfacesAddedMessage() throws -> DBusMessage {
+  let device: [String: DBusValue] = [
+    "Address": "C0:FF:EE:00:00:01", "AddressType": "random", "Name": "Sensor 1",
+    "Alias": "Sensor 1", "Paired": .bool(false), "Bonded": .bool(false),
+    "Trusted": .bool(false), "Blocked": .bool(false), "LegacyPairing": .bool(false),
+    "RSSI": .int16(-61), "Connected": .bool(false),
+    "UUIDs": .strings(["0000180d-0000-1000-8000-00805f9b34fb"]),
+    "Adapter": .objectPath("/org/bluez/hci0"),
+    "ManufacturerData": .dictionary(
+      key: "q", value: "v",
+      [DBusDictEntry(key: .uint16(0x004C), value: .variant(.bytes(Array(0..<23))))]),
+    "ServicesResolved": .bool(false),
+  ]
+  let message = try DBusMessage.signal(
+    path: "/", interface: "org.freedesktop.DBus.ObjectManager", member: "InterfacesAdded")
+  try message.append([
+    .objectPath("/org/bluez/hci0/dev_C0_FF_EE_00_00_01"),
+    .dictionary(
+      key: "s", value: "a{sv}",
+      [
+        DBusDictEntry(
+          key: "org.freedesktop.DBus.Introspectable", value: .dictionaryOfVariants([:])),
+        DBusDictEntry(key: "org.bluez.Device1", value: .dictionaryOfVariants(device)),
+        DBusDictEntry(key: "org.freedesktop.DBus.Properties", value: .dictionaryOfVariants([:])),
+      ]),
+  ])
+  return message
+}
+
+/// A PropertiesChanged signal carrying a device's RSSI and ManufacturerData.
+func propertiesChangedMessage() throws -> DBusMessage {
+  let message = try DBusMessage.signal(
+    path: "/org/bluez/hci0/dev_C0_FF_EE_00_00_01",
+    interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged")
+  try message.append([
+    "org.bluez.Device1",
+    .dictionaryOfVariants([
+      "RSSI": .int16(-58),
+      "ManufacturerData": .dictionary(
+        key: "q", value: "v",
+        [DBusDictEntry(key: .uint16(0x004C), value: .variant(.bytes(Array(0..<23))))]),
+    ]),
+    .strings([]),
+  ])
+  return message
+}
+
+/// Decodes one received (demarshalled) message `iterations` times with one of the readers.
+func decoderBench(reader: String, message kind: String, iterations: Int) throws {
+  let built: DBusMessage
+  switch kind {
+  case "managed": built = try managedObjectsMessage(devices: 1000)
+  case "added": built = try interfacesAddedMessage()
+  case "changed": built = try propertiesChangedMessage()
+  default: throw DBusError(code: .invalidArgument, message: "unknown message \(kind)")
+  }
+  let message = try DBusMessage(wireBytes: try built.wireBytes())
+  var checksum = 0
+  for _ in 0..<iterations {
+    switch (reader, kind) {
+    case ("whole", _):
+      checksum &+= try message.arguments().count
+    case ("typed", "added"):
+      checksum &+= try message.read { reader throws(DBusError) in
+        _ = try reader.objectPath()
+        return try reader.interfacesAndProperties().count
+      }
+    case ("typed", "changed"):
+      checksum &+= try message.read { reader throws(DBusError) in
+        _ = try reader.string()
+        let changed = try reader.properties()
+        return changed.count + (try reader.strings()).count
+      }
+    default: throw DBusError(code: .invalidArgument, message: "unknown reader \(reader)")
+    }
+  }
+  print("reader=\(reader) message=\(kind) iterations=\(iterations) check=\(checksum)")
+}
+
 func rttBench(address: String, seconds: Double, onConnectionExecutor: Bool) async throws {
   let server = try DBusConnection(address: address)
   let client = try DBusConnection(address: address)
@@ -154,6 +239,8 @@ case "rtt":
 case "rtt-executor":
   try await rttBench(
     address: arguments[2], seconds: Double(arguments[3]) ?? 3, onConnectionExecutor: true)
+case "decoder" where arguments.count >= 5:
+  try decoderBench(reader: arguments[2], message: arguments[3], iterations: Int(arguments[4]) ?? 1)
 case "decode": try decodeBench(file: arguments[2], iterations: Int(arguments[3]) ?? 50)
 default:
   print("unknown mode \(arguments[1])")

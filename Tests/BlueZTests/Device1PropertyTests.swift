@@ -1,12 +1,12 @@
 import BlueZ
-import Bluetooth
 import DBus
+import TestSupport
 import Testing
 
-// The central side's pure logic: property tables, discovery filters, retry policy, flags.
-@testable import BLEKit
+// Device1's property table: typed decoding, what a scan report reads against what the proxy
+// reads, and typed PropertiesChanged.
 
-@Suite struct CentralLogicTests {
+@Suite struct Device1PropertyTests {
   @Test func propertyRowsDecodeByType() {
     #expect(Device1.rssi.decode(.int16(-42)) == -42)
     #expect(Device1.rssi.decode(.variant(.int16(-42))) == -42)
@@ -60,7 +60,7 @@ import Testing
     badEntry["ServiceData"] = .dictionary(
       key: "s", value: "v", [DBusDictEntry(key: .string("180f"), value: .string("x"))])
     cases.append((badEntry, true))
-    let bus = try ClientTestBus()  // the proxies need a connection; nothing is sent on it
+    let bus = try PrivateBus()  // the proxies need a connection; nothing is sent on it
     defer { bus.stop() }
     let connection = try bus.connect()
     for (properties, accepted) in cases {
@@ -101,81 +101,5 @@ import Testing
     #expect(changes[Device1.txPower] == nil)
     #expect(!changes.contains(Device1.txPower))
     #expect(changes.unknownNames == ["Frobnicate"])
-  }
-
-  @Test func discoveryFilterCarriesEveryField() throws {
-    let options = ScanOptions(
-      services: [BlekitUUID.transferService], allowDuplicates: true,
-      rssi: try RSSIFilter(minimum: -50))
-    let filter = try #require(
-      DiscoveryFilter(
-        uuids: options.services.map(\.uuidString), rssi: -50, transport: "le",
-        duplicateData: true
-      ).dbusValue.stringVariantDictionary)
-    #expect(filter["Transport"] == .string("le"))
-    #expect(filter["RSSI"] == .int16(-50))
-    #expect(filter["DuplicateData"] == .bool(true))
-    #expect(filter["UUIDs"]?.stringArrayValue == ["e20a39f4-73f5-4bc4-a12f-17d1ad07a961"])
-    let empty = try #require(DiscoveryFilter().dbusValue.stringVariantDictionary)
-    #expect(empty["UUIDs"] == nil && empty["RSSI"] == nil && empty["DuplicateData"] == nil)
-  }
-
-  @Test func retryBackoffDoublesUpToTheCap() {
-    let policy = ConnectRetryPolicy(
-      maximumAttempts: 5, initialBackoff: .milliseconds(250), maximumBackoff: .seconds(1))
-    #expect(policy.backoff(after: 1) == .milliseconds(250))
-    #expect(policy.backoff(after: 2) == .milliseconds(500))
-    #expect(policy.backoff(after: 3) == .seconds(1))
-    #expect(policy.backoff(after: 9) == .seconds(1))
-  }
-
-  @Test func transientFailuresAreRetried() {
-    func error(_ code: BlueZError.Code, _ message: String) -> CentralError {
-      CentralError(
-        .bluez, message,
-        bluez: BlueZError(code, message, name: "org.bluez.Error.\(code.rawValue)"))
-    }
-    #expect(ConnectRetryPolicy.isTransient(error(.inProgress, "In Progress")))
-    #expect(ConnectRetryPolicy.isTransient(error(.failed, "le-connection-abort-by-local")))
-    #expect(ConnectRetryPolicy.isTransient(CentralError(.disconnected, "dropped")))
-    #expect(!ConnectRetryPolicy.isTransient(error(.notPermitted, "nope")))
-    #expect(!ConnectRetryPolicy.isTransient(error(.failed, "Input/output error")))
-    #expect(!ConnectRetryPolicy.isTransient(CentralError(.adapterNotFound, "no hci7")))
-  }
-
-  @Test func remoteFlagsBecomeProperties() {
-    let properties = CharacteristicProperties(
-      remoteFlags: ["encrypt-read", "write-without-response", "notify", "unknown-flag"])
-    #expect(properties == [.read, .writeWithoutResponse, .notify])
-  }
-
-  @Test func adapterChoice() {
-    let paths: [ObjectPath] = ["/org/bluez/hci1", "/org/bluez/hci0"]
-    #expect(CentralManager.chooseAdapter(nil, among: paths) == "/org/bluez/hci0")
-    #expect(CentralManager.chooseAdapter("hci1", among: paths) == "/org/bluez/hci1")
-    #expect(CentralManager.chooseAdapter("hci7", among: paths) == nil)
-    #expect(CentralManager.chooseAdapter(nil, among: ["/org/bluez/hci2"]) == "/org/bluez/hci2")
-    #expect(CentralManager.chooseAdapter(nil, among: []) == nil)
-  }
-
-  @Test func onlyPoweredChangesOfAnAdapterConcernTheState() {
-    let adapter: ObjectPath = "/org/bluez/hci0"
-    func changed(
-      _ interface: InterfaceName, _ changed: [String: DBusValue], invalidated: [String] = []
-    )
-      -> BlueZObjectEvent
-    {
-      .propertiesChanged(
-        adapter, interface, changed: changed, invalidated: invalidated, current: [:])
-    }
-    #expect(changed(Adapter1.interface, ["Powered": .bool(false)]).concernsCentralState)
-    #expect(changed(Adapter1.interface, [:], invalidated: ["Powered"]).concernsCentralState)
-    #expect(!changed(Adapter1.interface, ["Discovering": .bool(true)]).concernsCentralState)
-    #expect(!changed(Device1.interface, ["Powered": .bool(true)]).concernsCentralState)
-    #expect(
-      BlueZObjectEvent.interfacesAdded(adapter, [Adapter1.interface: [:]]).concernsCentralState)
-    #expect(BlueZObjectEvent.interfacesRemoved(adapter, [Adapter1.interface]).concernsCentralState)
-    #expect(!BlueZObjectEvent.interfacesRemoved(adapter, [Device1.interface]).concernsCentralState)
-    #expect(BlueZObjectEvent.serviceStopped.concernsCentralState)
   }
 }

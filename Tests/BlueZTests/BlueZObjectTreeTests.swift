@@ -4,67 +4,16 @@ import Synchronization
 import TestSupport
 import Testing
 
-// BlueZObjectTree and CentralManager against a stand-in for bluetoothd on a private bus: the
-// first snapshot, InterfacesAdded/Removed, PropertiesChanged, and bluetoothd leaving and coming
-// back (NameOwnerChanged).
-@testable import BLEKit
-
-/// A fake org.bluez that exports plain objects (adapters, devices) under an ObjectManager at /.
-private final class FakeBlueZObjects: Sendable {
-  let connection: DBusConnection
-
-  init(bus: ClientTestBus) async throws {
-    connection = try bus.connect()
-    try connection.addObjectManager(at: "/")
-    _ = try await connection.requestName(BlueZ.service)
-  }
-
-  static func interface(_ name: InterfaceName, _ properties: [String: DBusValue])
-    -> ExportedInterface
-  {
-    ExportedInterface(
-      name: name,
-      properties: properties.map { name, value in
-        ExportedProperty(name: name, signature: value.signature, access: .read) { value }
-      })
-  }
-
-  func exportAdapter(_ name: String, powered: Bool) throws {
-    try connection.export(
-      ExportedObject(interfaces: [
-        Self.interface(
-          Adapter1.interface,
-          [
-            "Address": .string("00:AA:01:00:00:0\(name.last!)"), "Powered": .bool(powered),
-            "Discovering": .bool(false),
-          ])
-      ]), at: ObjectPath("/org/bluez/\(name)"))
-  }
-
-  func exportDevice(_ path: ObjectPath, address: String, uuids: [String]) throws {
-    try connection.export(
-      ExportedObject(interfaces: [
-        Self.interface(
-          Device1.interface,
-          [
-            "Address": .string(address), "Adapter": .objectPath("/org/bluez/hci0"),
-            "Connected": .bool(false), "UUIDs": .strings(uuids), "RSSI": .int16(127),
-            "ManufacturerData": .dictionary(
-              key: "q", value: "v",
-              [DBusDictEntry(key: .uint16(0xFFFF), value: .variant(.bytes([2, 16, 1])))]),
-          ])
-      ]), at: path)
-  }
-
-  func close() { connection.close() }
-}
+// BlueZObjectTree against a stand-in for bluetoothd on a private bus: the first snapshot,
+// InterfacesAdded/Removed, PropertiesChanged, and bluetoothd leaving and coming back
+// (NameOwnerChanged).
 
 /// Runs `body` with a tree on a private bus, over a fake bluetoothd that exports one powered
 /// adapter (hci0).
 private func withTree(
   _ body: (FakeBlueZObjects, BlueZObjectTree) async throws -> Void
 ) async throws {
-  let bus = try ClientTestBus()
+  let bus = try PrivateBus()
   defer { bus.stop() }
   let bluez = try await FakeBlueZObjects(bus: bus)
   defer { bluez.close() }
@@ -248,7 +197,7 @@ private func next<T>(
   }
 
   @Test func followsBluetoothdLeavingAndComingBack() async throws {
-    let bus = try ClientTestBus()
+    let bus = try PrivateBus()
     defer { bus.stop() }
     let bluez = try await FakeBlueZObjects(bus: bus)
     try bluez.exportAdapter("hci0", powered: true)
@@ -287,7 +236,7 @@ private func next<T>(
   }
 
   @Test func losingTheBusEmptiesAndStopsTheTree() async throws {
-    let bus = try ClientTestBus()
+    let bus = try PrivateBus()
     defer { bus.stop() }
     let bluez = try await FakeBlueZObjects(bus: bus)
     try bluez.exportAdapter("hci0", powered: true)
@@ -322,37 +271,8 @@ private func next<T>(
     #expect(late.isCancelled)
   }
 
-  @Test func centralFailsFastOnceTheBusIsLost() async throws {
-    let bus = try ClientTestBus()
-    defer { bus.stop() }
-    let bluez = try await FakeBlueZObjects(bus: bus)
-    try bluez.exportAdapter("hci0", powered: true)
-    let central = try await CentralManager.open(connection: try bus.connect())
-    #expect(await central.state == .poweredOn)
-    let updates = await central.stateUpdates()
-    bus.stop()
-    // The state stream ends (nothing can change any more), and the central says why.
-    let states = await within(.seconds(5)) { () -> [CentralState] in
-      var all: [CentralState] = []
-      for await state in updates { all.append(state) }
-      return all
-    }
-    #expect(states.value?.last == .serviceUnavailable)
-    let error = await #expect(throws: CentralError.self) {
-      try await central.requirePoweredOn()
-    }
-    #expect(error?.code == .busLost)
-    // Waiting for a state returns at once instead of waiting out its limit.
-    let start = ContinuousClock.now
-    await #expect(throws: CentralError.self) {
-      try await central.waitUntilPoweredOn(timeout: .seconds(15))
-    }
-    #expect(ContinuousClock.now - start < .seconds(5))
-    await central.close()
-  }
-
   @Test func aFailedSnapshotIsFetchedAgain() async throws {
-    let bus = try ClientTestBus()
+    let bus = try PrivateBus()
     defer { bus.stop() }
     let client = try bus.connect()
     defer { client.close() }
@@ -404,80 +324,4 @@ private func next<T>(
     tree.stop()
   }
 
-  @Test func closingACentralClosesTheConnectionItOpened() async throws {
-    let bus = try ClientTestBus()
-    defer { bus.stop() }
-    let address = bus.address
-    let central = try await CentralManager.open(
-      adapter: nil, connecting: { () throws(DBusError) in try DBusConnection(address: address) })
-    let connection = central.objects.connection
-    #expect(connection.isClosed == false)
-    await central.close()
-    // Its socket, reading thread and queue go with it.
-    #expect(connection.isClosed)
-
-    // A connection given to open stays the caller's.
-    let given = try bus.connect()
-    defer { given.close() }
-    let other = try await CentralManager.open(connection: given)
-    await other.close()
-    #expect(given.isClosed == false)
-  }
-
-  @Test func centralStateFromAdapters() async throws {
-    let bus = try ClientTestBus()
-    defer { bus.stop() }
-
-    // No bluetoothd on the bus at all.
-    let lonely = try await CentralManager.open(connection: try bus.connect())
-    #expect(await lonely.state == .serviceUnavailable)
-    await #expect(throws: CentralError.self) { try await lonely.requirePoweredOn() }
-    await lonely.close()
-
-    let bluez = try await FakeBlueZObjects(bus: bus)
-    defer { bluez.close() }
-    try bluez.exportAdapter("hci0", powered: true)
-    try bluez.exportAdapter("hci1", powered: false)
-
-    let central = try await CentralManager.open(connection: try bus.connect())
-    #expect(await central.state == .poweredOn)
-    #expect(await central.adapterName == "hci0")
-    await central.close()
-
-    let second = try await CentralManager.open(adapter: "hci1", connection: try bus.connect())
-    #expect(await second.state == .poweredOff)
-    let offError = await #expect(throws: CentralError.self) {
-      try await second.requirePoweredOn()
-    }
-    #expect(offError?.code == .poweredOff)
-    await second.close()
-
-    let unknown = await #expect(throws: CentralError.self) {
-      _ = try await CentralManager.open(adapter: "hci7", connection: try bus.connect())
-    }
-    #expect(unknown?.code == .adapterNotFound)
-    #expect(unknown?.message.contains("hci0, hci1") == true)
-  }
-}
-
-@Suite struct ManagedObjectsDecodingTests {
-  @Test func aPathNamedTwiceKeepsItsLastEntryEvenAnEmptyOne() {
-    let path: ObjectPath = "/org/bluez/hci0/dev_00_AA_01_01_00_01"
-    let device = DBusValue.dictionary(
-      key: "s", value: "a{sv}",
-      [
-        DBusDictEntry(
-          key: .string(Device1.interface.rawValue),
-          value: .dictionaryOfVariants(["Address": .string("00:AA:01:01:00:01")]))
-      ])
-    let nothing = DBusValue.dictionary(key: "s", value: "a{sv}", [])
-    func reply(_ values: [DBusValue]) -> DBusValue {
-      .dictionary(
-        key: "o", value: "a{sa{sv}}",
-        values.map { DBusDictEntry(key: .objectPath(path), value: $0) })
-    }
-    // Found by the bluez-readers fuzz target: the earlier entry used to survive an empty one.
-    #expect(BlueZObjectTree.decodeManagedObjects(reply([device, nothing]))[path] == nil)
-    #expect(BlueZObjectTree.decodeManagedObjects(reply([nothing, device]))[path] != nil)
-  }
 }
