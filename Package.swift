@@ -46,10 +46,13 @@ let package = Package(
     .executableTarget(name: "dbus-bench", dependencies: ["DBus"], path: "bench/dbus/swift"),
     // A private dbus-daemon for tests (never outlives the test process).
     .target(name: "TestSupport", dependencies: ["DBus"], path: "Tests/TestSupport"),
-    .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
+    .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus", "TestSupport"]),
     .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
-    .testTarget(name: "BLEKitTests", dependencies: ["BLEKit", "TestSupport"]),
+    .testTarget(
+      name: "BLEKitTests", dependencies: ["BLEKit", "BlueZ", "Bluetooth", "DBus", "TestSupport"]),
     .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing", "TestSupport"]),
-    .testTarget(name: "BlekitCLITests", dependencies: ["blekit", "BLEKit", "ArgumentParsing"]),
+    .testTarget(
+      name: "BlekitCLITests",
+      dependencies: ["blekit", "BLEKit", "BlueZ", "Bluetooth", "DBus", "ArgumentParsing"]),
   ]
 )

@@ -8,7 +8,10 @@ public struct AdapterInfo: Sendable, Hashable {
   /// The short name, e.g. `hci0`.
   public var name: String
   /// bluetoothd's object, e.g. `/org/bluez/hci0`.
-  public var path: ObjectPath
+  package var path: ObjectPath
+  /// bluetoothd's object path for the adapter, e.g. `/org/bluez/hci0`, for diagnosis and for
+  /// tools that talk to BlueZ directly.
+  public var objectPath: String { path.rawValue }
   /// The controller's address.
   public var address: BluetoothAddress?
   /// `public` or `random`.
@@ -29,7 +32,7 @@ public struct AdapterInfo: Sendable, Hashable {
   public var roles: [String]
 
   /// Reads an adapter from its proxy.
-  public init(_ adapter: Adapter1) {
+  package init(_ adapter: Adapter1) {
     name = adapter.adapterName
     path = adapter.path
     address = adapter[Adapter1.address].flatMap(BluetoothAddress.init(rawValue:))

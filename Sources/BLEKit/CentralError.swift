@@ -1,10 +1,11 @@
 // CentralError: what the central side reports, with BlueZ's own error kept underneath.
 import BlueZ
 
-/// An error from ``CentralManager``, ``Peripheral`` and the transfer client.
+/// An error from ``CentralManager``, ``Peripheral``, ``PairingAgent`` and the transfer client.
 ///
-/// The ``code`` says what went wrong in blekit's terms; ``bluez`` keeps bluetoothd's own
-/// error (e.g. `org.bluez.Error.InProgress`) when there was one.
+/// The ``code`` says what went wrong in blekit's terms; ``underlyingName`` and
+/// ``underlyingMessage`` keep bluetoothd's own error (e.g. `org.bluez.Error.InProgress`) or the
+/// bus's when there was one, for diagnosis.
 public struct CentralError: Error, Sendable, CustomStringConvertible {
   /// What went wrong, as a stable code.
   public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -37,7 +38,15 @@ public struct CentralError: Error, Sendable, CustomStringConvertible {
     public static let attributeNotFound = Code(rawValue: "attributeNotFound")
     /// The characteristic does not support the operation (e.g. no `notify` flag).
     public static let notSupported = Code(rawValue: "notSupported")
-    /// bluetoothd answered with an error; see ``CentralError/bluez``.
+    /// bluetoothd refused: the operation is not permitted or not authorized
+    /// (`org.bluez.Error.NotPermitted`, `org.bluez.Error.NotAuthorized`).
+    public static let notPermitted = Code(rawValue: "notPermitted")
+    /// The adapter is not ready for the operation (`org.bluez.Error.NotReady`, e.g. powered
+    /// off while bluetoothd was asked).
+    public static let notReady = Code(rawValue: "notReady")
+    /// The bus failed the call (not an answer from bluetoothd).
+    public static let bus = Code(rawValue: "bus")
+    /// bluetoothd answered with another error; see ``CentralError/underlyingName``.
     public static let bluez = Code(rawValue: "bluez")
     /// The task was cancelled.
     public static let cancelled = Code(rawValue: "cancelled")
@@ -45,31 +54,59 @@ public struct CentralError: Error, Sendable, CustomStringConvertible {
     public static let system = Code(rawValue: "system")
   }
 
+  /// What went wrong.
   public var code: Code
+  /// One line for a person.
   public var message: String
   /// bluetoothd's error, when there was one.
-  public var bluez: BlueZError?
+  package var bluez: BlueZError?
 
-  public init(_ code: Code, _ message: String, bluez: BlueZError? = nil) {
+  /// The D-Bus error name bluetoothd or the bus answered with, e.g.
+  /// `org.bluez.Error.NotPermitted`, when there was one.
+  public var underlyingName: String? { bluez?.name }
+  /// bluetoothd's or the bus's own text for the error, when there was one.
+  public var underlyingMessage: String? { bluez?.message }
+
+  /// An error with a code and a one-line message.
+  public init(_ code: Code, _ message: String) {
+    self.init(code, message, bluez: nil)
+  }
+
+  package init(_ code: Code, _ message: String, bluez: BlueZError?) {
     self.code = code
     self.message = message
     self.bluez = bluez
   }
 
-  /// Wraps a BlueZ-layer error, keeping its meaning where blekit has a code for it.
-  public init(_ error: BlueZError, while doing: String) {
-    let code: Code =
-      switch error.code {
-      case .serviceUnavailable: .serviceUnavailable
-      case .busLost: .busLost
-      case .accessDenied: .unauthorized
-      case .timeout: .timeout
-      case .notConnected: .disconnected
-      case .objectNotFound, .doesNotExist: .attributeNotFound
-      case .notSupported: .notSupported
-      default: .bluez
-      }
-    self.init(code, "\(doing): \(error.description)", bluez: error)
+  /// Wraps a BlueZ-layer error, keeping its meaning where blekit has a code for it; the
+  /// message says what was being done.
+  package init(_ error: BlueZError, while doing: String) {
+    self.init(Self.code(for: error), "\(doing): \(error.description)", bluez: error)
+  }
+
+  /// Wraps a BlueZ-layer error as it is: bluetoothd's text with its error name, or the bare
+  /// message of an error blekit itself raised.
+  package init(_ error: BlueZError) {
+    let text = error.code.rawValue.hasPrefix("blekit.") ? error.message : error.description
+    self.init(Self.code(for: error), text, bluez: error)
+  }
+
+  /// blekit's code for a BlueZ-layer error.
+  private static func code(for error: BlueZError) -> Code {
+    switch error.code {
+    case .serviceUnavailable: .serviceUnavailable
+    case .busLost: .busLost
+    case .accessDenied: .unauthorized
+    case .adapterNotFound: .adapterNotFound
+    case .timeout: .timeout
+    case .notConnected: .disconnected
+    case .objectNotFound, .doesNotExist: .attributeNotFound
+    case .notSupported: .notSupported
+    case .notPermitted, .notAuthorized: .notPermitted
+    case .notReady: .notReady
+    case .bus: .bus
+    default: .bluez
+    }
   }
 
   /// One line.

@@ -5,20 +5,20 @@ import DBus
 
 /// The central role, in CoreBluetooth's shape (`CBCentralManager`), over bluetoothd.
 ///
-/// Open one with ``open(adapter:connection:)``; read ``state`` or follow ``stateUpdates()``;
+/// Open one with ``open(adapter:)``; read ``state`` or follow ``stateUpdates()``;
 /// ``scan(_:)`` for peripherals; ``connect(to:timeout:retry:)`` to one and get a
 /// ``Peripheral``. Everything bluetoothd exports is mirrored in a cache kept current from its
 /// signals, so reads of properties never go to the bus.
 public actor CentralManager {
   /// The cache of bluetoothd's objects this manager reads from.
-  public nonisolated let objects: BlueZObjectTree
+  package nonisolated let objects: BlueZObjectTree
   /// The adapter name asked for (`hci1`), or `nil` for the default.
   public nonisolated let requestedAdapter: String?
 
   /// The current state of bluetoothd and the adapter.
   public private(set) var state: CentralState = .serviceUnavailable
   /// The adapter in use, e.g. `/org/bluez/hci0`; `nil` while there is none.
-  public private(set) var adapterPath: ObjectPath?
+  package private(set) var adapterPath: ObjectPath?
 
   private var serviceRunning = false
   private var accessDenied = false
@@ -29,7 +29,7 @@ public actor CentralManager {
   private var nextWatcher = 0
   private var monitor: Task<Void, Never>?
   var isScanning = false
-  /// Whether ``open(adapter:connection:)`` opened the connection (so ``close()`` closes it).
+  /// Whether the manager opened the connection (so ``close()`` closes it).
   private let ownsConnection: Bool
 
   private init(objects: BlueZObjectTree, requestedAdapter: String?, ownsConnection: Bool) {
@@ -41,17 +41,20 @@ public actor CentralManager {
   /// Opens the central on `adapter` (e.g. `hci1`; `nil` picks `hci0`, else the first adapter).
   ///
   /// Succeeds whenever the system bus is reachable, even if bluetoothd is not running: then
-  /// ``state`` says so and follows it when it starts. Without `connection`, the manager opens
-  /// its own to the system bus, and ``close()`` closes it; a given one stays open.
+  /// ``state`` says so and follows it when it starts. The manager opens its own connection to
+  /// the system bus, which ``close()`` closes.
   /// - Throws: ``CentralError/Code/adapterNotFound`` when bluetoothd runs and has no adapter of
   ///   that name; ``CentralError/Code/serviceUnavailable`` when the system bus is unreachable.
-  public static func open(
-    adapter: String? = nil, connection: DBusConnection? = nil
+  public static func open(adapter: String? = nil) async throws(CentralError) -> CentralManager {
+    try await open(adapter: adapter, connecting: DBusConnection.system)
+  }
+
+  /// Opens the central on a connection the caller owns (tests' private buses); ``close()``
+  /// leaves it open.
+  package static func open(
+    adapter: String? = nil, connection: DBusConnection
   ) async throws(CentralError) -> CentralManager {
-    if let connection {
-      return try await open(adapter: adapter, on: connection, owned: false)
-    }
-    return try await open(adapter: adapter, connecting: DBusConnection.system)
+    try await open(adapter: adapter, on: connection, owned: false)
   }
 
   /// Opens the central on a connection of its own, made by `connect` (the system bus's, or in
@@ -121,10 +124,10 @@ public actor CentralManager {
   /// scan's discoveries are produced. Iterating a scan under
   /// `withTaskExecutorPreference(manager.executor)` resumes the loop on that queue without
   /// waking another thread; the loop's body should then be quick (printing a line is).
-  public nonisolated var executor: any TaskExecutor { objects.connection.executor }
+  package nonisolated var executor: any TaskExecutor { objects.connection.executor }
 
   /// Stops following bluetoothd; scans and subscriptions made by this manager end, and the
-  /// connection it opened (not one given to ``open(adapter:connection:)``) is closed.
+  /// connection it opened (not one a test gave it) is closed.
   public func close() async {
     monitor?.cancel()
     monitor = nil
@@ -313,6 +316,12 @@ public actor CentralManager {
     let path = adapterPath.appending(address.objectPathComponent)
     guard (try? objects.proxy(Device1.self, at: path)) != nil else { return nil }
     return PeripheralIdentifier(address: address, adapter: adapterPath, path: path)
+  }
+
+  /// Whether bluetoothd has a link to the peripheral right now (whoever set it up).
+  public nonisolated func isConnected(_ peripheral: PeripheralIdentifier) -> Bool {
+    guard let device = try? objects.proxy(Device1.self, at: peripheral.path) else { return false }
+    return Peripheral.isConnected(device)
   }
 }
 

@@ -174,8 +174,14 @@ public final class Peripheral: Sendable {
   /// The ATT MTU of the link as bluetoothd reports it on the characteristic (`MTU`), or 23
   /// (the minimum) when unknown.
   public func mtu(for characteristic: RemoteCharacteristic) async -> Int {
+    reportedMTU(for: characteristic) ?? 23
+  }
+
+  /// The ATT MTU bluetoothd reports on the characteristic (`MTU`), or `nil` when it reports
+  /// none (older bluetoothd, or a characteristic it never updated).
+  public func reportedMTU(for characteristic: RemoteCharacteristic) -> Int? {
     let proxy = try? objects.proxy(GattCharacteristic1.self, at: characteristic.path)
-    return proxy?[GattCharacteristic1.mtu].map(Int.init) ?? 23
+    return proxy?[GattCharacteristic1.mtu].map(Int.init)
   }
 
   /// The longest value one write can carry (CoreBluetooth's `maximumWriteValueLength(for:)`):

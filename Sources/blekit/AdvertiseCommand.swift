@@ -3,8 +3,6 @@
 
 import ArgumentParsing
 import BLEKit
-import BlueZ
-import Bluetooth
 import Synchronization
 
 #if canImport(Glibc)
@@ -341,21 +339,19 @@ struct AdvertiseCommand: ParsableCommand {
       return CLIError(.advertisementTooLarge, report)
     case .closed:
       return CancellationError()
-    case .bluez(let bluez) where bluez.code == .busLost:
+    case .bluetoothd(let failure) where failure.code == .busLost:
       return CLIError(.bluetoothUnavailable, busLostLine)
-    case .bluez(let bluez):
+    case .bluetoothd(let failure):
       let status: ExitStatus =
-        switch bluez.code {
+        switch failure.code {
         case .serviceUnavailable, .bus: .bluetoothUnavailable
         case .adapterNotFound: .adapterNotFound
-        case .accessDenied, .notAuthorized, .notPermitted: .permissionDenied
+        case .unauthorized, .notPermitted: .permissionDenied
         case .timeout: .timedOut
         case .notReady: .failure
         default: .remoteError
         }
-      // blekit's own codes read better as the bare message.
-      let text = bluez.code.rawValue.hasPrefix("blekit.") ? bluez.message : bluez.description
-      return CLIError(status, text)
+      return CLIError(status, failure.message)
     default:
       return CLIError(.failure, error.description)
     }

@@ -3,8 +3,6 @@
 
 import ArgumentParsing
 import BLEKit
-import BlueZ
-import Bluetooth
 
 #if canImport(Glibc)
   import Glibc
@@ -28,12 +26,9 @@ func centralCLIError(_ error: any Error) -> any Error {
     case .timeout: status = .timedOut
     case .disconnected: status = .disconnected
     case .cancelled: return CancellationError()
+    case .notPermitted: status = .permissionDenied
     case .poweredOff, .scanInProgress, .peripheralNotFound, .system: status = .failure
-    default:
-      switch error.bluez?.code {
-      case .notAuthorized?, .notPermitted?, .accessDenied?: status = .permissionDenied
-      default: status = .remoteError
-      }
+    default: status = .remoteError
     }
     return CLIError(status, error.message)
   case let error as TransferInterrupted where error.cause?.code == .busLost:

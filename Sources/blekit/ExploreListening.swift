@@ -3,7 +3,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 
 extension ExploreCommand {
   /// One value (or subscription failure) heard while listening.

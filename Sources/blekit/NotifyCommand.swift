@@ -2,7 +2,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 import Synchronization
 
 /// Subscribes to a characteristic's notifications (or indications) and prints every value.

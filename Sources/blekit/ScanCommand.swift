@@ -2,7 +2,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 import Synchronization
 
 #if canImport(Glibc)

@@ -138,9 +138,13 @@ import Testing
     #expect(status(CentralError(.adapterNotFound, "hci7")) == .adapterNotFound)
     #expect(status(CentralError(.serviceUnavailable, "down")) == .bluetoothUnavailable)
     #expect(status(CentralError(.disconnected, "gone")) == .disconnected)
-    let refused = CentralError(
-      .bluez, "reading", bluez: BlueZError(.notPermitted, "Read not permitted"))
+    // bluetoothd's refusals, as BLEKit wraps them.
+    let refused = CentralError(BlueZError(.notPermitted, "Read not permitted"), while: "reading")
+    #expect(refused.code == .notPermitted)
     #expect(status(refused) == .permissionDenied)
+    let unauthorized = CentralError(BlueZError(.notAuthorized, "no"), while: "writing")
+    #expect(status(unauthorized) == .permissionDenied)
+    #expect(status(CentralError(BlueZError(.inProgress, "busy"), while: "reading")) == .remoteError)
     let statuses: [ArgumentParsing.ExitStatus] = [
       .usage, .adapterNotFound, .timedOut, .notFound, .notSupported, .permissionDenied,
     ]

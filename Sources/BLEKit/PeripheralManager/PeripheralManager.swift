@@ -25,7 +25,7 @@ public final class PeripheralManager: Sendable {
   /// The adapter's name, e.g. `hci1`.
   public let adapterName: String
   /// The adapter's object path, e.g. `/org/bluez/hci1`.
-  public let adapterPath: ObjectPath
+  package let adapterPath: ObjectPath
   /// Subscriptions, writes, readiness; buffered without limit (nothing is lost).
   public let events: AsyncStream<PeripheralManagerEvent>
 
@@ -66,11 +66,21 @@ public final class PeripheralManager: Sendable {
 
   /// Opens the peripheral role on `adapter` (e.g. `hci1`; nil picks `hci0`, else the first).
   ///
-  /// - Throws: ``PeripheralManagerError/bluez(_:)`` with `serviceUnavailable` when bluetoothd
-  ///   is not running, `adapterNotFound` for an unknown adapter, `notReady` when it is powered
-  ///   off or lacks the GATT or advertising manager.
-  public static func open(
-    adapter: String? = nil, connection: DBusConnection? = nil
+  /// - Throws: ``PeripheralManagerError/bluetoothd(_:)`` with code
+  ///   ``CentralError/Code/serviceUnavailable`` when bluetoothd is not running,
+  ///   ``CentralError/Code/adapterNotFound`` for an unknown adapter,
+  ///   ``CentralError/Code/notReady`` when it is powered off or lacks the GATT or advertising
+  ///   manager.
+  public static func open(adapter: String? = nil) async throws(PeripheralManagerError)
+    -> PeripheralManager
+  {
+    try await open(adapter: adapter, connection: nil)
+  }
+
+  /// Opens the peripheral role on a connection the caller owns (tests' private buses), or on
+  /// a system bus connection of its own when `connection` is `nil`.
+  package static func open(
+    adapter: String? = nil, connection: DBusConnection?
   ) async throws(PeripheralManagerError) -> PeripheralManager {
     let bus: DBusConnection
     do throws(DBusError) {

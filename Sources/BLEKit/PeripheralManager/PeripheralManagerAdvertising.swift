@@ -11,7 +11,7 @@ extension PeripheralManager {
   /// The legacy size (31 bytes) is computed first: when the advertising data does not fit, the
   /// error lists which fields take how many bytes instead of bluetoothd's bare
   /// `org.bluez.Error.Failed`.
-  /// - Throws: ``PeripheralManagerError/advertisementTooLarge(_:)``; ``PeripheralManagerError/bluez(_:)``
+  /// - Throws: ``PeripheralManagerError/advertisementTooLarge(_:)``; ``PeripheralManagerError/bluetoothd(_:)``
   ///   (e.g. `notSupported` when the adapter cannot include the TX power).
   public func startAdvertising(_ payload: AdvertisingPayload, txPower: Int16? = nil)
     async

@@ -4,8 +4,8 @@ import Bluetooth
 
 /// An error of ``PeripheralManager``.
 public enum PeripheralManagerError: Error, Sendable, CustomStringConvertible {
-  /// bluetoothd or the bus refused or failed.
-  case bluez(BlueZError)
+  /// bluetoothd or the bus refused or failed; the error's code says how.
+  case bluetoothd(CentralError)
   /// The advertisement does not fit; the text says which fields take how many bytes.
   case advertisementTooLarge(String)
   /// The characteristic was never added to this manager (or its service was removed).
@@ -19,7 +19,7 @@ public enum PeripheralManagerError: Error, Sendable, CustomStringConvertible {
 
   public var description: String {
     switch self {
-    case .bluez(let error): error.description
+    case .bluetoothd(let error): error.message
     case .advertisementTooLarge(let report): report
     case .unknownCharacteristic(let uuid): "characteristic \(uuid) is not published by this manager"
     case .notSubscribed(let uuid): "no central is subscribed to characteristic \(uuid)"
@@ -27,5 +27,12 @@ public enum PeripheralManagerError: Error, Sendable, CustomStringConvertible {
       "a \(length)-byte value does not fit in one notification (at most \(maximum) bytes)"
     case .closed: "the peripheral manager is closed"
     }
+  }
+}
+
+extension PeripheralManagerError {
+  /// bluetoothd's or the bus's error, as BLEKit reports it.
+  package static func bluez(_ error: BlueZError) -> PeripheralManagerError {
+    .bluetoothd(CentralError(error))
   }
 }
