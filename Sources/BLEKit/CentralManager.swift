@@ -43,9 +43,9 @@ public actor CentralManager {
   /// Succeeds whenever the system bus is reachable, even if bluetoothd is not running: then
   /// ``state`` says so and follows it when it starts. The manager opens its own connection to
   /// the system bus, which ``close()`` closes.
-  /// - Throws: ``CentralError/Code/adapterNotFound`` when bluetoothd runs and has no adapter of
-  ///   that name; ``CentralError/Code/serviceUnavailable`` when the system bus is unreachable.
-  public static func open(adapter: String? = nil) async throws(CentralError) -> CentralManager {
+  /// - Throws: ``BluetoothError/Code/adapterNotFound`` when bluetoothd runs and has no adapter of
+  ///   that name; ``BluetoothError/Code/serviceUnavailable`` when the system bus is unreachable.
+  public static func open(adapter: String? = nil) async throws(BluetoothError) -> CentralManager {
     try await open(adapter: adapter, connecting: DBusConnection.system)
   }
 
@@ -53,7 +53,7 @@ public actor CentralManager {
   /// leaves it open.
   package static func open(
     adapter: String? = nil, connection: DBusConnection
-  ) async throws(CentralError) -> CentralManager {
+  ) async throws(BluetoothError) -> CentralManager {
     try await open(adapter: adapter, on: connection, owned: false)
   }
 
@@ -61,29 +61,29 @@ public actor CentralManager {
   /// tests a private bus's), which ``close()`` closes.
   static func open(
     adapter: String?, connecting connect: () throws(DBusError) -> DBusConnection
-  ) async throws(CentralError) -> CentralManager {
+  ) async throws(BluetoothError) -> CentralManager {
     let bus: DBusConnection
     do throws(DBusError) {
       bus = try connect()
     } catch {
-      throw CentralError(
+      throw BluetoothError(
         .serviceUnavailable, "cannot connect to the system bus: \(error)")
     }
     return try await open(adapter: adapter, on: bus, owned: true)
   }
 
   private static func open(adapter: String?, on bus: DBusConnection, owned: Bool)
-    async throws(CentralError) -> CentralManager
+    async throws(BluetoothError) -> CentralManager
   {
     let tree: BlueZObjectTree
     do throws(BlueZError) {
       tree = try await BlueZObjectTree.start(connection: bus)
     } catch {
       if owned { bus.close() }
-      throw CentralError(error, while: "reading bluetoothd's objects")
+      throw BluetoothError(error, while: "reading bluetoothd's objects")
     }
     let manager = CentralManager(objects: tree, requestedAdapter: adapter, ownsConnection: owned)
-    do throws(CentralError) {
+    do throws(BluetoothError) {
       try await manager.startMonitoring()
     } catch {
       await manager.close()
@@ -92,7 +92,7 @@ public actor CentralManager {
     return manager
   }
 
-  private func startMonitoring() async throws(CentralError) {
+  private func startMonitoring() async throws(BluetoothError) {
     // Only what the state depends on: a scan's device reports do not wake this task.
     let (snapshot, running, events) = objects.subscribe(where: {
       // A closure, not the key path: a key path applied as a function is slow, and this runs
@@ -109,7 +109,7 @@ public actor CentralManager {
     if serviceRunning, let requestedAdapter, adapterPath == nil {
       let known = adapters.keys.map { String($0.rawValue.split(separator: "/").last ?? "") }
       let list = known.isEmpty ? "none" : known.sorted().joined(separator: ", ")
-      throw CentralError(
+      throw BluetoothError(
         .adapterNotFound, "no Bluetooth adapter named \(requestedAdapter) (adapters: \(list))")
     }
     monitor = Task { [weak self] in
@@ -216,27 +216,27 @@ public actor CentralManager {
   private func removeWatcher(_ id: Int) { watchers[id] = nil }
 
   /// Throws the error that explains why the central cannot work, unless it is powered on.
-  public func requirePoweredOn() throws(CentralError) {
-    if let busLostMessage { throw CentralError(.busLost, busLostMessage) }
+  public func requirePoweredOn() throws(BluetoothError) {
+    if let busLostMessage { throw BluetoothError(.busLost, busLostMessage) }
     switch state {
     case .poweredOn: return
     case .poweredOff:
-      throw CentralError(.poweredOff, "Bluetooth adapter \(adapterName) is powered off")
+      throw BluetoothError(.poweredOff, "Bluetooth adapter \(adapterName) is powered off")
     case .unauthorized:
-      throw CentralError(.unauthorized, "the system bus does not allow talking to bluetoothd")
+      throw BluetoothError(.unauthorized, "the system bus does not allow talking to bluetoothd")
     case .unsupported:
-      throw CentralError(
+      throw BluetoothError(
         .adapterNotFound,
         requestedAdapter.map { "no Bluetooth adapter named \($0)" } ?? "no Bluetooth adapter")
     case .serviceUnavailable:
-      throw CentralError(
+      throw BluetoothError(
         .serviceUnavailable, "bluetoothd is not running (org.bluez is not on the system bus)")
     }
   }
 
   /// Waits until the state is ``CentralState/poweredOn`` or `timeout` passes.
   /// - Throws: the error of ``requirePoweredOn()`` for the state at the deadline.
-  public func waitUntilPoweredOn(timeout: Duration) async throws(CentralError) {
+  public func waitUntilPoweredOn(timeout: Duration) async throws(BluetoothError) {
     _ = await becomes([.poweredOn], within: timeout)
     try requirePoweredOn()
   }
@@ -265,20 +265,20 @@ public actor CentralManager {
   }
 
   /// A proxy for the adapter in use.
-  func adapter() async throws(CentralError) -> Adapter1 {
+  func adapter() async throws(BluetoothError) -> Adapter1 {
     try requirePoweredOn()
     guard let adapterPath else {
-      throw CentralError(.adapterNotFound, "no Bluetooth adapter")
+      throw BluetoothError(.adapterNotFound, "no Bluetooth adapter")
     }
     do {
       guard let adapter = try objects.proxy(Adapter1.self, at: adapterPath) else {
-        throw CentralError(.adapterNotFound, "adapter \(adapterName) disappeared")
+        throw BluetoothError(.adapterNotFound, "adapter \(adapterName) disappeared")
       }
       return adapter
-    } catch let error as CentralError {
+    } catch let error as BluetoothError {
       throw error
     } catch {
-      throw CentralError(.bluez, "reading adapter \(adapterName): \(error)")
+      throw BluetoothError(.bluez, "reading adapter \(adapterName): \(error)")
     }
   }
 

@@ -109,9 +109,9 @@ extension CentralManager {
   /// A discovery is filtered and handed to the stream where bluetoothd's signal is read, so
   /// the task iterating the stream is the only one woken for it.
   ///
-  /// - Throws: the state's error when not powered on; ``CentralError/Code/scanInProgress``
+  /// - Throws: the state's error when not powered on; ``BluetoothError/Code/scanInProgress``
   ///   when this manager already scans; bluetoothd's error for the filter or the start.
-  public func scan(_ options: ScanOptions = ScanOptions()) async throws(CentralError)
+  public func scan(_ options: ScanOptions = ScanOptions()) async throws(BluetoothError)
     -> DiscoveryStream
   {
     let (discoveries, continuation, feed) = DiscoveryStream.make()
@@ -127,12 +127,12 @@ extension CentralManager {
 
   /// Starts a discovery session that reports to `sink`: observes the object tree, sets the
   /// filter, starts discovery (and the periodic restart, if asked). The caller stops it.
-  func startScan(_ options: ScanOptions, sink: ScanSink) async throws(CentralError)
+  func startScan(_ options: ScanOptions, sink: ScanSink) async throws(BluetoothError)
     -> ScanSession
   {
     let adapter = try await adapter()
     guard !isScanning else {
-      throw CentralError(.scanInProgress, "a scan is already running on this central")
+      throw BluetoothError(.scanInProgress, "a scan is already running on this central")
     }
     isScanning = true
     let session = ScanSession(
@@ -160,7 +160,7 @@ extension CentralManager {
     } catch {
       session.cancel()
       isScanning = false
-      throw CentralError(error, while: "starting discovery on \(adapterName)")
+      throw BluetoothError(error, while: "starting discovery on \(adapterName)")
     }
     session.started()
     return session

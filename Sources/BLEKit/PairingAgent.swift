@@ -226,20 +226,20 @@ public final class PairingAgent: Sendable {
 
   /// Registers an agent on a central's bus connection (for ``CentralManager`` commands).
   ///
-  /// - Throws: bluetoothd's error (code ``CentralError/Code/bluez`` with
-  ///   ``CentralError/underlyingName`` `org.bluez.Error.AlreadyExists` when this manager has an
+  /// - Throws: bluetoothd's error (code ``BluetoothError/Code/bluez`` with
+  ///   ``BluetoothError/underlyingName`` `org.bluez.Error.AlreadyExists` when this manager has an
   ///   agent already).
   public static func register(
     for central: CentralManager, capability: PairingCapability = .noInputNoOutput,
     policy: PairingPolicy, asDefault: Bool = false,
     events: @escaping @Sendable (PairingAgentEvent) -> Void = { _ in }
-  ) async throws(CentralError) -> PairingAgent {
+  ) async throws(BluetoothError) -> PairingAgent {
     do {
       return try await register(
         on: central.objects.connection, capability: capability, policy: policy,
         asDefault: asDefault, events: events)
     } catch {
-      throw CentralError(error)
+      throw BluetoothError(error)
     }
   }
 
@@ -248,13 +248,13 @@ public final class PairingAgent: Sendable {
     for peripheral: PeripheralManager, capability: PairingCapability = .noInputNoOutput,
     policy: PairingPolicy, asDefault: Bool = true,
     events: @escaping @Sendable (PairingAgentEvent) -> Void = { _ in }
-  ) async throws(CentralError) -> PairingAgent {
+  ) async throws(BluetoothError) -> PairingAgent {
     do {
       return try await register(
         on: peripheral.connection, capability: capability, policy: policy,
         asDefault: asDefault, callerCheck: peripheral.callerCheck, events: events)
     } catch {
-      throw CentralError(error)
+      throw BluetoothError(error)
     }
   }
 
@@ -267,11 +267,11 @@ public final class PairingAgent: Sendable {
   /// Registers the agent again with a bluetoothd that restarted (a new bluetoothd knows no
   /// agents). The corresponding D-Bus members are `org.bluez.AgentManager1.RegisterAgent`
   /// and, for a default agent, `RequestDefaultAgent`.
-  public func registerAgain() async throws(CentralError) {
+  public func registerAgain() async throws(BluetoothError) {
     do {
       try await registration.registerAgain()
     } catch {
-      throw CentralError(error)
+      throw BluetoothError(error)
     }
   }
 
@@ -281,7 +281,7 @@ public final class PairingAgent: Sendable {
   /// Finishes even when the calling task is cancelled (Ctrl-C), waiting at most `limit` for
   /// bluetoothd (see `runCleanup(within:_:)`).
   @discardableResult
-  public func unregister(within limit: Duration = defaultCleanupLimit) async -> CentralError? {
+  public func unregister(within limit: Duration = defaultCleanupLimit) async -> BluetoothError? {
     let failure = Mutex<BlueZError?>(nil)
     let finished = await runCleanup(within: limit) { [registration] in
       let error = await registration.unregister()
@@ -289,10 +289,10 @@ public final class PairingAgent: Sendable {
     }
     if ownsCallerCheck { callerCheck.stop() }
     if !finished {
-      return CentralError(
+      return BluetoothError(
         .timeout, "bluetoothd did not confirm unregistering the agent in \(limit)")
     }
-    return failure.withLock { $0 }.map { CentralError($0, while: "unregistering the agent") }
+    return failure.withLock { $0 }.map { BluetoothError($0, while: "unregistering the agent") }
   }
 }
 

@@ -44,14 +44,14 @@ extension CentralManager {
   /// return with the adapter powered and then scans again; peripherals are reported again after
   /// the restart (bluetoothd forgot them). `onInterruption` is told of each pause and resume.
   ///
-  /// The stream ends with ``CentralError/Code/serviceUnavailable`` when bluetoothd does not
+  /// The stream ends with ``BluetoothError/Code/serviceUnavailable`` when bluetoothd does not
   /// return in time, with the scan's own error for a power-off or a removed adapter, and at
-  /// once with ``CentralError/Code/busLost`` when the connection to the system bus is lost
+  /// once with ``BluetoothError/Code/busLost`` when the connection to the system bus is lost
   /// (nothing can return on it).
   public func resumingScan(
     _ options: ScanOptions, returnWithin: Duration = .seconds(30),
     onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in }
-  ) async throws(CentralError) -> DiscoveryStream {
+  ) async throws(BluetoothError) -> DiscoveryStream {
     let (discoveries, continuation, feed) = DiscoveryStream.make()
     let supervisor = try await superviseScan(
       options, returnWithin: returnWithin, onInterruption: onInterruption,
@@ -72,7 +72,7 @@ extension CentralManager {
     _ options: ScanOptions, returnWithin: Duration = .seconds(30),
     onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in },
     onDiscovery: @escaping @Sendable (Discovery) -> Void
-  ) async throws(CentralError) -> ScanRun {
+  ) async throws(BluetoothError) -> ScanRun {
     let (stream, continuation) = AsyncThrowingStream.makeStream(
       of: Never.self, throwing: (any Error).self)
     let running = RunningFlag()
@@ -95,7 +95,7 @@ extension CentralManager {
     onInterruption: @escaping @Sendable (ScanInterruption) -> Void,
     deliver: @escaping @Sendable (Discovery) -> Void,
     finish: @escaping @Sendable ((any Error)?) -> Void
-  ) async throws(CentralError) -> Task<Void, Never> {
+  ) async throws(BluetoothError) -> Task<Void, Never> {
     // Unbounded: one end per scan session.
     let (ends, endings) = AsyncStream.makeStream(of: ScanEnd.self, bufferingPolicy: .unbounded)
     let sink = ScanSink(yield: deliver, end: { endings.yield($0) })
@@ -112,7 +112,7 @@ extension CentralManager {
           finish(nil)
           return
         case .failed(let error)?:
-          guard let error = error as? CentralError, await bluetoothdLeft(after: error) else {
+          guard let error = error as? BluetoothError, await bluetoothdLeft(after: error) else {
             finish(error)
             return
           }
@@ -123,7 +123,7 @@ extension CentralManager {
         }
         onInterruption(.paused("bluetoothd stopped; waiting up to \(returnWithin) for it"))
         let resumed: ScanSession?
-        do throws(CentralError) {
+        do throws(BluetoothError) {
           resumed = try await scanAfterReturn(options, sink: sink, within: returnWithin)
         } catch {
           finish(error)
@@ -133,7 +133,7 @@ extension CentralManager {
           finish(
             Task.isCancelled
               ? nil
-              : CentralError(
+              : BluetoothError(
                 .serviceUnavailable, "bluetoothd did not return within \(returnWithin)"))
           return
         }
@@ -146,7 +146,7 @@ extension CentralManager {
   /// Whether a scan's error means bluetoothd left or took the adapter away (rather than a
   /// power-off that stays). A removed adapter counts: bluetoothd removes its adapters as it
   /// stops, and an adapter that comes back within the wait is scanned again.
-  private func bluetoothdLeft(after error: CentralError) async -> Bool {
+  private func bluetoothdLeft(after error: BluetoothError) async -> Bool {
     switch error.code {
     case .serviceUnavailable, .adapterNotFound: return true
     case .poweredOff:
@@ -157,15 +157,15 @@ extension CentralManager {
 
   /// Starts a new scan once bluetoothd is back with the adapter powered; retries the start
   /// (the old session may still be stopping, a fresh adapter may not be ready) until `limit`.
-  /// - Throws: ``CentralError/Code/busLost`` (at once) when the system bus is gone.
+  /// - Throws: ``BluetoothError/Code/busLost`` (at once) when the system bus is gone.
   private func scanAfterReturn(_ options: ScanOptions, sink: ScanSink, within limit: Duration)
-    async throws(CentralError) -> ScanSession?
+    async throws(BluetoothError) -> ScanSession?
   {
     let deadline = ContinuousClock.now + limit
     while !Task.isCancelled {
       let left = deadline - ContinuousClock.now
       guard left > .zero else { return nil }
-      do throws(CentralError) {
+      do throws(BluetoothError) {
         try await waitUntilPoweredOn(timeout: left)
         return try await startScan(options, sink: sink)
       } catch  where error.code == .busLost {
@@ -183,12 +183,12 @@ extension BlueZObjectTree {
   /// goes away (bluetoothd cannot return on this connection then), else nil. A bus daemon that
   /// stops drops its clients one by one, so bluetoothd's leaving can be heard just before the
   /// loss of the connection; the bus daemon answers a ping only if it stays.
-  func busLoss() async -> CentralError? {
+  func busLoss() async -> BluetoothError? {
     do throws(DBusError) {
       try await connection.pingBus()
       return nil
     } catch  where error.code == .disconnected {
-      return CentralError(
+      return BluetoothError(
         .busLost, connectionLostMessage ?? "lost the connection to the system bus")
     } catch {
       return nil

@@ -333,28 +333,20 @@ struct AdvertiseCommand: ParsableCommand {
 
   /// Maps the peripheral's errors to exit statuses.
   static func cliError(_ error: any Error) -> any Error {
-    guard let error = error as? PeripheralManagerError else { return error }
-    switch error {
-    case .advertisementTooLarge(let report):
-      return CLIError(.advertisementTooLarge, report)
-    case .closed:
-      return CancellationError()
-    case .bluetoothd(let failure) where failure.code == .busLost:
-      return CLIError(.bluetoothUnavailable, busLostLine)
-    case .bluetoothd(let failure):
-      let status: ExitStatus =
-        switch failure.code {
-        case .serviceUnavailable, .bus: .bluetoothUnavailable
-        case .adapterNotFound: .adapterNotFound
-        case .unauthorized, .notPermitted: .permissionDenied
-        case .timeout: .timedOut
-        case .notReady: .failure
-        default: .remoteError
-        }
-      return CLIError(status, failure.message)
-    default:
-      return CLIError(.failure, error.description)
+    guard let error = error as? BluetoothError else { return error }
+    let status: ExitStatus
+    switch error.code {
+    case .closed: return CancellationError()
+    case .busLost: return CLIError(.bluetoothUnavailable, busLostLine)
+    case .advertisementTooLarge: status = .advertisementTooLarge
+    case .serviceUnavailable, .bus: status = .bluetoothUnavailable
+    case .adapterNotFound: status = .adapterNotFound
+    case .unauthorized, .notPermitted: status = .permissionDenied
+    case .timeout: status = .timedOut
+    case .notReady, .notSubscribed, .valueTooLong: status = .failure
+    default: status = .remoteError
     }
+    return CLIError(status, error.message)
   }
 }
 

@@ -1,4 +1,4 @@
-// Shared by the central-side commands (scan, receive): exit statuses for CentralError, JSON
+// Shared by the central-side commands (scan, receive): exit statuses for BluetoothError, JSON
 // text, wall-clock time, and writing to standard error.
 
 import ArgumentParsing
@@ -14,10 +14,10 @@ let busLostLine = "lost the connection to the system bus"
 /// Maps an error from the central side to the exit status table.
 func centralCLIError(_ error: any Error) -> any Error {
   switch error {
-  case let error as CentralError where error.code == .busLost:
+  case let error as BluetoothError where error.code == .busLost:
     // The same line whichever call or stream noticed first.
     return CLIError(.bluetoothUnavailable, busLostLine)
-  case let error as CentralError:
+  case let error as BluetoothError:
     let status: ExitStatus
     switch error.code {
     case .serviceUnavailable: status = .bluetoothUnavailable

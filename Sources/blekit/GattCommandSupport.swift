@@ -95,7 +95,7 @@ func uuidLabel(_ uuid: BluetoothUUID) -> String { uuid.shortString }
 /// operations a characteristic does not allow (11) get their own statuses; the rest as for the
 /// other central commands.
 func gattCLIError(_ error: any Error) -> any Error {
-  if let error = error as? CentralError {
+  if let error = error as? BluetoothError {
     switch error.code {
     case .attributeNotFound: return CLIError(.notFound, error.message)
     case .notSupported: return CLIError(.notSupported, error.message)

@@ -123,11 +123,11 @@ struct MonitorCommand: ParsableCommand {
       json
         ? MonitorOutput.summaryJSON(ending.table, run: run)
         : MonitorOutput.summaryText(ending.table, run: run))
-    if let error = ending.error as? CentralError, error.code == .poweredOff {
+    if let error = ending.error as? BluetoothError, error.code == .poweredOff {
       // bluetoothd powers its adapters off as it stops: tell that apart from a power-off.
       try? await Task.sleep(for: .milliseconds(500))
       if await manager.state == .serviceUnavailable {
-        ending.error = CentralError(.serviceUnavailable, "bluetoothd stopped during the monitor")
+        ending.error = BluetoothError(.serviceUnavailable, "bluetoothd stopped during the monitor")
       }
     }
     await manager.close()

@@ -123,7 +123,7 @@ struct NotifyCommand: ParsableCommand {
             let seen = received.increment()
             if let count, seen >= count { return .counted }
           }
-        } catch let error as CentralError where error.code == .disconnected {
+        } catch let error as BluetoothError where error.code == .disconnected {
           let seen = received.count
           throw CLIError(.disconnected, "\(name) disconnected after \(seen) values: \(error)")
         } catch is CancellationError {

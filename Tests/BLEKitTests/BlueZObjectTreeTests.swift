@@ -338,13 +338,13 @@ private func next<T>(
       return all
     }
     #expect(states.value?.last == .serviceUnavailable)
-    let error = await #expect(throws: CentralError.self) {
+    let error = await #expect(throws: BluetoothError.self) {
       try await central.requirePoweredOn()
     }
     #expect(error?.code == .busLost)
     // Waiting for a state returns at once instead of waiting out its limit.
     let start = ContinuousClock.now
-    await #expect(throws: CentralError.self) {
+    await #expect(throws: BluetoothError.self) {
       try await central.waitUntilPoweredOn(timeout: .seconds(15))
     }
     #expect(ContinuousClock.now - start < .seconds(5))
@@ -431,7 +431,7 @@ private func next<T>(
     // No bluetoothd on the bus at all.
     let lonely = try await CentralManager.open(connection: try bus.connect())
     #expect(await lonely.state == .serviceUnavailable)
-    await #expect(throws: CentralError.self) { try await lonely.requirePoweredOn() }
+    await #expect(throws: BluetoothError.self) { try await lonely.requirePoweredOn() }
     await lonely.close()
 
     let bluez = try await FakeBlueZObjects(bus: bus)
@@ -446,13 +446,13 @@ private func next<T>(
 
     let second = try await CentralManager.open(adapter: "hci1", connection: try bus.connect())
     #expect(await second.state == .poweredOff)
-    let offError = await #expect(throws: CentralError.self) {
+    let offError = await #expect(throws: BluetoothError.self) {
       try await second.requirePoweredOn()
     }
     #expect(offError?.code == .poweredOff)
     await second.close()
 
-    let unknown = await #expect(throws: CentralError.self) {
+    let unknown = await #expect(throws: BluetoothError.self) {
       _ = try await CentralManager.open(adapter: "hci7", connection: try bus.connect())
     }
     #expect(unknown?.code == .adapterNotFound)

@@ -402,7 +402,7 @@ struct PairingAgentTests {
     #expect(!agent.isRegistered)
     #expect(calls.withLock { $0.last } == "unregister")
     // Once unregistered, it cannot come back.
-    await #expect(throws: CentralError.self) { try await agent.registerAgain() }
+    await #expect(throws: BluetoothError.self) { try await agent.registerAgain() }
     await #expect(throws: DBusError.self) {
       _ = try await bluetoothd.call(
         destination: app.uniqueName, path: PairingAgent.defaultPath,

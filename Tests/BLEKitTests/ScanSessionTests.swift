@@ -182,7 +182,7 @@ private func withFakeBlueZ(
     try await withFakeBlueZ { bluez, central in
       let scan = try await central.scan()
       try bluez.powerOff()
-      let error = await #expect(throws: CentralError.self) {
+      let error = await #expect(throws: BluetoothError.self) {
         for try await _ in scan {}
       }
       #expect(error?.code == .poweredOff)
@@ -227,12 +227,12 @@ private func withFakeBlueZ(
       interruption in interruptions.withLock { $0.append(interruption) }
     }
     let seen = Mutex<[String]>([])
-    let consumer = Task { () -> CentralError? in
+    let consumer = Task { () -> BluetoothError? in
       do {
         for try await discovery in scan { seen.withLock { $0.append(discovery.address.rawValue) } }
         return nil
       } catch {
-        return error as? CentralError
+        return error as? BluetoothError
       }
     }
     try bluez.advertise(1, uuids: [])
@@ -260,12 +260,12 @@ private func withFakeBlueZ(
     // What `blekit scan` on a terminal runs.
     let run = try await central.startResumingScan(ScanOptions()) { _ in }
     bus.stop()
-    let ending = await within(.seconds(10)) { () -> CentralError? in
+    let ending = await within(.seconds(10)) { () -> BluetoothError? in
       do {
         try await run.wait()
         return nil
       } catch {
-        return error as? CentralError
+        return error as? BluetoothError
       }
     }
     #expect(ending.value??.code == .busLost)
@@ -332,7 +332,7 @@ private func withFakeBlueZ(
     try await withFakeBlueZ { bluez, central in
       let run = try await central.startResumingScan(ScanOptions()) { _ in }
       try bluez.powerOff()
-      let error = await #expect(throws: CentralError.self) { try await run.wait() }
+      let error = await #expect(throws: BluetoothError.self) { try await run.wait() }
       #expect(error?.code == .poweredOff)
     }
   }

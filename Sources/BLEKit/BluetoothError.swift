@@ -1,12 +1,16 @@
-// CentralError: what the central side reports, with BlueZ's own error kept underneath.
+// BluetoothError: BLEKit's one error type, with bluetoothd's own error kept underneath.
 import BlueZ
 
-/// An error from ``CentralManager``, ``Peripheral``, ``PairingAgent`` and the transfer client.
+/// An error from BLEKit: ``CentralManager``, ``Peripheral``, ``PeripheralManager``,
+/// ``PairingAgent`` and the transfer client (CoreBluetooth's `CBError`).
 ///
-/// The ``code`` says what went wrong in blekit's terms; ``underlyingName`` and
+/// The ``code`` says what went wrong in BLEKit's terms; it is open (new codes can be added
+/// without breaking a `switch`, which needs a `default`). ``underlyingName`` and
 /// ``underlyingMessage`` keep bluetoothd's own error (e.g. `org.bluez.Error.InProgress`) or the
-/// bus's when there was one, for diagnosis.
-public struct CentralError: Error, Sendable, CustomStringConvertible {
+/// bus's when there was one, for diagnosis. Match a code with
+/// `catch let error as BluetoothError where error.code == .timeout`, or with
+/// `catch BluetoothError.Code.timeout`.
+public struct BluetoothError: Error, Sendable, CustomStringConvertible {
   /// What went wrong, as a stable code.
   public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: String
@@ -46,7 +50,7 @@ public struct CentralError: Error, Sendable, CustomStringConvertible {
     public static let notReady = Code(rawValue: "notReady")
     /// The bus failed the call (not an answer from bluetoothd).
     public static let bus = Code(rawValue: "bus")
-    /// bluetoothd answered with another error; see ``CentralError/underlyingName``.
+    /// bluetoothd answered with another error; see ``BluetoothError/underlyingName``.
     public static let bluez = Code(rawValue: "bluez")
     /// The task was cancelled.
     public static let cancelled = Code(rawValue: "cancelled")
@@ -112,3 +116,15 @@ public struct CentralError: Error, Sendable, CustomStringConvertible {
   /// One line.
   public var description: String { message }
 }
+
+extension BluetoothError.Code {
+  /// Lets `catch BluetoothError.Code.timeout` (or a `case` of a `switch` over an error) match a
+  /// ``BluetoothError`` with this code.
+  public static func ~= (code: Self, error: any Error) -> Bool {
+    (error as? BluetoothError)?.code == code
+  }
+}
+
+/// The former name of ``BluetoothError``.
+@available(*, deprecated, renamed: "BluetoothError")
+public typealias CentralError = BluetoothError
