@@ -6,7 +6,7 @@ import DBus
 /// The central role, in CoreBluetooth's shape (`CBCentralManager`), over bluetoothd.
 ///
 /// Open one with ``open(adapter:)``; read ``state`` or follow ``stateUpdates()``;
-/// ``scan(_:)`` for peripherals; ``connect(to:timeout:retry:)`` to one and get a
+/// ``scan(_:onInterruption:)`` for peripherals; ``connect(to:timeout:retry:)`` to one and get a
 /// ``Peripheral``. Everything bluetoothd exports is mirrored in a cache kept current from its
 /// signals, so reads of properties never go to the bus.
 public actor CentralManager {

@@ -4,7 +4,7 @@ import BlueZ
 import DBus
 import Synchronization
 
-/// A pause or resumption of a ``CentralManager/resumingScan(_:returnWithin:onInterruption:)``.
+/// A pause or resumption of a scan with ``ScanOptions/resumeWithin``.
 public enum ScanInterruption: Sendable, Equatable {
   /// bluetoothd left; the scan waits for it (the text says how long).
   case paused(String)
@@ -12,7 +12,7 @@ public enum ScanInterruption: Sendable, Equatable {
   case resumed
 }
 
-/// A scan started with ``CentralManager/startResumingScan(_:returnWithin:onInterruption:onDiscovery:)``.
+/// A scan started with ``CentralManager/scan(_:onInterruption:onDiscovery:)``.
 public struct ScanRun: Sendable {
   let ends: AsyncThrowingStream<Never, any Error>
   let continuation: AsyncThrowingStream<Never, any Error>.Continuation
@@ -40,36 +40,16 @@ extension CentralManager {
   /// off, then removes them, then leaves the bus, and on a loaded machine that takes seconds.
   static let serviceStopGrace: Duration = .seconds(10)
 
-  /// Scans like ``scan(_:)``, but when bluetoothd stops, waits up to `returnWithin` for it to
-  /// return with the adapter powered and then scans again; peripherals are reported again after
-  /// the restart (bluetoothd forgot them). `onInterruption` is told of each pause and resume.
-  ///
-  /// The stream ends with ``BluetoothError/Code/serviceUnavailable`` when bluetoothd does not
-  /// return in time, with the scan's own error for a power-off or a removed adapter, and at
-  /// once with ``BluetoothError/Code/busLost`` when the connection to the system bus is lost
-  /// (nothing can return on it).
-  public func resumingScan(
-    _ options: ScanOptions, returnWithin: Duration = .seconds(30),
-    onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in }
-  ) async throws(BluetoothError) -> DiscoveryStream {
-    let (discoveries, continuation, feed) = DiscoveryStream.make()
-    let supervisor = try await superviseScan(
-      options, returnWithin: returnWithin, onInterruption: onInterruption,
-      deliver: feed, finish: { error in continuation.finish(throwing: error) })
-    continuation.onTermination = { _ in supervisor.cancel() }
-    return discoveries
-  }
-
-  /// Scans like ``resumingScan(_:returnWithin:onInterruption:)``, but calls `onDiscovery` with
-  /// each discovery where it is made (on the D-Bus connection's queue, as bluetoothd's signal
-  /// is read) instead of handing it to a stream: no task is woken per discovery, which is what
-  /// a live display wants. The handler runs with the scan locked, one discovery at a time: it
-  /// must return quickly, must not block (a write to a terminal is fine; to a pipe that may
-  /// fill, use the stream) and must not call this central.
+  /// Scans like ``scan(_:onInterruption:)``, but calls `onDiscovery` with each discovery where
+  /// it is made (on the D-Bus connection's queue, as bluetoothd's signal is read) instead of
+  /// handing it to a stream: no task is woken per discovery, which is what a live display
+  /// wants. The handler runs with the scan locked, one discovery at a time: it must return
+  /// quickly, must not block (a write to a terminal is fine; to a pipe that may fill, use the
+  /// stream) and must not call this central.
   ///
   /// The returned ``ScanRun`` ends the way the stream would.
-  public func startResumingScan(
-    _ options: ScanOptions, returnWithin: Duration = .seconds(30),
+  public func scan(
+    _ options: ScanOptions = ScanOptions(),
     onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in },
     onDiscovery: @escaping @Sendable (Discovery) -> Void
   ) async throws(BluetoothError) -> ScanRun {
@@ -77,21 +57,29 @@ extension CentralManager {
       of: Never.self, throwing: (any Error).self)
     let running = RunningFlag()
     let supervisor = try await superviseScan(
-      options, returnWithin: returnWithin, onInterruption: onInterruption,
+      options, onInterruption: onInterruption,
       deliver: { discovery in if running.isOn { onDiscovery(discovery) } },
       finish: { error in continuation.finish(throwing: error) })
+    let timer = options.timeout.map { limit in
+      Task {
+        try? await Task.sleep(for: limit)
+        if !Task.isCancelled { continuation.finish() }
+      }
+    }
     continuation.onTermination = { _ in
       running.turnOff()
+      timer?.cancel()
       supervisor.cancel()
     }
     return ScanRun(ends: stream, continuation: continuation)
   }
 
   /// Starts a scan whose sessions hand their discoveries straight to `deliver`, and a task that
-  /// waits for each session's end: it starts the next session after a bluetoothd restart, or
-  /// calls `finish` (with `nil` when cancelled or the central closed). Cancel the task to stop.
-  private func superviseScan(
-    _ options: ScanOptions, returnWithin: Duration,
+  /// waits for each session's end: it starts the next session after a bluetoothd restart (when
+  /// ``ScanOptions/resumeWithin`` says so), or calls `finish` (with `nil` when cancelled or the
+  /// central closed). Cancel the task to stop.
+  func superviseScan(
+    _ options: ScanOptions,
     onInterruption: @escaping @Sendable (ScanInterruption) -> Void,
     deliver: @escaping @Sendable (Discovery) -> Void,
     finish: @escaping @Sendable ((any Error)?) -> Void
@@ -112,7 +100,9 @@ extension CentralManager {
           finish(nil)
           return
         case .failed(let error)?:
-          guard let error = error as? BluetoothError, await bluetoothdLeft(after: error) else {
+          guard options.resumeWithin != nil, let error = error as? BluetoothError,
+            await bluetoothdLeft(after: error)
+          else {
             finish(error)
             return
           }
@@ -121,6 +111,7 @@ extension CentralManager {
           finish(lost)
           return
         }
+        let returnWithin = options.resumeWithin ?? .zero
         onInterruption(.paused("bluetoothd stopped; waiting up to \(returnWithin) for it"))
         let resumed: ScanSession?
         do throws(BluetoothError) {

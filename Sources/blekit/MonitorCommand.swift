@@ -97,10 +97,10 @@ struct MonitorCommand: ParsableCommand {
     if case .service(let uuid) = target { services = [uuid] }
     let options = ScanOptions(
       services: services, allowDuplicates: true, includeKnownPeripherals: false,
-      restartInterval: restart)
+      restartInterval: restart, resumeWithin: .seconds(30))
     let scan: DiscoveryStream
     do {
-      scan = try await manager.resumingScan(options, onInterruption: noteScanInterruption)
+      scan = try await manager.scan(options, onInterruption: noteScanInterruption)
     } catch {
       await manager.close()
       throw centralCLIError(error)
