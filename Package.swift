@@ -46,11 +46,14 @@ let package = Package(
     .executableTarget(name: "dbus-bench", dependencies: ["DBus"], path: "bench/dbus/swift"),
     // A private dbus-daemon for tests (never outlives the test process).
     .target(name: "TestSupport", dependencies: ["DBus", "BlueZ"], path: "Tests/TestSupport"),
-    .testTarget(name: "DBusTests", dependencies: ["DBus", "TestSupport"]),
+    .testTarget(name: "DBusTests", dependencies: ["DBus", "CDBus", "TestSupport"]),
     .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
-    .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "DBus", "TestSupport"]),
-    .testTarget(name: "BLEKitTests", dependencies: ["BLEKit", "TestSupport"]),
+    .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "Bluetooth", "DBus", "TestSupport"]),
+    .testTarget(
+      name: "BLEKitTests", dependencies: ["BLEKit", "BlueZ", "Bluetooth", "DBus", "TestSupport"]),
     .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing", "TestSupport"]),
-    .testTarget(name: "BlekitCLITests", dependencies: ["blekit", "BLEKit", "ArgumentParsing"]),
+    .testTarget(
+      name: "BlekitCLITests",
+      dependencies: ["blekit", "BLEKit", "BlueZ", "Bluetooth", "DBus", "ArgumentParsing"]),
   ]
 )

@@ -52,7 +52,7 @@ let work = Task {
   let peripheral = try await central.connect(to: found.peripheral, timeout: .seconds(20))
   do {
     guard let service = try await peripheral.services([heartRateService]).first else {
-      throw CentralError(.attributeNotFound, "\(found.address) has no Heart Rate service")
+      throw BluetoothError(.attributeNotFound, "\(found.address) has no Heart Rate service")
     }
     let characteristics = try await peripheral.characteristics(
       [measurementUUID, locationUUID], for: service)
@@ -63,7 +63,7 @@ let work = Task {
       say("body sensor location: \(name) (\(value))")
     }
     guard let measurement = characteristics.first(where: { $0.uuid == measurementUUID }) else {
-      throw CentralError(.attributeNotFound, "\(found.address) has no Heart Rate Measurement")
+      throw BluetoothError(.attributeNotFound, "\(found.address) has no Heart Rate Measurement")
     }
     let notifications = try await peripheral.notifications(for: measurement)
     var received = 0

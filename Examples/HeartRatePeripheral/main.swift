@@ -68,7 +68,7 @@ let work = Task {
         do {
           // Flags 0x00: the value is one byte of beats per minute.
           try await manager.send([0x00, bpm], for: measurement)
-        } catch PeripheralManagerError.notSubscribed {
+        } catch BluetoothError.Code.notSubscribed {
           break
         }
         say("sent \(bpm) bpm")

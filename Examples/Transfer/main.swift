@@ -76,7 +76,7 @@ func receive(adapter: String, timeout: Int) async throws {
   var written = 0
   while written < received.bytes.count {
     let result = received.bytes[written...].withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
-    guard result > 0 else { throw CentralError(.system, "cannot write to standard output") }
+    guard result > 0 else { throw BluetoothError(.system, "cannot write to standard output") }
     written += result
   }
   log(

@@ -8,7 +8,10 @@ public struct AdapterInfo: Sendable, Hashable {
   /// The short name, e.g. `hci0`.
   public var name: String
   /// bluetoothd's object, e.g. `/org/bluez/hci0`.
-  public var path: ObjectPath
+  package var path: ObjectPath
+  /// bluetoothd's object path for the adapter, e.g. `/org/bluez/hci0`, for diagnosis and for
+  /// tools that talk to BlueZ directly.
+  public var objectPath: String { path.rawValue }
   /// The controller's address.
   public var address: BluetoothAddress?
   /// `public` or `random`.
@@ -29,7 +32,7 @@ public struct AdapterInfo: Sendable, Hashable {
   public var roles: [String]
 
   /// Reads an adapter from its proxy.
-  public init(_ adapter: Adapter1) {
+  package init(_ adapter: Adapter1) {
     name = adapter.adapterName
     path = adapter.path
     address = adapter[Adapter1.address].flatMap(BluetoothAddress.init(rawValue:))
@@ -48,7 +51,7 @@ extension CentralManager {
   /// Every adapter bluetoothd manages, sorted by name (hci0, hci1, ..., hci10).
   ///
   /// - Throws: the state's error when bluetoothd is not running or refuses us.
-  public func adapters() async throws(CentralError) -> [AdapterInfo] {
+  public func adapters() async throws(BluetoothError) -> [AdapterInfo] {
     try requireService()
     let list = objects.proxies(Adapter1.self).map(AdapterInfo.init)
     return list.sorted { lhs, rhs in
@@ -60,12 +63,13 @@ extension CentralManager {
   /// reports the new `Powered` value. Setting the value it already has returns at once.
   /// The corresponding D-Bus member is `org.freedesktop.DBus.Properties.Set` of
   /// `org.bluez.Adapter1.Powered`.
-  public func setPowered(_ on: Bool, timeout: Duration = .seconds(10)) async throws(CentralError) {
+  public func setPowered(_ on: Bool, timeout: Duration = .seconds(10)) async throws(BluetoothError)
+  {
     try requireService()
     guard let path = adapterPath,
       let adapter = try? objects.proxy(Adapter1.self, at: path)
     else {
-      throw CentralError(
+      throw BluetoothError(
         .adapterNotFound,
         requestedAdapter.map { "no Bluetooth adapter named \($0)" } ?? "no Bluetooth adapter")
     }
@@ -74,7 +78,7 @@ extension CentralManager {
     do throws(BlueZError) {
       try await adapter.setPowered(on)
     } catch {
-      throw CentralError(error, while: "powering \(on ? "on" : "off") \(adapter.adapterName)")
+      throw BluetoothError(error, while: "powering \(on ? "on" : "off") \(adapter.adapterName)")
     }
     let name = adapter.adapterName
     let done =
@@ -93,19 +97,19 @@ extension CentralManager {
       if let now = try? objects.proxy(Adapter1.self, at: path), now[Adapter1.powered] == on {
         return
       }
-      throw CentralError(
+      throw BluetoothError(
         .timeout, "\(name) did not report Powered = \(on) within \(roughSeconds(timeout))")
     }
   }
 
   /// Throws unless bluetoothd is on the bus and lets us in.
-  func requireService() throws(CentralError) {
+  func requireService() throws(BluetoothError) {
     switch state {
     case .serviceUnavailable:
-      throw CentralError(
+      throw BluetoothError(
         .serviceUnavailable, "bluetoothd is not running (org.bluez is not on the system bus)")
     case .unauthorized:
-      throw CentralError(.unauthorized, "the system bus does not allow talking to bluetoothd")
+      throw BluetoothError(.unauthorized, "the system bus does not allow talking to bluetoothd")
     default:
       return
     }

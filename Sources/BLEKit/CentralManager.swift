@@ -5,20 +5,20 @@ import DBus
 
 /// The central role, in CoreBluetooth's shape (`CBCentralManager`), over bluetoothd.
 ///
-/// Open one with ``open(adapter:connection:)``; read ``state`` or follow ``stateUpdates()``;
-/// ``scan(_:)`` for peripherals; ``connect(to:timeout:retry:)`` to one and get a
+/// Open one with ``open(adapter:)``; read ``state`` or follow ``stateUpdates()``;
+/// ``scan(_:onInterruption:)`` for peripherals; ``connect(to:timeout:retry:)`` to one and get a
 /// ``Peripheral``. Everything bluetoothd exports is mirrored in a cache kept current from its
 /// signals, so reads of properties never go to the bus.
 public actor CentralManager {
   /// The cache of bluetoothd's objects this manager reads from.
-  public nonisolated let objects: BlueZObjectTree
+  package nonisolated let objects: BlueZObjectTree
   /// The adapter name asked for (`hci1`), or `nil` for the default.
   public nonisolated let requestedAdapter: String?
 
   /// The current state of bluetoothd and the adapter.
   public private(set) var state: CentralState = .serviceUnavailable
   /// The adapter in use, e.g. `/org/bluez/hci0`; `nil` while there is none.
-  public private(set) var adapterPath: ObjectPath?
+  package private(set) var adapterPath: ObjectPath?
 
   private var serviceRunning = false
   private var accessDenied = false
@@ -29,7 +29,7 @@ public actor CentralManager {
   private var nextWatcher = 0
   private var monitor: Task<Void, Never>?
   var isScanning = false
-  /// Whether ``open(adapter:connection:)`` opened the connection (so ``close()`` closes it).
+  /// Whether the manager opened the connection (so ``close()`` closes it).
   private let ownsConnection: Bool
 
   private init(objects: BlueZObjectTree, requestedAdapter: String?, ownsConnection: Bool) {
@@ -41,46 +41,49 @@ public actor CentralManager {
   /// Opens the central on `adapter` (e.g. `hci1`; `nil` picks `hci0`, else the first adapter).
   ///
   /// Succeeds whenever the system bus is reachable, even if bluetoothd is not running: then
-  /// ``state`` says so and follows it when it starts. Without `connection`, the manager opens
-  /// its own to the system bus, and ``close()`` closes it; a given one stays open.
-  /// - Throws: ``CentralError/Code/adapterNotFound`` when bluetoothd runs and has no adapter of
-  ///   that name; ``CentralError/Code/serviceUnavailable`` when the system bus is unreachable.
-  public static func open(
-    adapter: String? = nil, connection: DBusConnection? = nil
-  ) async throws(CentralError) -> CentralManager {
-    if let connection {
-      return try await open(adapter: adapter, on: connection, owned: false)
-    }
-    return try await open(adapter: adapter, connecting: DBusConnection.system)
+  /// ``state`` says so and follows it when it starts. The manager opens its own connection to
+  /// the system bus, which ``close()`` closes.
+  /// - Throws: ``BluetoothError/Code/adapterNotFound`` when bluetoothd runs and has no adapter of
+  ///   that name; ``BluetoothError/Code/serviceUnavailable`` when the system bus is unreachable.
+  public static func open(adapter: String? = nil) async throws(BluetoothError) -> CentralManager {
+    try await open(adapter: adapter, connecting: DBusConnection.system)
+  }
+
+  /// Opens the central on a connection the caller owns (tests' private buses); ``close()``
+  /// leaves it open.
+  package static func open(
+    adapter: String? = nil, connection: DBusConnection
+  ) async throws(BluetoothError) -> CentralManager {
+    try await open(adapter: adapter, on: connection, owned: false)
   }
 
   /// Opens the central on a connection of its own, made by `connect` (the system bus's, or in
   /// tests a private bus's), which ``close()`` closes.
   static func open(
     adapter: String?, connecting connect: () throws(DBusError) -> DBusConnection
-  ) async throws(CentralError) -> CentralManager {
+  ) async throws(BluetoothError) -> CentralManager {
     let bus: DBusConnection
     do throws(DBusError) {
       bus = try connect()
     } catch {
-      throw CentralError(
+      throw BluetoothError(
         .serviceUnavailable, "cannot connect to the system bus: \(error)")
     }
     return try await open(adapter: adapter, on: bus, owned: true)
   }
 
   private static func open(adapter: String?, on bus: DBusConnection, owned: Bool)
-    async throws(CentralError) -> CentralManager
+    async throws(BluetoothError) -> CentralManager
   {
     let tree: BlueZObjectTree
     do throws(BlueZError) {
       tree = try await BlueZObjectTree.start(connection: bus)
     } catch {
       if owned { bus.close() }
-      throw CentralError(error, while: "reading bluetoothd's objects")
+      throw BluetoothError(error, while: "reading bluetoothd's objects")
     }
     let manager = CentralManager(objects: tree, requestedAdapter: adapter, ownsConnection: owned)
-    do throws(CentralError) {
+    do throws(BluetoothError) {
       try await manager.startMonitoring()
     } catch {
       await manager.close()
@@ -89,7 +92,7 @@ public actor CentralManager {
     return manager
   }
 
-  private func startMonitoring() async throws(CentralError) {
+  private func startMonitoring() async throws(BluetoothError) {
     // Only what the state depends on: a scan's device reports do not wake this task.
     let (snapshot, running, events) = objects.subscribe(where: {
       // A closure, not the key path: a key path applied as a function is slow, and this runs
@@ -106,7 +109,7 @@ public actor CentralManager {
     if serviceRunning, let requestedAdapter, adapterPath == nil {
       let known = adapters.keys.map { String($0.rawValue.split(separator: "/").last ?? "") }
       let list = known.isEmpty ? "none" : known.sorted().joined(separator: ", ")
-      throw CentralError(
+      throw BluetoothError(
         .adapterNotFound, "no Bluetooth adapter named \(requestedAdapter) (adapters: \(list))")
     }
     monitor = Task { [weak self] in
@@ -121,10 +124,10 @@ public actor CentralManager {
   /// scan's discoveries are produced. Iterating a scan under
   /// `withTaskExecutorPreference(manager.executor)` resumes the loop on that queue without
   /// waking another thread; the loop's body should then be quick (printing a line is).
-  public nonisolated var executor: any TaskExecutor { objects.connection.executor }
+  package nonisolated var executor: any TaskExecutor { objects.connection.executor }
 
   /// Stops following bluetoothd; scans and subscriptions made by this manager end, and the
-  /// connection it opened (not one given to ``open(adapter:connection:)``) is closed.
+  /// connection it opened (not one a test gave it) is closed.
   public func close() async {
     monitor?.cancel()
     monitor = nil
@@ -213,27 +216,27 @@ public actor CentralManager {
   private func removeWatcher(_ id: Int) { watchers[id] = nil }
 
   /// Throws the error that explains why the central cannot work, unless it is powered on.
-  public func requirePoweredOn() throws(CentralError) {
-    if let busLostMessage { throw CentralError(.busLost, busLostMessage) }
+  public func requirePoweredOn() throws(BluetoothError) {
+    if let busLostMessage { throw BluetoothError(.busLost, busLostMessage) }
     switch state {
     case .poweredOn: return
     case .poweredOff:
-      throw CentralError(.poweredOff, "Bluetooth adapter \(adapterName) is powered off")
+      throw BluetoothError(.poweredOff, "Bluetooth adapter \(adapterName) is powered off")
     case .unauthorized:
-      throw CentralError(.unauthorized, "the system bus does not allow talking to bluetoothd")
+      throw BluetoothError(.unauthorized, "the system bus does not allow talking to bluetoothd")
     case .unsupported:
-      throw CentralError(
+      throw BluetoothError(
         .adapterNotFound,
         requestedAdapter.map { "no Bluetooth adapter named \($0)" } ?? "no Bluetooth adapter")
     case .serviceUnavailable:
-      throw CentralError(
+      throw BluetoothError(
         .serviceUnavailable, "bluetoothd is not running (org.bluez is not on the system bus)")
     }
   }
 
   /// Waits until the state is ``CentralState/poweredOn`` or `timeout` passes.
   /// - Throws: the error of ``requirePoweredOn()`` for the state at the deadline.
-  public func waitUntilPoweredOn(timeout: Duration) async throws(CentralError) {
+  public func waitUntilPoweredOn(timeout: Duration) async throws(BluetoothError) {
     _ = await becomes([.poweredOn], within: timeout)
     try requirePoweredOn()
   }
@@ -252,20 +255,20 @@ public actor CentralManager {
   }
 
   /// A proxy for the adapter in use.
-  func adapter() async throws(CentralError) -> Adapter1 {
+  func adapter() async throws(BluetoothError) -> Adapter1 {
     try requirePoweredOn()
     guard let adapterPath else {
-      throw CentralError(.adapterNotFound, "no Bluetooth adapter")
+      throw BluetoothError(.adapterNotFound, "no Bluetooth adapter")
     }
     do {
       guard let adapter = try objects.proxy(Adapter1.self, at: adapterPath) else {
-        throw CentralError(.adapterNotFound, "adapter \(adapterName) disappeared")
+        throw BluetoothError(.adapterNotFound, "adapter \(adapterName) disappeared")
       }
       return adapter
-    } catch let error as CentralError {
+    } catch let error as BluetoothError {
       throw error
     } catch {
-      throw CentralError(.bluez, "reading adapter \(adapterName): \(error)")
+      throw BluetoothError(.bluez, "reading adapter \(adapterName): \(error)")
     }
   }
 
@@ -303,6 +306,12 @@ public actor CentralManager {
     let path = adapterPath.appending(address.objectPathComponent)
     guard (try? objects.proxy(Device1.self, at: path)) != nil else { return nil }
     return PeripheralIdentifier(address: address, adapter: adapterPath, path: path)
+  }
+
+  /// Whether bluetoothd has a link to the peripheral right now (whoever set it up).
+  public nonisolated func isConnected(_ peripheral: PeripheralIdentifier) -> Bool {
+    guard let device = try? objects.proxy(Device1.self, at: peripheral.path) else { return false }
+    return Peripheral.isConnected(device)
   }
 }
 

@@ -38,7 +38,7 @@ public struct ConnectRetryPolicy: Sendable, Hashable {
   /// Whether a failed attempt is worth another: bluetoothd busy (`InProgress`), the link
   /// aborted while being set up (`le-connection-abort-by-local`, a known BlueZ/controller
   /// race), a failed connection attempt, or a link that dropped before services resolved.
-  public static func isTransient(_ error: CentralError) -> Bool {
+  public static func isTransient(_ error: BluetoothError) -> Bool {
     if error.code == .disconnected { return true }
     guard let bluez = error.bluez else { return false }
     switch bluez.code {
@@ -66,13 +66,13 @@ extension CentralManager {
   public func connect(
     to peripheral: PeripheralIdentifier, timeout: Duration = .seconds(30),
     retry: ConnectRetryPolicy = .standard
-  ) async throws(CentralError) -> Peripheral {
+  ) async throws(BluetoothError) -> Peripheral {
     try requirePoweredOn()
     let deadline = ContinuousClock.now + timeout
     var attempt = 0
     while true {
       attempt += 1
-      do throws(CentralError) {
+      do throws(BluetoothError) {
         try await connectOnce(peripheral, deadline: deadline)
         return Peripheral(identifier: peripheral, manager: self)
       } catch {
@@ -82,14 +82,14 @@ extension CentralManager {
           if let device = try? objects.proxy(Device1.self, at: peripheral.path) {
             await runCleanup { try? await device.disconnect() }
           }
-          throw CentralError(.cancelled, "connecting to \(peripheral) was cancelled")
+          throw BluetoothError(.cancelled, "connecting to \(peripheral) was cancelled")
         }
         let remaining = deadline - .now
         if error.code == .timeout || remaining <= .zero {
           if let device = try? objects.proxy(Device1.self, at: peripheral.path) {
             try? await device.disconnect()
           }
-          throw CentralError(
+          throw BluetoothError(
             .timeout,
             "connecting to \(peripheral) timed out after \(timeout) (\(attempt) attempt"
               + (attempt == 1 ? ")" : "s)") + (error.code == .timeout ? "" : ": \(error)"),
@@ -97,7 +97,7 @@ extension CentralManager {
         }
         guard ConnectRetryPolicy.isTransient(error), attempt < retry.maximumAttempts else {
           if ConnectRetryPolicy.isTransient(error) {
-            throw CentralError(
+            throw BluetoothError(
               .connectionFailed,
               "connecting to \(peripheral) failed after \(attempt) attempts: \(error)",
               bluez: error.bluez)
@@ -105,36 +105,36 @@ extension CentralManager {
           throw error
         }
         try? await Task.sleep(for: min(retry.backoff(after: attempt), remaining))
-        if Task.isCancelled { throw CentralError(.cancelled, "connecting was cancelled") }
+        if Task.isCancelled { throw BluetoothError(.cancelled, "connecting was cancelled") }
       }
     }
   }
 
   private func connectOnce(
     _ peripheral: PeripheralIdentifier, deadline: ContinuousClock.Instant
-  ) async throws(CentralError) {
+  ) async throws(BluetoothError) {
     let device: Device1
     do {
       guard let found = try objects.proxy(Device1.self, at: peripheral.path) else {
-        throw CentralError(
+        throw BluetoothError(
           .peripheralNotFound, "bluetoothd does not know \(peripheral) on \(adapterName)")
       }
       device = found
-    } catch let error as CentralError {
+    } catch let error as BluetoothError {
       throw error
     } catch {
-      throw CentralError(.bluez, "reading \(peripheral): \(error)")
+      throw BluetoothError(.bluez, "reading \(peripheral): \(error)")
     }
     if device[Device1.connected] == true, device[Device1.servicesResolved] == true { return }
     if device[Device1.connected] != true {
       let remaining = deadline - .now
-      guard remaining > .zero else { throw CentralError(.timeout, "connect timed out") }
+      guard remaining > .zero else { throw BluetoothError(.timeout, "connect timed out") }
       do throws(BlueZError) {
         try await device.connect(timeout: remaining)
       } catch  where error.code == .alreadyConnected {
         // Someone else (or auto-connect) got there first: wait for the services below.
       } catch {
-        throw CentralError(error, while: "connecting to \(peripheral)")
+        throw BluetoothError(error, while: "connecting to \(peripheral)")
       }
     }
     try await waitForServicesResolved(peripheral, deadline: deadline)
@@ -144,10 +144,10 @@ extension CentralManager {
   /// having been true is a disconnection.
   func waitForServicesResolved(
     _ peripheral: PeripheralIdentifier, deadline: ContinuousClock.Instant
-  ) async throws(CentralError) {
+  ) async throws(BluetoothError) {
     let (snapshot, _, events) = objects.subscribe()
     guard let initial = snapshot[peripheral.path]?[Device1.interface] else {
-      throw CentralError(.peripheralNotFound, "\(peripheral) disappeared while connecting")
+      throw BluetoothError(.peripheralNotFound, "\(peripheral) disappeared while connecting")
     }
     if initial[Device1.servicesResolved.name]?.boolValue == true { return }
     let path = peripheral.path
@@ -164,34 +164,34 @@ extension CentralManager {
               if current[Device1.servicesResolved.name]?.boolValue == true { return }
               let now = current[Device1.connected.name]?.boolValue == true
               if connected && !now {
-                throw CentralError(
+                throw BluetoothError(
                   .disconnected, "\(name) disconnected before its services were resolved")
               }
               connected = now
             case .interfacesRemoved(let removedPath, let names)
             where removedPath == path && names.contains(Device1.interface):
-              throw CentralError(.peripheralNotFound, "\(name) disappeared while connecting")
+              throw BluetoothError(.peripheralNotFound, "\(name) disappeared while connecting")
             case .serviceStopped:
-              throw CentralError(.serviceUnavailable, "bluetoothd stopped while connecting")
+              throw BluetoothError(.serviceUnavailable, "bluetoothd stopped while connecting")
             case .connectionLost(let message):
-              throw CentralError(.busLost, message)
+              throw BluetoothError(.busLost, message)
             default:
               continue
             }
           }
-          throw CentralError(.cancelled, "waiting for \(name) was cancelled")
+          throw BluetoothError(.cancelled, "waiting for \(name) was cancelled")
         }
         group.addTask {
           try await Task.sleep(until: deadline)
-          throw CentralError(.timeout, "services of \(name) were not resolved in time")
+          throw BluetoothError(.timeout, "services of \(name) were not resolved in time")
         }
         defer { group.cancelAll() }
         try await group.next()
       }
-    } catch let error as CentralError {
+    } catch let error as BluetoothError {
       throw error
     } catch {
-      throw CentralError(.cancelled, "waiting for \(name) was cancelled")
+      throw BluetoothError(.cancelled, "waiting for \(name) was cancelled")
     }
   }
 
@@ -199,7 +199,7 @@ extension CentralManager {
   /// The corresponding D-Bus member is `org.bluez.Device1.Disconnect`.
   public func disconnect(
     _ peripheral: PeripheralIdentifier, timeout: Duration = .seconds(5)
-  ) async throws(CentralError) {
+  ) async throws(BluetoothError) {
     let (snapshot, _, events) = objects.subscribe()
     guard let properties = snapshot[peripheral.path]?[Device1.interface] else { return }
     // ServicesResolved too: bluetoothd 5.66 may never signal Connected = true (see
@@ -218,7 +218,7 @@ extension CentralManager {
     } catch  where error.code == .notConnected {
       return
     } catch {
-      throw CentralError(error, while: "disconnecting \(peripheral)")
+      throw BluetoothError(error, while: "disconnecting \(peripheral)")
     }
     let path = peripheral.path
     _ = await firstMatch(in: events, within: timeout) { event -> Void? in

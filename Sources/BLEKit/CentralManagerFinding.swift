@@ -31,9 +31,9 @@ extension CentralManager {
   /// An address bluetoothd already knows is returned at once. Otherwise this scans (no filter,
   /// LE) until a device with that address or exactly that name is reported; devices
   /// bluetoothd already knows count as reported when the scan starts.
-  /// - Throws: ``CentralError/Code/timeout`` when nothing matched within `timeout`; the
+  /// - Throws: ``BluetoothError/Code/timeout`` when nothing matched within `timeout`; the
   ///   state's error when not powered on.
-  public func find(_ target: PeripheralTarget, timeout: Duration) async throws(CentralError)
+  public func find(_ target: PeripheralTarget, timeout: Duration) async throws(BluetoothError)
     -> PeripheralIdentifier
   {
     try requirePoweredOn()
@@ -44,7 +44,7 @@ extension CentralManager {
     while true {
       let remaining = deadline - .now
       guard remaining > .zero else {
-        throw CentralError(
+        throw BluetoothError(
           .timeout,
           "no device \(target) was seen on \(adapterName) within \(roughSeconds(timeout))")
       }
@@ -61,14 +61,14 @@ extension CentralManager {
 
   /// One discovery session looking for `target`; `nil` when it was not seen within `duration`.
   private func scanOnce(for target: PeripheralTarget, during duration: Duration)
-    async throws(CentralError) -> PeripheralIdentifier?
+    async throws(BluetoothError) -> PeripheralIdentifier?
   {
     // Every report counts (a known device's name may change with a new advertisement).
     let options = ScanOptions(allowDuplicates: true)
     var scan: DiscoveryStream?
     var attempts = 0
     while scan == nil {
-      do throws(CentralError) {
+      do throws(BluetoothError) {
         scan = try await self.scan(options)
       } catch  where error.code == .scanInProgress && attempts < 100 {
         // The previous round's stop is still on its way (a D-Bus round trip; seconds on a
@@ -93,12 +93,12 @@ extension CentralManager {
         defer { group.cancelAll() }
         return try await group.next() ?? nil
       }
-    } catch let error as CentralError {
+    } catch let error as BluetoothError {
       throw error
     } catch is CancellationError {
-      throw CentralError(.cancelled, "finding \(target) was cancelled")
+      throw BluetoothError(.cancelled, "finding \(target) was cancelled")
     } catch {
-      throw CentralError(.system, "finding \(target): \(error)")
+      throw BluetoothError(.system, "finding \(target): \(error)")
     }
   }
 
@@ -107,7 +107,7 @@ extension CentralManager {
   /// finds it afresh and the next connection discovers its services again.
   /// The corresponding D-Bus member is `org.bluez.Adapter1.RemoveDevice`.
   public func forget(_ peripheral: PeripheralIdentifier, timeout: Duration = .seconds(10))
-    async throws(CentralError)
+    async throws(BluetoothError)
   {
     let adapter = try await adapter()
     let (snapshot, _, events) = objects.subscribe()
@@ -119,7 +119,7 @@ extension CentralManager {
     } catch  where error.code == .doesNotExist {
       return
     } catch {
-      throw CentralError(error, while: "removing \(peripheral) from \(adapterName)")
+      throw BluetoothError(error, while: "removing \(peripheral) from \(adapterName)")
     }
     let removed =
       await firstMatch(in: events, within: timeout) { event -> Bool? in
@@ -132,7 +132,7 @@ extension CentralManager {
         }
       } ?? false
     if !removed, objects.objects[path]?[Device1.interface] != nil {
-      throw CentralError(
+      throw BluetoothError(
         .timeout, "bluetoothd did not remove \(peripheral) within \(roughSeconds(timeout))")
     }
   }

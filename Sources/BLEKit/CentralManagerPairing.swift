@@ -24,14 +24,14 @@ public struct PairingState: Sendable, Hashable {
 
 extension CentralManager {
   /// Reads the device's pairing state from bluetoothd (not from the cache).
-  public func pairingState(of peripheral: PeripheralIdentifier) async throws(CentralError)
+  public func pairingState(of peripheral: PeripheralIdentifier) async throws(BluetoothError)
     -> PairingState
   {
     let device: Device1
     do throws(BlueZError) {
       device = try await Device1.current(at: peripheral.path, on: objects.connection)
     } catch {
-      throw CentralError(error, while: "reading \(peripheral)")
+      throw BluetoothError(error, while: "reading \(peripheral)")
     }
     return PairingState(
       paired: device[Device1.paired] ?? false, bonded: device[Device1.bonded],
@@ -45,7 +45,7 @@ extension CentralManager {
   /// is cancelled, the pairing is cancelled too (`Device1.CancelPairing`).
   /// - Returns: the state after pairing, and whether this call paired it.
   public func pair(_ peripheral: PeripheralIdentifier, timeout: Duration = .seconds(60))
-    async throws(CentralError) -> (state: PairingState, newlyPaired: Bool)
+    async throws(BluetoothError) -> (state: PairingState, newlyPaired: Bool)
   {
     try requirePoweredOn()
     let before = try await pairingState(of: peripheral)
@@ -60,32 +60,32 @@ extension CentralManager {
         // In a cancelled task the call would not be sent: it runs on its own, bounded.
         await runCleanup { try? await device.cancelPairing() }
       }
-      if Task.isCancelled { throw CentralError(.cancelled, "pairing was cancelled") }
-      throw CentralError(error, while: "pairing with \(peripheral)")
+      if Task.isCancelled { throw BluetoothError(.cancelled, "pairing was cancelled") }
+      throw BluetoothError(error, while: "pairing with \(peripheral)")
     }
     return (try await pairingState(of: peripheral), true)
   }
 
   /// Sets or clears `Device1.Trusted`.
   public func setTrusted(_ trusted: Bool, for peripheral: PeripheralIdentifier)
-    async throws(CentralError)
+    async throws(BluetoothError)
   {
     let device = try await device(peripheral)
     do throws(BlueZError) {
       try await device.setTrusted(trusted)
     } catch {
-      throw CentralError(error, while: "setting Trusted on \(peripheral)")
+      throw BluetoothError(error, while: "setting Trusted on \(peripheral)")
     }
   }
 
   /// Removes the device and its keys (`Adapter1.RemoveDevice`): it is no longer paired, and
   /// bluetoothd forgets it until it is discovered again.
-  public func unpair(_ peripheral: PeripheralIdentifier) async throws(CentralError) {
+  public func unpair(_ peripheral: PeripheralIdentifier) async throws(BluetoothError) {
     let adapter = try await adapter()
     do throws(BlueZError) {
       try await adapter.removeDevice(peripheral.path)
     } catch {
-      throw CentralError(error, while: "removing \(peripheral)")
+      throw BluetoothError(error, while: "removing \(peripheral)")
     }
   }
 
@@ -94,17 +94,17 @@ extension CentralManager {
     try? await disconnect(peripheral)
   }
 
-  private func device(_ peripheral: PeripheralIdentifier) async throws(CentralError) -> Device1 {
+  private func device(_ peripheral: PeripheralIdentifier) async throws(BluetoothError) -> Device1 {
     do {
       guard let device = try objects.proxy(Device1.self, at: peripheral.path) else {
-        throw CentralError(
+        throw BluetoothError(
           .peripheralNotFound, "bluetoothd does not know \(peripheral) on \(adapterName)")
       }
       return device
-    } catch let error as CentralError {
+    } catch let error as BluetoothError {
       throw error
     } catch {
-      throw CentralError(.bluez, "reading \(peripheral): \(error)")
+      throw BluetoothError(.bluez, "reading \(peripheral): \(error)")
     }
   }
 }

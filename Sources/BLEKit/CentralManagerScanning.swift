@@ -22,16 +22,26 @@ public struct ScanOptions: Sendable, Hashable {
   /// discovery state is set; each restart is a new chance. A restart costs a few milliseconds
   /// of scanning.
   public var restartInterval: Duration?
+  /// End the scan by itself after this long (`nil`: run until stopped). The scan then ends
+  /// normally, without an error.
+  public var timeout: Duration?
+  /// When bluetoothd stops, wait up to this long for it to return with the adapter powered and
+  /// scan again (`nil`: the scan ends with bluetoothd's leaving). Peripherals are reported again
+  /// after the restart (bluetoothd forgot them).
+  public var resumeWithin: Duration?
 
   public init(
     services: [BluetoothUUID] = [], allowDuplicates: Bool = false, rssi: RSSIFilter = .none,
-    includeKnownPeripherals: Bool = true, restartInterval: Duration? = nil
+    includeKnownPeripherals: Bool = true, restartInterval: Duration? = nil,
+    timeout: Duration? = nil, resumeWithin: Duration? = nil
   ) {
     self.services = services
     self.allowDuplicates = allowDuplicates
     self.rssi = rssi
     self.includeKnownPeripherals = includeKnownPeripherals
     self.restartInterval = restartInterval
+    self.timeout = timeout
+    self.resumeWithin = resumeWithin
   }
 
   /// The filter for `Adapter1.SetDiscoveryFilter`: transport LE, and the same UUIDs, RSSI
@@ -55,9 +65,11 @@ public struct ScanOptions: Sendable, Hashable {
 
 /// The discoveries of one scan, in the order bluetoothd reported them.
 ///
-/// The scan runs while the sequence is iterated: ending the iteration (or cancelling the task,
-/// or dropping the sequence) stops this client's discovery session. The sequence ends with an
-/// error when the adapter is powered off or removed, or bluetoothd goes away.
+/// The scan runs while the sequence is iterated: ``stop()``, ending the iteration (or
+/// cancelling the task, or dropping the sequence) stops this client's discovery session, and so
+/// does ``ScanOptions/timeout``. The sequence ends with an error when the adapter is powered off
+/// or removed, or bluetoothd goes away (and, with ``ScanOptions/resumeWithin``, does not return
+/// in time).
 ///
 /// At most ``bufferLimit`` discoveries wait for a consumer that falls behind (a flooding
 /// advertiser with `allowDuplicates`); beyond that the oldest waiting one is dropped, so
@@ -70,6 +82,11 @@ public struct DiscoveryStream: AsyncSequence, Sendable {
 
   let stream: AsyncThrowingStream<Discovery, any Error>
   let drops: DropCounter
+  let continuation: AsyncThrowingStream<Discovery, any Error>.Continuation
+
+  /// Stops the scan: the sequence ends (without an error) after the discoveries already
+  /// waiting, and this client's discovery session ends shortly after.
+  public func stop() { continuation.finish() }
 
   /// Discoveries dropped so far because the consumer fell ``bufferLimit`` behind.
   public var droppedCount: Int { drops.count }
@@ -90,7 +107,10 @@ public struct DiscoveryStream: AsyncSequence, Sendable {
     let feed: @Sendable (Discovery) -> Void = { discovery in
       if case .dropped = continuation.yield(discovery) { drops.add() }
     }
-    return (DiscoveryStream(stream: stream, drops: drops), continuation, feed)
+    return (
+      DiscoveryStream(stream: stream, drops: drops, continuation: continuation), continuation,
+      feed
+    )
   }
 }
 
@@ -102,37 +122,62 @@ final class DropCounter: Sendable {
 }
 
 extension CentralManager {
-  /// Scans for peripherals. The corresponding D-Bus members are
-  /// `org.bluez.Adapter1.SetDiscoveryFilter` and `StartDiscovery`; `StopDiscovery` runs when
-  /// the iteration ends.
+  /// Scans for peripherals (CoreBluetooth's `scanForPeripherals(withServices:options:)`). The
+  /// corresponding D-Bus members are `org.bluez.Adapter1.SetDiscoveryFilter` and
+  /// `StartDiscovery`; `StopDiscovery` runs when the scan ends.
   ///
   /// A discovery is filtered and handed to the stream where bluetoothd's signal is read, so
-  /// the task iterating the stream is the only one woken for it.
+  /// the task iterating the stream is the only one woken for it. With
+  /// ``ScanOptions/resumeWithin``, `onInterruption` is told when the scan pauses for a
+  /// bluetoothd restart and when it resumes.
   ///
-  /// - Throws: the state's error when not powered on; ``CentralError/Code/scanInProgress``
+  /// The stream ends with ``BluetoothError/Code/serviceUnavailable`` when bluetoothd does not
+  /// return in time, with the scan's own error for a power-off or a removed adapter, and at
+  /// once with ``BluetoothError/Code/busLost`` when the connection to the system bus is lost.
+  ///
+  /// - Throws: the state's error when not powered on; ``BluetoothError/Code/scanInProgress``
   ///   when this manager already scans; bluetoothd's error for the filter or the start.
-  public func scan(_ options: ScanOptions = ScanOptions()) async throws(CentralError)
-    -> DiscoveryStream
-  {
+  public func scan(
+    _ options: ScanOptions = ScanOptions(),
+    onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in }
+  ) async throws(BluetoothError) -> DiscoveryStream {
     let (discoveries, continuation, feed) = DiscoveryStream.make()
-    let session = try await startScan(
-      options,
-      sink: ScanSink(yield: feed, end: { continuation.finish(throwing: $0.error) }))
+    let stopScan: @Sendable () -> Void
+    if options.resumeWithin != nil {
+      let supervisor = try await superviseScan(
+        options, onInterruption: onInterruption, deliver: feed,
+        finish: { error in continuation.finish(throwing: error) })
+      stopScan = { supervisor.cancel() }
+    } else {
+      let session = try await startScan(
+        options,
+        sink: ScanSink(yield: feed, end: { continuation.finish(throwing: $0.error) }))
+      stopScan = {
+        session.cancel()
+        Task { await session.stop() }
+      }
+    }
+    let timer = options.timeout.map { limit in
+      Task {
+        try? await Task.sleep(for: limit)
+        if !Task.isCancelled { continuation.finish() }
+      }
+    }
     continuation.onTermination = { _ in
-      session.cancel()
-      Task { await session.stop() }
+      timer?.cancel()
+      stopScan()
     }
     return discoveries
   }
 
   /// Starts a discovery session that reports to `sink`: observes the object tree, sets the
   /// filter, starts discovery (and the periodic restart, if asked). The caller stops it.
-  func startScan(_ options: ScanOptions, sink: ScanSink) async throws(CentralError)
+  func startScan(_ options: ScanOptions, sink: ScanSink) async throws(BluetoothError)
     -> ScanSession
   {
     let adapter = try await adapter()
     guard !isScanning else {
-      throw CentralError(.scanInProgress, "a scan is already running on this central")
+      throw BluetoothError(.scanInProgress, "a scan is already running on this central")
     }
     isScanning = true
     let session = ScanSession(
@@ -160,7 +205,7 @@ extension CentralManager {
     } catch {
       session.cancel()
       isScanning = false
-      throw CentralError(error, while: "starting discovery on \(adapterName)")
+      throw BluetoothError(error, while: "starting discovery on \(adapterName)")
     }
     session.started()
     return session

@@ -62,9 +62,9 @@ public struct PeripheralIdentifier: Sendable, Hashable, CustomStringConvertible 
   /// The peripheral's address.
   public var address: BluetoothAddress
   /// The adapter it was seen on.
-  public var adapter: ObjectPath
+  package var adapter: ObjectPath
   /// The Device1 object path, e.g. `/org/bluez/hci0/dev_00_AA_01_01_00_01`.
-  public var path: ObjectPath
+  package var path: ObjectPath
 
   public var description: String { address.rawValue }
 }

@@ -73,7 +73,8 @@ final class NotificationSocket: @unchecked Sendable {
       }
       if count == 0 {
         end(
-          error ?? CentralError(.disconnected, "the notification socket was closed by bluetoothd"))
+          error ?? BluetoothError(.disconnected, "the notification socket was closed by bluetoothd")
+        )
         return
       }
       let code = errno
@@ -83,7 +84,7 @@ final class NotificationSocket: @unchecked Sendable {
         return
       }
       end(
-        CentralError(
+        BluetoothError(
           .disconnected, "reading notifications failed: \(String(cString: strerror(code)))"))
       return
     }

@@ -13,7 +13,7 @@ public enum PairingConfirmation: Sendable {
   case automatic
   /// Ask through this closure; it returns the answer, or `nil` to refuse. It is cancelled
   /// when bluetoothd cancels the question.
-  case prompt(@Sendable (PairingQuestion) async -> AgentAnswer?)
+  case prompt(@Sendable (PairingQuestion) async -> PairingAnswer?)
 }
 
 /// Whom a ``PairingAgent`` pairs with, and how it answers.
@@ -52,7 +52,7 @@ public struct PairingPolicy: Sendable {
     case .displayPasskey, .displayPinCode:
       // Shown, not answered: the other side types it.
       return .accept(byPolicy)
-    case .authorizeService(_, let uuid):
+    case .authorizeService(let uuid):
       guard let service = BluetoothUUID(rawValue: uuid), servedServices.contains(service) else {
         return .refuse(.serviceNotServed)
       }
@@ -116,13 +116,18 @@ public enum PairingRefusal: Sendable, Hashable {
 /// A question for the person at this host.
 public struct PairingQuestion: Sendable, Hashable {
   /// What bluetoothd asks.
-  public var request: AgentRequest
+  public var request: PairingRequest
   /// The other device's address, read from the device object's path.
   public var address: BluetoothAddress?
 
-  public init(request: AgentRequest, address: BluetoothAddress?) {
+  public init(request: PairingRequest, address: BluetoothAddress?) {
     self.request = request
     self.address = address
+  }
+
+  /// A question as bluetoothd asked it.
+  package init(request: AgentRequest, address: BluetoothAddress?) {
+    self.init(request: PairingRequest(request), address: address)
   }
 }
 
@@ -152,10 +157,10 @@ public enum PairingAgentEvent: Sendable, Hashable {
 /// entry, answered by ``PairingConfirmation``. Only bluetoothd may call the agent.
 public final class PairingAgent: Sendable {
   /// Where the agent is exported unless told otherwise.
-  public static let defaultPath: ObjectPath = "/org/blekit/agent"
+  package static let defaultPath: ObjectPath = "/org/blekit/agent"
 
   /// The capability it was registered with.
-  public let capability: AgentCapability
+  public let capability: PairingCapability
   /// Whether it is bluetoothd's default agent.
   public let isDefault: Bool
   private let registration: AgentRegistration
@@ -163,7 +168,7 @@ public final class PairingAgent: Sendable {
   private let ownsCallerCheck: Bool
 
   private init(
-    capability: AgentCapability, isDefault: Bool, registration: AgentRegistration,
+    capability: PairingCapability, isDefault: Bool, registration: AgentRegistration,
     callerCheck: BluetoothdCallerCheck, ownsCallerCheck: Bool
   ) {
     self.capability = capability
@@ -188,8 +193,8 @@ public final class PairingAgent: Sendable {
   ///   - events: called for every decision (accepted or refused, with the reason), display,
   ///     cancel and release.
   /// - Throws: bluetoothd's error (`AlreadyExists` when this connection has an agent already).
-  public static func register(
-    on connection: DBusConnection, capability: AgentCapability = .noInputNoOutput,
+  package static func register(
+    on connection: DBusConnection, capability: PairingCapability = .noInputNoOutput,
     policy: PairingPolicy, asDefault: Bool = false,
     path: ObjectPath = defaultPath, callerCheck: BluetoothdCallerCheck? = nil,
     events: @escaping @Sendable (PairingAgentEvent) -> Void = { _ in }
@@ -208,7 +213,8 @@ public final class PairingAgent: Sendable {
     let registration: AgentRegistration
     do {
       registration = try await AgentManager1(connection: connection).register(
-        agent, at: path, capability: capability, asDefault: asDefault, callerCheck: check)
+        agent, at: path, capability: capability.agentCapability, asDefault: asDefault,
+        callerCheck: check)
     } catch {
       if callerCheck == nil { check.stop() }
       throw error
@@ -219,38 +225,54 @@ public final class PairingAgent: Sendable {
   }
 
   /// Registers an agent on a central's bus connection (for ``CentralManager`` commands).
+  ///
+  /// - Throws: bluetoothd's error (code ``BluetoothError/Code/bluez`` with
+  ///   ``BluetoothError/underlyingName`` `org.bluez.Error.AlreadyExists` when this manager has an
+  ///   agent already).
   public static func register(
-    for central: CentralManager, capability: AgentCapability = .noInputNoOutput,
+    for central: CentralManager, capability: PairingCapability = .noInputNoOutput,
     policy: PairingPolicy, asDefault: Bool = false,
     events: @escaping @Sendable (PairingAgentEvent) -> Void = { _ in }
-  ) async throws(BlueZError) -> PairingAgent {
-    try await register(
-      on: central.objects.connection, capability: capability, policy: policy,
-      asDefault: asDefault, events: events)
+  ) async throws(BluetoothError) -> PairingAgent {
+    do {
+      return try await register(
+        on: central.objects.connection, capability: capability, policy: policy,
+        asDefault: asDefault, events: events)
+    } catch {
+      throw BluetoothError(error)
+    }
   }
 
   /// Registers an agent on a peripheral manager's bus connection, guarded by its caller check.
   public static func register(
-    for peripheral: PeripheralManager, capability: AgentCapability = .noInputNoOutput,
+    for peripheral: PeripheralManager, capability: PairingCapability = .noInputNoOutput,
     policy: PairingPolicy, asDefault: Bool = true,
     events: @escaping @Sendable (PairingAgentEvent) -> Void = { _ in }
-  ) async throws(BlueZError) -> PairingAgent {
-    try await register(
-      on: peripheral.connection, capability: capability, policy: policy,
-      asDefault: asDefault, callerCheck: peripheral.callerCheck, events: events)
+  ) async throws(BluetoothError) -> PairingAgent {
+    do {
+      return try await register(
+        on: peripheral.connection, capability: capability, policy: policy,
+        asDefault: asDefault, callerCheck: peripheral.callerCheck, events: events)
+    } catch {
+      throw BluetoothError(error)
+    }
   }
 
   /// False once unregistered, or released by bluetoothd (e.g. when it restarted).
   public var isRegistered: Bool { registration.isRegistered }
 
   /// The object path the agent is exported at.
-  public var path: ObjectPath { registration.path }
+  package var path: ObjectPath { registration.path }
 
   /// Registers the agent again with a bluetoothd that restarted (a new bluetoothd knows no
   /// agents). The corresponding D-Bus members are `org.bluez.AgentManager1.RegisterAgent`
   /// and, for a default agent, `RequestDefaultAgent`.
-  public func registerAgain() async throws(BlueZError) {
-    try await registration.registerAgain()
+  public func registerAgain() async throws(BluetoothError) {
+    do {
+      try await registration.registerAgain()
+    } catch {
+      throw BluetoothError(error)
+    }
   }
 
   /// Unregisters the agent and removes the exported object. Idempotent; errors (bluetoothd
@@ -259,7 +281,7 @@ public final class PairingAgent: Sendable {
   /// Finishes even when the calling task is cancelled (Ctrl-C), waiting at most `limit` for
   /// bluetoothd (see `runCleanup(within:_:)`).
   @discardableResult
-  public func unregister(within limit: Duration = defaultCleanupLimit) async -> CentralError? {
+  public func unregister(within limit: Duration = defaultCleanupLimit) async -> BluetoothError? {
     let failure = Mutex<BlueZError?>(nil)
     let finished = await runCleanup(within: limit) { [registration] in
       let error = await registration.unregister()
@@ -267,10 +289,10 @@ public final class PairingAgent: Sendable {
     }
     if ownsCallerCheck { callerCheck.stop() }
     if !finished {
-      return CentralError(
+      return BluetoothError(
         .timeout, "bluetoothd did not confirm unregistering the agent in \(limit)")
     }
-    return failure.withLock { $0 }.map { CentralError($0, while: "unregistering the agent") }
+    return failure.withLock { $0 }.map { BluetoothError($0, while: "unregistering the agent") }
   }
 }
 
@@ -278,7 +300,7 @@ public final class PairingAgent: Sendable {
 final class PairingResponder: Sendable {
   let policy: PairingPolicy
   let events: @Sendable (PairingAgentEvent) -> Void
-  private let pending = Mutex<Task<AgentAnswer?, Never>?>(nil)
+  private let pending = Mutex<Task<PairingAnswer?, Never>?>(nil)
 
   init(policy: PairingPolicy, events: @escaping @Sendable (PairingAgentEvent) -> Void) {
     self.policy = policy
@@ -324,7 +346,7 @@ final class PairingResponder: Sendable {
         throw task.isCancelled ? .canceled(why.description) : .rejected(why.description)
       }
       events(.accepted(question, .person))
-      return answer
+      return answer.agentAnswer
     }
   }
 

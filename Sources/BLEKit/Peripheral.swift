@@ -22,9 +22,9 @@ public final class Peripheral: Sendable {
   var objects: BlueZObjectTree { manager.objects }
 
   /// A fresh Device1 proxy, or `peripheralNotFound`.
-  func device() async throws(CentralError) -> Device1 {
+  func device() async throws(BluetoothError) -> Device1 {
     guard let device = try? objects.proxy(Device1.self, at: identifier.path) else {
-      throw CentralError(.peripheralNotFound, "bluetoothd no longer knows \(identifier)")
+      throw BluetoothError(.peripheralNotFound, "bluetoothd no longer knows \(identifier)")
     }
     return device
   }
@@ -47,10 +47,10 @@ public final class Peripheral: Sendable {
     (try? await device())?[Device1.name]
   }
 
-  private func requireResolved() async throws(CentralError) {
+  private func requireResolved() async throws(BluetoothError) {
     let device = try await device()
     guard Self.isConnected(device) else {
-      throw CentralError(.disconnected, "\(identifier) is not connected")
+      throw BluetoothError(.disconnected, "\(identifier) is not connected")
     }
     if device[Device1.servicesResolved] != true {
       try await manager.waitForServicesResolved(identifier, deadline: .now + .seconds(30))
@@ -61,7 +61,7 @@ public final class Peripheral: Sendable {
 
   /// The peripheral's services, all or those with the given UUIDs (CoreBluetooth's
   /// `discoverServices(_:)`), in handle order.
-  public func services(_ uuids: [BluetoothUUID]? = nil) async throws(CentralError)
+  public func services(_ uuids: [BluetoothUUID]? = nil) async throws(BluetoothError)
     -> [RemoteService]
   {
     try await requireResolved()
@@ -80,7 +80,7 @@ public final class Peripheral: Sendable {
   /// `discoverCharacteristics(_:for:)`).
   public func characteristics(
     _ uuids: [BluetoothUUID]? = nil, for service: RemoteService
-  ) async throws(CentralError) -> [RemoteCharacteristic] {
+  ) async throws(BluetoothError) -> [RemoteCharacteristic] {
     try await requireResolved()
     let wanted = uuids.map(Set.init)
     return objects.proxies(GattCharacteristic1.self, under: service.path).compactMap {
@@ -97,7 +97,7 @@ public final class Peripheral: Sendable {
   }
 
   /// The descriptors of `characteristic` (CoreBluetooth's `discoverDescriptors(for:)`).
-  public func descriptors(for characteristic: RemoteCharacteristic) async throws(CentralError)
+  public func descriptors(for characteristic: RemoteCharacteristic) async throws(BluetoothError)
     -> [RemoteDescriptor]
   {
     try await requireResolved()
@@ -112,12 +112,12 @@ public final class Peripheral: Sendable {
 
   // MARK: Values
 
-  func proxy(for characteristic: RemoteCharacteristic) async throws(CentralError)
+  func proxy(for characteristic: RemoteCharacteristic) async throws(BluetoothError)
     -> GattCharacteristic1
   {
     guard let proxy = try? objects.proxy(GattCharacteristic1.self, at: characteristic.path)
     else {
-      throw CentralError(
+      throw BluetoothError(
         await isConnected() ? .attributeNotFound : .disconnected,
         "characteristic \(characteristic.uuid) of \(identifier) is gone")
     }
@@ -126,27 +126,27 @@ public final class Peripheral: Sendable {
 
   /// Reads a characteristic's value (CoreBluetooth's `readValue(for:)`).
   /// The corresponding D-Bus member is `org.bluez.GattCharacteristic1.ReadValue`.
-  public func readValue(for characteristic: RemoteCharacteristic) async throws(CentralError)
+  public func readValue(for characteristic: RemoteCharacteristic) async throws(BluetoothError)
     -> [UInt8]
   {
     let proxy = try await proxy(for: characteristic)
     do throws(BlueZError) {
       return try await proxy.readValue()
     } catch {
-      throw CentralError(error, while: "reading \(characteristic.uuid)")
+      throw BluetoothError(error, while: "reading \(characteristic.uuid)")
     }
   }
 
   /// Reads a descriptor's value.
   /// The corresponding D-Bus member is `org.bluez.GattDescriptor1.ReadValue`.
-  public func readValue(for descriptor: RemoteDescriptor) async throws(CentralError) -> [UInt8] {
+  public func readValue(for descriptor: RemoteDescriptor) async throws(BluetoothError) -> [UInt8] {
     guard let proxy = try? objects.proxy(GattDescriptor1.self, at: descriptor.path) else {
-      throw CentralError(.attributeNotFound, "descriptor \(descriptor.uuid) is gone")
+      throw BluetoothError(.attributeNotFound, "descriptor \(descriptor.uuid) is gone")
     }
     do throws(BlueZError) {
       return try await proxy.readValue()
     } catch {
-      throw CentralError(error, while: "reading descriptor \(descriptor.uuid)")
+      throw BluetoothError(error, while: "reading descriptor \(descriptor.uuid)")
     }
   }
 
@@ -156,10 +156,10 @@ public final class Peripheral: Sendable {
   public func writeValue(
     _ value: [UInt8], for characteristic: RemoteCharacteristic,
     type: CharacteristicWriteType = .withResponse
-  ) async throws(CentralError) {
+  ) async throws(BluetoothError) {
     let limit = await maximumWriteValueLength(for: type, characteristic: characteristic)
     guard value.count <= limit else {
-      throw CentralError(
+      throw BluetoothError(
         .notSupported,
         "a value of \(value.count) bytes exceeds the \(limit)-byte limit for this write")
     }
@@ -167,15 +167,21 @@ public final class Peripheral: Sendable {
     do throws(BlueZError) {
       try await proxy.writeValue(value, type: type == .withResponse ? .request : .command)
     } catch {
-      throw CentralError(error, while: "writing \(characteristic.uuid)")
+      throw BluetoothError(error, while: "writing \(characteristic.uuid)")
     }
   }
 
   /// The ATT MTU of the link as bluetoothd reports it on the characteristic (`MTU`), or 23
   /// (the minimum) when unknown.
   public func mtu(for characteristic: RemoteCharacteristic) async -> Int {
+    reportedMTU(for: characteristic) ?? 23
+  }
+
+  /// The ATT MTU bluetoothd reports on the characteristic (`MTU`), or `nil` when it reports
+  /// none (older bluetoothd, or a characteristic it never updated).
+  public func reportedMTU(for characteristic: RemoteCharacteristic) -> Int? {
     let proxy = try? objects.proxy(GattCharacteristic1.self, at: characteristic.path)
-    return proxy?[GattCharacteristic1.mtu].map(Int.init) ?? 23
+    return proxy?[GattCharacteristic1.mtu].map(Int.init)
   }
 
   /// The longest value one write can carry (CoreBluetooth's `maximumWriteValueLength(for:)`):
@@ -191,7 +197,7 @@ public final class Peripheral: Sendable {
   }
 
   /// Disconnects (CoreBluetooth's `cancelPeripheralConnection`).
-  public func disconnect() async throws(CentralError) {
+  public func disconnect() async throws(BluetoothError) {
     try await manager.disconnect(identifier)
   }
 

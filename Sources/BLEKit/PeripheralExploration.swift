@@ -25,7 +25,7 @@ public struct AttributeReadFailure: Error, Sendable, Hashable, CustomStringConve
   }
 
   /// Keeps the BlueZ error of a central error when there is one.
-  init(_ error: CentralError) {
+  init(_ error: BluetoothError) {
     if let bluez = error.bluez {
       self.init(errorName: bluez.name ?? bluez.code.rawValue, message: bluez.message)
     } else {
@@ -74,9 +74,9 @@ extension Peripheral {
   /// Walks every service, characteristic and descriptor (in handle order) and reads values
   /// per `reads`. A read that fails is recorded on its attribute and the walk goes on.
   ///
-  /// - Throws: ``CentralError/Code/disconnected`` when the link drops during the walk (the
+  /// - Throws: ``BluetoothError/Code/disconnected`` when the link drops during the walk (the
   ///   remaining reads could not succeed); the discovery's errors.
-  public func explore(reads: ExplorationReads = .all) async throws(CentralError)
+  public func explore(reads: ExplorationReads = .all) async throws(BluetoothError)
     -> [ExploredService]
   {
     var result: [ExploredService] = []
@@ -91,7 +91,7 @@ extension Peripheral {
           }
         let value =
           wanted
-          ? try await attempt { () throws(CentralError) in
+          ? try await attempt { () throws(BluetoothError) in
             try await self.readValue(for: characteristic)
           } : .notRead
         var descriptors: [ExploredDescriptor] = []
@@ -99,7 +99,7 @@ extension Peripheral {
           let read =
             reads == .none
             ? .notRead
-            : try await attempt { () throws(CentralError) in
+            : try await attempt { () throws(BluetoothError) in
               try await self.readValue(for: descriptor)
             }
           descriptors.append(ExploredDescriptor(descriptor: descriptor, read: read))
@@ -115,16 +115,16 @@ extension Peripheral {
 
   /// Runs one read; a failure becomes the attribute's result unless the link is gone.
   private func attempt(
-    _ read: () async throws(CentralError) -> [UInt8]
-  ) async throws(CentralError) -> AttributeReadResult {
-    do throws(CentralError) {
+    _ read: () async throws(BluetoothError) -> [UInt8]
+  ) async throws(BluetoothError) -> AttributeReadResult {
+    do throws(BluetoothError) {
       return .value(try await read())
     } catch {
       if error.code == .cancelled { throw error }
       let linkLost = [.disconnected, .peripheralNotFound, .serviceUnavailable].contains(error.code)
       let connected = await isConnected()
       if linkLost || !connected {
-        throw CentralError(
+        throw BluetoothError(
           .disconnected, "\(identifier) disconnected during the exploration: \(error)",
           bluez: error.bluez)
       }

@@ -17,7 +17,7 @@ public enum NotificationMethod: Sendable, Hashable {
 ///
 /// Nothing is dropped: values are buffered until read. Ending the iteration, cancelling it, or
 /// ``stop()`` unsubscribes. If the peripheral disconnects, values already received are still
-/// delivered, then the sequence throws ``CentralError/Code/disconnected``; it never hangs.
+/// delivered, then the sequence throws ``BluetoothError/Code/disconnected``; it never hangs.
 public struct NotificationStream: AsyncSequence, Sendable {
   public typealias Element = [UInt8]
   public typealias Failure = any Error
@@ -64,9 +64,9 @@ extension Peripheral {
   /// `StartNotify` and `StopNotify`.
   public func notifications(
     for characteristic: RemoteCharacteristic, preferAcquire: Bool = true
-  ) async throws(CentralError) -> NotificationStream {
+  ) async throws(BluetoothError) -> NotificationStream {
     guard !characteristic.properties.isDisjoint(with: [.notify, .indicate]) else {
-      throw CentralError(
+      throw BluetoothError(
         .notSupported, "characteristic \(characteristic.uuid) neither notifies nor indicates")
     }
     let proxy = try await proxy(for: characteristic)
@@ -85,7 +85,7 @@ extension Peripheral {
       } catch  where [.notSupported, .notPermitted, .failed, .inProgress].contains(error.code) {
         acquired = nil
       } catch {
-        throw CentralError(error, while: "subscribing to \(characteristic.uuid)")
+        throw BluetoothError(error, while: "subscribing to \(characteristic.uuid)")
       }
       if let acquired, let fd = acquired.fileDescriptor.take() {
         let tree = objects
@@ -93,7 +93,7 @@ extension Peripheral {
           fd: fd, mtu: Int(acquired.mtu),
           onValue: { continuation.yield($0) },
           onEnd: { error in
-            guard let error = error as? CentralError else {
+            guard let error = error as? BluetoothError else {
               if let error { continuation.finish(throwing: error) } else { continuation.finish() }
               return
             }
@@ -121,7 +121,7 @@ extension Peripheral {
     do throws(BlueZError) {
       try await proxy.startNotify()
     } catch {
-      throw CentralError(error, while: "subscribing to \(characteristic.uuid)")
+      throw BluetoothError(error, while: "subscribing to \(characteristic.uuid)")
     }
     let path = characteristic.path
     let tree = objects
@@ -154,7 +154,7 @@ extension Peripheral {
   static func waitForLinkLoss(
     _ events: AsyncStream<BlueZObjectEvent>, device: ObjectPath, name: String,
     tree: BlueZObjectTree
-  ) async -> CentralError? {
+  ) async -> BluetoothError? {
     for await event in events {
       if let error = linkLoss(in: event, device: device, name: name) {
         return await explain(error, tree: tree)
@@ -167,28 +167,28 @@ extension Peripheral {
   /// `BlueZObjectTree.busLoss()`): the bus drops bluetoothd first, and the tree, told that
   /// bluetoothd left, reports the device removed and then bluetoothd stopped (seen in the lab
   /// with dbus-daemon stopped mid-transfer). Then the bus is what ended the link.
-  static func explain(_ error: CentralError, tree: BlueZObjectTree) async -> CentralError {
+  static func explain(_ error: BluetoothError, tree: BlueZObjectTree) async -> BluetoothError {
     guard error.code != .busLost else { return error }
     return await tree.busLoss() ?? error
   }
 
   static func linkLoss(in event: BlueZObjectEvent, device: ObjectPath, name: String)
-    -> CentralError?
+    -> BluetoothError?
   {
     switch event {
     case .propertiesChanged(let path, let interface, let changed, _, _)
     where path == device && interface == Device1.interface:
       // Only a reported transition counts, never the cached state.
       if changed[Device1.connected.name]?.boolValue == false {
-        return CentralError(.disconnected, "\(name) disconnected")
+        return BluetoothError(.disconnected, "\(name) disconnected")
       }
     case .interfacesRemoved(let path, let names)
     where path == device && names.contains(Device1.interface):
-      return CentralError(.disconnected, "\(name) was removed by bluetoothd")
+      return BluetoothError(.disconnected, "\(name) was removed by bluetoothd")
     case .serviceStopped:
-      return CentralError(.serviceUnavailable, "bluetoothd stopped")
+      return BluetoothError(.serviceUnavailable, "bluetoothd stopped")
     case .connectionLost(let message):
-      return CentralError(.busLost, message)
+      return BluetoothError(.busLost, message)
     default:
       break
     }

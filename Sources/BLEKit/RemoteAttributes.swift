@@ -10,7 +10,7 @@ public struct RemoteService: Sendable, Hashable {
   /// Whether it is a primary service.
   public var isPrimary: Bool
   /// bluetoothd's object for it.
-  public var path: ObjectPath
+  package var path: ObjectPath
 }
 
 extension CharacteristicProperties {
@@ -46,9 +46,9 @@ public struct RemoteCharacteristic: Sendable, Hashable {
   /// BlueZ's raw flags, security flags included.
   public var flags: [String]
   /// The service it belongs to.
-  public var service: ObjectPath
+  package var service: ObjectPath
   /// bluetoothd's object for it.
-  public var path: ObjectPath
+  package var path: ObjectPath
 }
 
 /// A descriptor of a characteristic (CoreBluetooth's `CBDescriptor`).
@@ -56,9 +56,9 @@ public struct RemoteDescriptor: Sendable, Hashable {
   /// The descriptor UUID.
   public var uuid: BluetoothUUID
   /// The characteristic it belongs to.
-  public var characteristic: ObjectPath
+  package var characteristic: ObjectPath
   /// bluetoothd's object for it.
-  public var path: ObjectPath
+  package var path: ObjectPath
 }
 
 /// How to write a characteristic value (CoreBluetooth's `CBCharacteristicWriteType`).

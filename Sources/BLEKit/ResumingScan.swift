@@ -4,7 +4,7 @@ import BlueZ
 import DBus
 import Synchronization
 
-/// A pause or resumption of a ``CentralManager/resumingScan(_:returnWithin:onInterruption:)``.
+/// A pause or resumption of a scan with ``ScanOptions/resumeWithin``.
 public enum ScanInterruption: Sendable, Equatable {
   /// bluetoothd left; the scan waits for it (the text says how long).
   case paused(String)
@@ -12,7 +12,7 @@ public enum ScanInterruption: Sendable, Equatable {
   case resumed
 }
 
-/// A scan started with ``CentralManager/startResumingScan(_:returnWithin:onInterruption:onDiscovery:)``.
+/// A scan started with ``CentralManager/scan(_:onInterruption:onDiscovery:)``.
 public struct ScanRun: Sendable {
   let ends: AsyncThrowingStream<Never, any Error>
   let continuation: AsyncThrowingStream<Never, any Error>.Continuation
@@ -40,62 +40,50 @@ extension CentralManager {
   /// off, then removes them, then leaves the bus, and on a loaded machine that takes seconds.
   static let serviceStopGrace: Duration = .seconds(10)
 
-  /// Scans like ``scan(_:)``, but when bluetoothd stops, waits up to `returnWithin` for it to
-  /// return with the adapter powered and then scans again; peripherals are reported again after
-  /// the restart (bluetoothd forgot them). `onInterruption` is told of each pause and resume.
-  ///
-  /// The stream ends with ``CentralError/Code/serviceUnavailable`` when bluetoothd does not
-  /// return in time, with the scan's own error for a power-off or a removed adapter, and at
-  /// once with ``CentralError/Code/busLost`` when the connection to the system bus is lost
-  /// (nothing can return on it).
-  public func resumingScan(
-    _ options: ScanOptions, returnWithin: Duration = .seconds(30),
-    onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in }
-  ) async throws(CentralError) -> DiscoveryStream {
-    let (discoveries, continuation, feed) = DiscoveryStream.make()
-    let supervisor = try await superviseScan(
-      options, returnWithin: returnWithin, onInterruption: onInterruption,
-      deliver: feed, finish: { error in continuation.finish(throwing: error) })
-    continuation.onTermination = { _ in supervisor.cancel() }
-    return discoveries
-  }
-
-  /// Scans like ``resumingScan(_:returnWithin:onInterruption:)``, but calls `onDiscovery` with
-  /// each discovery where it is made (on the D-Bus connection's queue, as bluetoothd's signal
-  /// is read) instead of handing it to a stream: no task is woken per discovery, which is what
-  /// a live display wants. The handler runs with the scan locked, one discovery at a time: it
-  /// must return quickly, must not block (a write to a terminal is fine; to a pipe that may
-  /// fill, use the stream) and must not call this central.
+  /// Scans like ``scan(_:onInterruption:)``, but calls `onDiscovery` with each discovery where
+  /// it is made (on the D-Bus connection's queue, as bluetoothd's signal is read) instead of
+  /// handing it to a stream: no task is woken per discovery, which is what a live display
+  /// wants. The handler runs with the scan locked, one discovery at a time: it must return
+  /// quickly, must not block (a write to a terminal is fine; to a pipe that may fill, use the
+  /// stream) and must not call this central.
   ///
   /// The returned ``ScanRun`` ends the way the stream would.
-  public func startResumingScan(
-    _ options: ScanOptions, returnWithin: Duration = .seconds(30),
+  public func scan(
+    _ options: ScanOptions = ScanOptions(),
     onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in },
     onDiscovery: @escaping @Sendable (Discovery) -> Void
-  ) async throws(CentralError) -> ScanRun {
+  ) async throws(BluetoothError) -> ScanRun {
     let (stream, continuation) = AsyncThrowingStream.makeStream(
       of: Never.self, throwing: (any Error).self)
     let running = RunningFlag()
     let supervisor = try await superviseScan(
-      options, returnWithin: returnWithin, onInterruption: onInterruption,
+      options, onInterruption: onInterruption,
       deliver: { discovery in if running.isOn { onDiscovery(discovery) } },
       finish: { error in continuation.finish(throwing: error) })
+    let timer = options.timeout.map { limit in
+      Task {
+        try? await Task.sleep(for: limit)
+        if !Task.isCancelled { continuation.finish() }
+      }
+    }
     continuation.onTermination = { _ in
       running.turnOff()
+      timer?.cancel()
       supervisor.cancel()
     }
     return ScanRun(ends: stream, continuation: continuation)
   }
 
   /// Starts a scan whose sessions hand their discoveries straight to `deliver`, and a task that
-  /// waits for each session's end: it starts the next session after a bluetoothd restart, or
-  /// calls `finish` (with `nil` when cancelled or the central closed). Cancel the task to stop.
-  private func superviseScan(
-    _ options: ScanOptions, returnWithin: Duration,
+  /// waits for each session's end: it starts the next session after a bluetoothd restart (when
+  /// ``ScanOptions/resumeWithin`` says so), or calls `finish` (with `nil` when cancelled or the
+  /// central closed). Cancel the task to stop.
+  func superviseScan(
+    _ options: ScanOptions,
     onInterruption: @escaping @Sendable (ScanInterruption) -> Void,
     deliver: @escaping @Sendable (Discovery) -> Void,
     finish: @escaping @Sendable ((any Error)?) -> Void
-  ) async throws(CentralError) -> Task<Void, Never> {
+  ) async throws(BluetoothError) -> Task<Void, Never> {
     // Unbounded: one end per scan session.
     let (ends, endings) = AsyncStream.makeStream(of: ScanEnd.self, bufferingPolicy: .unbounded)
     let sink = ScanSink(yield: deliver, end: { endings.yield($0) })
@@ -112,7 +100,9 @@ extension CentralManager {
           finish(nil)
           return
         case .failed(let error)?:
-          guard let error = error as? CentralError, await bluetoothdLeft(after: error) else {
+          guard options.resumeWithin != nil, let error = error as? BluetoothError,
+            await bluetoothdLeft(after: error)
+          else {
             finish(error)
             return
           }
@@ -121,9 +111,10 @@ extension CentralManager {
           finish(lost)
           return
         }
+        let returnWithin = options.resumeWithin ?? .zero
         onInterruption(.paused("bluetoothd stopped; waiting up to \(returnWithin) for it"))
         let resumed: ScanSession?
-        do throws(CentralError) {
+        do throws(BluetoothError) {
           resumed = try await scanAfterReturn(options, sink: sink, within: returnWithin)
         } catch {
           finish(error)
@@ -133,7 +124,7 @@ extension CentralManager {
           finish(
             Task.isCancelled
               ? nil
-              : CentralError(
+              : BluetoothError(
                 .serviceUnavailable, "bluetoothd did not return within \(returnWithin)"))
           return
         }
@@ -146,7 +137,7 @@ extension CentralManager {
   /// Whether a scan's error means bluetoothd left or took the adapter away (rather than a
   /// power-off that stays). A removed adapter counts: bluetoothd removes its adapters as it
   /// stops, and an adapter that comes back within the wait is scanned again.
-  private func bluetoothdLeft(after error: CentralError) async -> Bool {
+  private func bluetoothdLeft(after error: BluetoothError) async -> Bool {
     switch error.code {
     case .serviceUnavailable, .adapterNotFound: return true
     case .poweredOff:
@@ -157,15 +148,15 @@ extension CentralManager {
 
   /// Starts a new scan once bluetoothd is back with the adapter powered; retries the start
   /// (the old session may still be stopping, a fresh adapter may not be ready) until `limit`.
-  /// - Throws: ``CentralError/Code/busLost`` (at once) when the system bus is gone.
+  /// - Throws: ``BluetoothError/Code/busLost`` (at once) when the system bus is gone.
   private func scanAfterReturn(_ options: ScanOptions, sink: ScanSink, within limit: Duration)
-    async throws(CentralError) -> ScanSession?
+    async throws(BluetoothError) -> ScanSession?
   {
     let deadline = ContinuousClock.now + limit
     while !Task.isCancelled {
       let left = deadline - ContinuousClock.now
       guard left > .zero else { return nil }
-      do throws(CentralError) {
+      do throws(BluetoothError) {
         try await waitUntilPoweredOn(timeout: left)
         return try await startScan(options, sink: sink)
       } catch  where error.code == .busLost {
@@ -183,12 +174,12 @@ extension BlueZObjectTree {
   /// goes away (bluetoothd cannot return on this connection then), else nil. A bus daemon that
   /// stops drops its clients one by one, so bluetoothd's leaving can be heard just before the
   /// loss of the connection; the bus daemon answers a ping only if it stays.
-  func busLoss() async -> CentralError? {
+  func busLoss() async -> BluetoothError? {
     do throws(DBusError) {
       try await connection.pingBus()
       return nil
     } catch  where error.code == .disconnected {
-      return CentralError(
+      return BluetoothError(
         .busLost, connectionLostMessage ?? "lost the connection to the system bus")
     } catch {
       return nil

@@ -162,19 +162,19 @@ final class ScanSession: Sendable {
       } else if path == adapter.path, interface == Adapter1.interface,
         current[Adapter1.powered.name]?.boolValue == false
       {
-        finish(.failed(CentralError(.poweredOff, "adapter \(adapterName) was powered off")))
+        finish(.failed(BluetoothError(.poweredOff, "adapter \(adapterName) was powered off")))
       }
     case .interfacesRemoved(let path, let names):
       if path == adapter.path, names.contains(Adapter1.interface) {
-        finish(.failed(CentralError(.adapterNotFound, "adapter \(adapterName) was removed")))
+        finish(.failed(BluetoothError(.adapterNotFound, "adapter \(adapterName) was removed")))
       } else if names.contains(Device1.interface) {
         state.withLock { $0.filter.forget(path) }
       }
     case .serviceStopped:
-      finish(.failed(CentralError(.serviceUnavailable, "bluetoothd stopped during the scan")))
+      finish(.failed(BluetoothError(.serviceUnavailable, "bluetoothd stopped during the scan")))
     case .connectionLost(let message):
       // Before the tree ends the observation (which would read as the central closing).
-      finish(.failed(CentralError(.busLost, message)))
+      finish(.failed(BluetoothError(.busLost, message)))
     case .serviceStarted, .accessDenied:
       break
     }

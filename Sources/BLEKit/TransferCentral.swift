@@ -86,7 +86,7 @@ public struct TransferCentral: Sendable {
 
   /// Scans for a peripheral advertising the transfer service and returns the first that
   /// passes `rssi`. The scan stops before this returns.
-  /// - Throws: ``CentralError/Code/timeout`` when none is found within `timeout`.
+  /// - Throws: ``BluetoothError/Code/timeout`` when none is found within `timeout`.
   ///
   /// Cached, unconnected and unpaired devices are removed first (see
   /// ``CentralManager/removeCachedPeripherals()``): bluetoothd would otherwise keep the service
@@ -113,7 +113,7 @@ public struct TransferCentral: Sendable {
       }
       defer { group.cancelAll() }
       guard let first = try await group.next(), let discovery = first else {
-        throw CentralError(
+        throw BluetoothError(
           .timeout,
           "no peripheral advertising the transfer service was found within \(timeout)")
       }
@@ -125,7 +125,7 @@ public struct TransferCentral: Sendable {
   /// unsubscribes and disconnects, whatever happened.
   ///
   /// - Throws: ``TransferInterrupted`` when the transfer stops before its end (with the bytes
-  ///   received so far); ``CentralError`` for connection and GATT failures; `TransferError`
+  ///   received so far); ``BluetoothError`` for connection and GATT failures; `TransferError`
   ///   for a message that fails its checks, or for plain chunks whose order is not guaranteed
   ///   (``TransferError/orderNotGuaranteed(_:)``, unless ``Options/acceptUnordered``).
   public func receive(from peer: PeripheralIdentifier, options: Options = Options())
@@ -147,7 +147,7 @@ public struct TransferCentral: Sendable {
     -> Received
   {
     guard let service = try await transferService(of: peripheral) else {
-      throw CentralError(
+      throw BluetoothError(
         .attributeNotFound, "\(peripheral.identifier) does not offer the transfer service")
     }
     let characteristics = try await peripheral.characteristics(
@@ -174,7 +174,7 @@ public struct TransferCentral: Sendable {
         options.warning?(Self.unorderedWarning(order))
       }
     } else {
-      throw CentralError(
+      throw BluetoothError(
         .attributeNotFound,
         "\(peripheral.identifier)'s transfer service has no transfer characteristic")
     }
@@ -266,13 +266,13 @@ public struct TransferCentral: Sendable {
       let limit = await peripheral.maximumWriteValueLength(
         for: .withoutResponse, characteristic: plain)
       guard bytes.count <= limit else {
-        throw CentralError(
+        throw BluetoothError(
           .notSupported,
           "the reply is \(bytes.count) bytes; one write without response holds at most \(limit)")
       }
       try await peripheral.writeValue(bytes, for: plain, type: .withoutResponse)
     } else if reply != nil {
-      throw CentralError(
+      throw BluetoothError(
         .attributeNotFound, "the peer has no characteristic to write the reply to")
     }
   }
@@ -299,7 +299,7 @@ public struct TransferCentral: Sendable {
             if let progress { progress(shared.state.withLock { $0.bytesReceived(framing) }) }
           }
           throw shared.state.withLock { $0.interrupted(framing, cause: nil) }
-        } catch let error as CentralError {
+        } catch let error as BluetoothError {
           throw shared.state.withLock { $0.interrupted(framing, cause: error) }
         }
       }
@@ -315,7 +315,7 @@ public struct TransferCentral: Sendable {
         throw shared.state.withLock {
           $0.interrupted(
             framing,
-            cause: CentralError(.timeout, "no notification from \(peer) for \(idle)"))
+            cause: BluetoothError(.timeout, "no notification from \(peer) for \(idle)"))
         }
       }
       throw CancellationError()
@@ -330,8 +330,8 @@ public struct TransferInterrupted: Error, Sendable, CustomStringConvertible {
   public var bytesReceived: Int
   /// Data chunks (or frames) received before the cut.
   public var chunksReceived: Int
-  /// What ended it, when known (e.g. ``CentralError/Code/disconnected``).
-  public var cause: CentralError?
+  /// What ended it, when known (e.g. ``BluetoothError/Code/disconnected``).
+  public var cause: BluetoothError?
 
   public var description: String {
     "transfer cut before the end of the message after \(bytesReceived) bytes in "
@@ -367,7 +367,8 @@ private struct CollectState: Sendable {
     framing == .plain ? plain.bytesReceived : sequenced.bytesReceived
   }
 
-  func interrupted(_ framing: TransferCentral.Framing, cause: CentralError?) -> TransferInterrupted
+  func interrupted(_ framing: TransferCentral.Framing, cause: BluetoothError?)
+    -> TransferInterrupted
   {
     switch framing {
     case .plain:

@@ -2,7 +2,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 
 /// Lists bluetoothd's adapters with their address and state, or powers one on or off.
 struct AdaptersCommand: ParsableCommand {
@@ -99,7 +98,7 @@ struct AdaptersCommand: ParsableCommand {
   static func json(_ adapter: AdapterInfo) -> JSON.Value {
     .object([
       ("name", .string(adapter.name)),
-      ("path", .string(adapter.path.rawValue)),
+      ("path", .string(adapter.objectPath)),
       ("address", adapter.address.map { .string($0.rawValue) } ?? .null),
       ("addressType", adapter.addressType.map { .string($0.rawValue) } ?? .null),
       ("alias", adapter.alias.map { .string($0) } ?? .null),

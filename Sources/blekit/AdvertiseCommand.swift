@@ -3,8 +3,6 @@
 
 import ArgumentParsing
 import BLEKit
-import BlueZ
-import Bluetooth
 import Synchronization
 
 #if canImport(Glibc)
@@ -335,30 +333,20 @@ struct AdvertiseCommand: ParsableCommand {
 
   /// Maps the peripheral's errors to exit statuses.
   static func cliError(_ error: any Error) -> any Error {
-    guard let error = error as? PeripheralManagerError else { return error }
-    switch error {
-    case .advertisementTooLarge(let report):
-      return CLIError(.advertisementTooLarge, report)
-    case .closed:
-      return CancellationError()
-    case .bluez(let bluez) where bluez.code == .busLost:
-      return CLIError(.bluetoothUnavailable, busLostLine)
-    case .bluez(let bluez):
-      let status: ExitStatus =
-        switch bluez.code {
-        case .serviceUnavailable, .bus: .bluetoothUnavailable
-        case .adapterNotFound: .adapterNotFound
-        case .accessDenied, .notAuthorized, .notPermitted: .permissionDenied
-        case .timeout: .timedOut
-        case .notReady: .failure
-        default: .remoteError
-        }
-      // blekit's own codes read better as the bare message.
-      let text = bluez.code.rawValue.hasPrefix("blekit.") ? bluez.message : bluez.description
-      return CLIError(status, text)
-    default:
-      return CLIError(.failure, error.description)
+    guard let error = error as? BluetoothError else { return error }
+    let status: ExitStatus
+    switch error.code {
+    case .closed: return CancellationError()
+    case .busLost: return CLIError(.bluetoothUnavailable, busLostLine)
+    case .advertisementTooLarge: status = .advertisementTooLarge
+    case .serviceUnavailable, .bus: status = .bluetoothUnavailable
+    case .adapterNotFound: status = .adapterNotFound
+    case .unauthorized, .notPermitted: status = .permissionDenied
+    case .timeout: status = .timedOut
+    case .notReady, .notSubscribed, .valueTooLong: status = .failure
+    default: status = .remoteError
     }
+    return CLIError(status, error.message)
   }
 }
 

@@ -1,10 +1,8 @@
-// Shared by the central-side commands (scan, receive): exit statuses for CentralError, JSON
+// Shared by the central-side commands (scan, receive): exit statuses for BluetoothError, JSON
 // text, wall-clock time, and writing to standard error.
 
 import ArgumentParsing
 import BLEKit
-import BlueZ
-import Bluetooth
 
 #if canImport(Glibc)
   import Glibc
@@ -16,10 +14,10 @@ let busLostLine = "lost the connection to the system bus"
 /// Maps an error from the central side to the exit status table.
 func centralCLIError(_ error: any Error) -> any Error {
   switch error {
-  case let error as CentralError where error.code == .busLost:
+  case let error as BluetoothError where error.code == .busLost:
     // The same line whichever call or stream noticed first.
     return CLIError(.bluetoothUnavailable, busLostLine)
-  case let error as CentralError:
+  case let error as BluetoothError:
     let status: ExitStatus
     switch error.code {
     case .serviceUnavailable: status = .bluetoothUnavailable
@@ -28,12 +26,9 @@ func centralCLIError(_ error: any Error) -> any Error {
     case .timeout: status = .timedOut
     case .disconnected: status = .disconnected
     case .cancelled: return CancellationError()
+    case .notPermitted: status = .permissionDenied
     case .poweredOff, .scanInProgress, .peripheralNotFound, .system: status = .failure
-    default:
-      switch error.bluez?.code {
-      case .notAuthorized?, .notPermitted?, .accessDenied?: status = .permissionDenied
-      default: status = .remoteError
-      }
+    default: status = .remoteError
     }
     return CLIError(status, error.message)
   case let error as TransferInterrupted where error.cause?.code == .busLost:

@@ -3,8 +3,6 @@
 
 import ArgumentParsing
 import BLEKit
-import BlueZ
-import Bluetooth
 
 /// Dumps a device's whole GATT tree with its values, as the seed explorers do.
 struct ExploreCommand: ParsableCommand {
@@ -76,7 +74,7 @@ struct ExploreCommand: ParsableCommand {
         address: peripheral.identifier.address,
         name: await peripheral.name(),
         adapter: await session.manager.adapterName,
-        mtu: await Self.linkMTU(tree, objects: session.manager.objects))
+        mtu: Self.linkMTU(tree, on: peripheral))
       printLine(
         json
           ? JSON.text(Self.json(device: device, tree: tree))
@@ -94,13 +92,9 @@ struct ExploreCommand: ParsableCommand {
 
   /// The ATT MTU bluetoothd reports on the characteristics (the largest: one that was never
   /// updated can still show the initial 23), or `nil` when none reports one.
-  static func linkMTU(_ tree: [ExploredService], objects: BlueZObjectTree) async -> Int? {
-    var best: Int?
-    for item in tree.flatMap(\.characteristics) {
-      let proxy = try? objects.proxy(GattCharacteristic1.self, at: item.characteristic.path)
-      if let mtu = proxy?[GattCharacteristic1.mtu].map(Int.init) { best = max(best ?? mtu, mtu) }
-    }
-    return best
+  static func linkMTU(_ tree: [ExploredService], on peripheral: Peripheral) -> Int? {
+    tree.flatMap(\.characteristics).compactMap { peripheral.reportedMTU(for: $0.characteristic) }
+      .max()
   }
 
   /// The device line's facts.

@@ -3,7 +3,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 
 extension ExploreCommand {
   /// One value (or subscription failure) heard while listening.
@@ -51,7 +50,7 @@ extension ExploreCommand {
                   characteristic: characteristic.uuid, value: value)
                 printLine(json ? JSON.text(notificationJSON(heard)) : notificationText(heard))
               }
-            } catch let error as CentralError where error.code == .disconnected {
+            } catch let error as BluetoothError where error.code == .disconnected {
               throw CLIError(.disconnected, "\(peripheral.identifier) disconnected: \(error)")
             } catch is CancellationError {
               return
@@ -110,7 +109,7 @@ extension ExploreCommand {
     ])
   }
 
-  static func subscribeErrorJSON(_ characteristic: RemoteCharacteristic, _ error: CentralError)
+  static func subscribeErrorJSON(_ characteristic: RemoteCharacteristic, _ error: BluetoothError)
     -> JSON.Value
   {
     .object([

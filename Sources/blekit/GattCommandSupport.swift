@@ -3,9 +3,6 @@
 
 import ArgumentParsing
 import BLEKit
-import BlueZ
-import Bluetooth
-import DBus
 
 /// Parses the ADDRESS|NAME argument.
 ///
@@ -98,7 +95,7 @@ func uuidLabel(_ uuid: BluetoothUUID) -> String { uuid.shortString }
 /// operations a characteristic does not allow (11) get their own statuses; the rest as for the
 /// other central commands.
 func gattCLIError(_ error: any Error) -> any Error {
-  if let error = error as? CentralError {
+  if let error = error as? BluetoothError {
     switch error.code {
     case .attributeNotFound: return CLIError(.notFound, error.message)
     case .notSupported: return CLIError(.notSupported, error.message)
@@ -144,10 +141,7 @@ struct GattSession: Sendable {
         progress("finding \(identifier) again")
         identifier = try await manager.find(.address(identifier.address), timeout: remaining())
       }
-      let device = try? manager.objects.proxy(Device1.self, at: identifier.path)
-      // ServicesResolved too: bluetoothd may not signal Connected (see Peripheral).
-      let wasConnected =
-        device?[Device1.connected] == true || device?[Device1.servicesResolved] == true
+      let wasConnected = manager.isConnected(identifier)
       progress("connecting to \(identifier)")
       // A device found at the very end of the window still gets a fair chance to connect.
       let connectTimeout = max(remaining(), min(timeout, Self.minimumConnectTime))
@@ -193,9 +187,9 @@ struct GattSession: Sendable {
 }
 
 /// Runs `work` in a task of its own, so cancellation of the caller does not cut it short;
-/// bounded by `runCleanup(within:_:)` (what is still pending after that is cancelled).
+/// bounded by `runUncancelled(within:_:)` (what is still pending after that is cancelled).
 func shielded(_ work: @escaping @Sendable () async -> Void) async {
-  await runCleanup(within: PeripheralManager.closeLimit, work)
+  await runUncancelled(within: PeripheralManager.closeLimit, work)
 }
 
 /// A characteristic's flags for messages: `read, notify`.

@@ -4,7 +4,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 
 extension ManufacturerLayout: ExpressibleByArgument {}
 
@@ -98,10 +97,10 @@ struct MonitorCommand: ParsableCommand {
     if case .service(let uuid) = target { services = [uuid] }
     let options = ScanOptions(
       services: services, allowDuplicates: true, includeKnownPeripherals: false,
-      restartInterval: restart)
+      restartInterval: restart, resumeWithin: .seconds(30))
     let scan: DiscoveryStream
     do {
-      scan = try await manager.resumingScan(options, onInterruption: noteScanInterruption)
+      scan = try await manager.scan(options, onInterruption: noteScanInterruption)
     } catch {
       await manager.close()
       throw centralCLIError(error)
@@ -124,11 +123,11 @@ struct MonitorCommand: ParsableCommand {
       json
         ? MonitorOutput.summaryJSON(ending.table, run: run)
         : MonitorOutput.summaryText(ending.table, run: run))
-    if let error = ending.error as? CentralError, error.code == .poweredOff {
+    if let error = ending.error as? BluetoothError, error.code == .poweredOff {
       // bluetoothd powers its adapters off as it stops: tell that apart from a power-off.
       try? await Task.sleep(for: .milliseconds(500))
       if await manager.state == .serviceUnavailable {
-        ending.error = CentralError(.serviceUnavailable, "bluetoothd stopped during the monitor")
+        ending.error = BluetoothError(.serviceUnavailable, "bluetoothd stopped during the monitor")
       }
     }
     await manager.close()

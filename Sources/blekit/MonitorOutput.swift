@@ -2,7 +2,6 @@
 // (a table, or one JSON object) at the end.
 
 import BLEKit
-import Bluetooth
 
 /// The text and JSON forms of a monitoring run.
 enum MonitorOutput {

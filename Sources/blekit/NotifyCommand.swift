@@ -2,7 +2,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 import Synchronization
 
 /// Subscribes to a characteristic's notifications (or indications) and prints every value.
@@ -124,7 +123,7 @@ struct NotifyCommand: ParsableCommand {
             let seen = received.increment()
             if let count, seen >= count { return .counted }
           }
-        } catch let error as CentralError where error.code == .disconnected {
+        } catch let error as BluetoothError where error.code == .disconnected {
           let seen = received.count
           throw CLIError(.disconnected, "\(name) disconnected after \(seen) values: \(error)")
         } catch is CancellationError {

@@ -2,8 +2,6 @@
 
 import ArgumentParsing
 import BLEKit
-import BlueZ
-import Bluetooth
 import Synchronization
 
 /// Pairs with a device, answering bluetoothd's questions by the `--confirm` policy.
@@ -44,7 +42,7 @@ struct PairCommand: ParsableCommand {
   let device: PeripheralTarget
   let adapter: String?
   let timeout: Duration
-  let capability: AgentCapability
+  let capability: PairingCapability
   let confirmation: PairingConfirmation
   let trust: Bool
 

@@ -2,8 +2,6 @@
 
 import ArgumentParsing
 import BLEKit
-import BlueZ
-import Bluetooth
 
 #if canImport(Glibc)
   import Glibc
@@ -26,24 +24,24 @@ enum ConfirmPolicy: String, ExpressibleByArgument, CaseIterable {
 
 /// `--capability NAME`, BlueZ's agent capability names, any case.
 struct CapabilityArgument: ExpressibleByArgument {
-  let capability: AgentCapability
+  let capability: PairingCapability
 
-  init(_ capability: AgentCapability) { self.capability = capability }
+  init(_ capability: PairingCapability) { self.capability = capability }
 
   init(argument: String) throws(ArgumentValueError) {
     guard
-      let match = AgentCapability.allCases.first(where: {
+      let match = PairingCapability.allCases.first(where: {
         $0.rawValue.lowercased() == argument.lowercased()
       })
     else {
       throw ArgumentValueError(
-        "expected one of " + AgentCapability.allCases.map(\.rawValue).joined(separator: ", "))
+        "expected one of " + PairingCapability.allCases.map(\.rawValue).joined(separator: ", "))
     }
     capability = match
   }
 
   var argumentDescription: String { capability.rawValue }
-  static var argumentChoices: [String]? { AgentCapability.allCases.map(\.rawValue) }
+  static var argumentChoices: [String]? { PairingCapability.allCases.map(\.rawValue) }
 }
 
 /// Whether a person can answer questions here: standard input and standard error are both
@@ -134,12 +132,12 @@ func describePairingEvent(_ event: PairingAgentEvent) -> String? {
 }
 
 /// A request for the log: its D-Bus member and what it carries.
-private func describe(_ request: AgentRequest) -> String {
+private func describe(_ request: PairingRequest) -> String {
   switch request {
-  case .requestConfirmation(_, let passkey):
+  case .requestConfirmation(let passkey):
     "RequestConfirmation (passkey \(sixDigits(passkey)))"
   case .requestAuthorization: "RequestAuthorization (pairing)"
-  case .authorizeService(_, let uuid): "AuthorizeService (service \(uuid))"
+  case .authorizeService(let uuid): "AuthorizeService (service \(uuid))"
   case .requestPasskey: "RequestPasskey"
   case .requestPinCode: "RequestPinCode"
   case .displayPasskey: "DisplayPasskey"
@@ -154,17 +152,17 @@ func sixDigits(_ passkey: UInt32) -> String {
 }
 
 /// Asks the question on the terminal; `nil` means no (or no answer).
-private func askOnTerminal(_ question: PairingQuestion) async -> AgentAnswer? {
+private func askOnTerminal(_ question: PairingQuestion) async -> PairingAnswer? {
   let who = question.address?.rawValue ?? "a device"
   switch question.request {
-  case .requestConfirmation(_, let passkey):
+  case .requestConfirmation(let passkey):
     let answer = await readTerminalLine(
       "Does \(who) show passkey \(sixDigits(passkey))? [y/N] ")
     return isYes(answer) ? .accept : nil
   case .requestAuthorization:
     let answer = await readTerminalLine("Accept pairing with \(who)? [y/N] ")
     return isYes(answer) ? .accept : nil
-  case .authorizeService(_, let uuid):
+  case .authorizeService(let uuid):
     let answer = await readTerminalLine("Allow \(who) to use service \(uuid)? [y/N] ")
     return isYes(answer) ? .accept : nil
   case .requestPasskey:
@@ -243,7 +241,7 @@ func registerPairableAgent(_ manager: PeripheralManager, policy: PairingPolicy) 
   } else {
     acceptsEveryone = false
   }
-  let capability: AgentCapability = acceptsEveryone ? .noInputNoOutput : .displayYesNo
+  let capability: PairingCapability = acceptsEveryone ? .noInputNoOutput : .displayYesNo
   do {
     let agent = try await PairingAgent.register(
       for: manager, capability: capability, policy: policy, asDefault: true,

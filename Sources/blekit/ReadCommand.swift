@@ -2,7 +2,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 
 /// Connects, reads a characteristic, prints the value (hex by default), disconnects.
 struct ReadCommand: ParsableCommand {

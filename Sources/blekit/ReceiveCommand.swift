@@ -2,7 +2,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 import Synchronization
 
 /// Finds a peripheral advertising the transfer service, receives its message, prints it.

@@ -2,7 +2,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 import Synchronization
 
 #if canImport(Glibc)
@@ -88,7 +87,7 @@ struct ScanCommand: ParsableCommand {
     // gives every report, and each address is printed once here unless --duplicates.
     let options = ScanOptions(
       services: services, allowDuplicates: duplicates || live != nil || name != nil, rssi: rssi,
-      restartInterval: Self.restartInterval)
+      restartInterval: Self.restartInterval, resumeWithin: .seconds(30))
     let timeout = self.timeout
     let printOnce = !duplicates && live == nil && name != nil
     let printer = DiscoveryPrinter(
@@ -101,14 +100,14 @@ struct ScanCommand: ParsableCommand {
     var piped: DiscoveryStream?
     do {
       if live == nil {
-        piped = try await manager.resumingScan(options, onInterruption: noteScanInterruption)
+        piped = try await manager.scan(options, onInterruption: noteScanInterruption)
       }
       try await withThrowingTaskGroup(of: Void.self) { [piped] group in
         if live != nil {
           // The table is drawn where each discovery is made (the D-Bus queue): a new
           // peripheral shows without waking another thread. A terminal is a safe place to
           // write from there; a pipe that may fill is not, so piped output takes the stream.
-          let run = try await manager.startResumingScan(
+          let run = try await manager.scan(
             options, onInterruption: noteScanInterruption, onDiscovery: printer.handle)
           group.addTask { try await run.wait() }
         } else if let piped {

@@ -2,7 +2,7 @@
 // service and connect timeout of the GATT commands (explore, read, write, notify).
 
 import ArgumentParsing
-import Bluetooth
+import BLEKit
 
 extension Option where Value == String {
   /// `--adapter NAME` (`-a`): the adapter a command uses; `example` is shown in the help.

@@ -2,7 +2,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 
 /// Sets `Device1.Trusted`.
 struct TrustCommand: ParsableCommand {

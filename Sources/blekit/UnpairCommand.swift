@@ -2,7 +2,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 
 /// Removes a device and its bonding (`Adapter1.RemoveDevice`).
 struct UnpairCommand: ParsableCommand {

@@ -2,7 +2,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 
 /// Connects, writes a characteristic (with or without response), disconnects.
 struct WriteCommand: ParsableCommand {

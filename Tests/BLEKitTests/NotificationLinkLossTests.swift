@@ -27,7 +27,7 @@ import Testing
     tree.stop()
   }
 
-  private func watch(_ tree: BlueZObjectTree) -> Task<CentralError?, Never> {
+  private func watch(_ tree: BlueZObjectTree) -> Task<BluetoothError?, Never> {
     let (_, _, events) = tree.subscribe()
     return Task {
       await Peripheral.waitForLinkLoss(events, device: Self.device, name: "peer", tree: tree)

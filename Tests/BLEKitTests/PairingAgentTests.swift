@@ -203,7 +203,7 @@ struct PairingAgentTests {
           asked.withLock { $0.append(question) }
           switch question.request {
           case .requestPasskey: return .passkey(123_456)
-          case .requestConfirmation(_, let passkey): return passkey == 1 ? .accept : nil
+          case .requestConfirmation(let passkey): return passkey == 1 ? .accept : nil
           default: return nil
           }
         }, allowedDevices: [Self.address]), events: log.record)
@@ -359,7 +359,7 @@ struct PairingAgentTests {
     #expect(!agent.isRegistered)
     #expect(calls.withLock { $0.last } == "unregister")
     // Once unregistered, it cannot come back.
-    await #expect(throws: BlueZError.self) { try await agent.registerAgain() }
+    await #expect(throws: BluetoothError.self) { try await agent.registerAgain() }
     await #expect(throws: DBusError.self) {
       _ = try await bluetoothd.call(
         destination: app.uniqueName, path: PairingAgent.defaultPath,

@@ -147,9 +147,10 @@ struct PeripheralManagerTests {
       }
       #expect(characteristic === fixture.notifying)
       #expect(manager.maximumUpdateValueLength(for: fixture.notifying) == 97)
-      #expect(throws: PeripheralManagerError.self) {
+      let tooLong = #expect(throws: BluetoothError.self) {
         try manager.updateValue([UInt8](repeating: 0, count: 98), for: fixture.notifying)
       }
+      #expect(tooLong?.code == .valueTooLong)
 
       // Fill the socket without reading: it must say "full", not drop.
       var sent = 0
@@ -188,9 +189,10 @@ struct PeripheralManagerTests {
         }
       }
       #expect(unsubscribed)
-      await #expect(throws: PeripheralManagerError.self) {
+      let unheard = await #expect(throws: BluetoothError.self) {
         try await manager.send([1], for: fixture.notifying)
       }
+      #expect(unheard?.code == .notSubscribed)
     }
   }
 
@@ -209,10 +211,11 @@ struct PeripheralManagerTests {
     // Too large: refused before bluetoothd sees it, naming the fields.
     let tooLarge = AdvertisingPayload(
       serviceUUIDs: [BlekitUUID.transferService], manufacturerData: [0xFFFF: Array(0..<22)])
-    let error = await #expect(throws: PeripheralManagerError.self) {
+    let error = await #expect(throws: BluetoothError.self) {
       try await manager.startAdvertising(tooLarge)
     }
     #expect(error.map { "\($0)".contains("manufacturer data") } == true)
+    #expect(error?.code == .advertisementTooLarge)
 
     await manager.close()
     #expect(fixture.bluetoothd.registry.applications.withLock { $0.isEmpty })

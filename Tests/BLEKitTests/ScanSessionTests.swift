@@ -182,10 +182,36 @@ private func withFakeBlueZ(
     try await withFakeBlueZ { bluez, central in
       let scan = try await central.scan()
       try bluez.powerOff()
-      let error = await #expect(throws: CentralError.self) {
+      let error = await #expect(throws: BluetoothError.self) {
         for try await _ in scan {}
       }
       #expect(error?.code == .poweredOff)
+      #expect(await eventually { bluez.count("StopDiscovery") == 1 })
+    }
+  }
+
+  @Test func aScanWithATimeoutEndsByItselfWithoutAnError() async throws {
+    try await withFakeBlueZ { bluez, central in
+      let start = ContinuousClock.now
+      let scan = try await central.scan(ScanOptions(timeout: .milliseconds(400)))
+      try bluez.advertise(1, uuids: [])
+      var seen: [String] = []
+      for try await discovery in scan { seen.append(discovery.address.rawValue) }
+      #expect(ContinuousClock.now - start >= .milliseconds(400))
+      #expect(ContinuousClock.now - start < .seconds(5))
+      #expect(seen == ["00:AA:01:01:00:01"])
+      #expect(await eventually { bluez.count("StopDiscovery") == 1 })
+    }
+  }
+
+  @Test func stoppingAScanEndsItsStreamAndItsDiscovery() async throws {
+    try await withFakeBlueZ { bluez, central in
+      let scan = try await central.scan()
+      try bluez.advertise(1, uuids: [])
+      var iterator = scan.makeAsyncIterator()
+      #expect(try await iterator.next()?.address.rawValue == "00:AA:01:01:00:01")
+      scan.stop()
+      #expect(try await iterator.next() == nil)
       #expect(await eventually { bluez.count("StopDiscovery") == 1 })
     }
   }
@@ -196,7 +222,7 @@ private func withFakeBlueZ(
     let first = try await FakeScanningBlueZ(bus: bus)
     let central = try await CentralManager.open(connection: try bus.connect())
     let interruptions = Mutex<[ScanInterruption]>([])
-    let scan = try await central.resumingScan(ScanOptions(), returnWithin: .seconds(20)) {
+    let scan = try await central.scan(ScanOptions(resumeWithin: .seconds(20))) {
       interruption in interruptions.withLock { $0.append(interruption) }
     }
     try first.advertise(1, uuids: [])
@@ -223,16 +249,16 @@ private func withFakeBlueZ(
     let central = try await CentralManager.open(connection: try bus.connect())
     let interruptions = Mutex<[ScanInterruption]>([])
     // What `blekit scan` (piped) and `blekit monitor` run.
-    let scan = try await central.resumingScan(ScanOptions(), returnWithin: .seconds(30)) {
+    let scan = try await central.scan(ScanOptions(resumeWithin: .seconds(30))) {
       interruption in interruptions.withLock { $0.append(interruption) }
     }
     let seen = Mutex<[String]>([])
-    let consumer = Task { () -> CentralError? in
+    let consumer = Task { () -> BluetoothError? in
       do {
         for try await discovery in scan { seen.withLock { $0.append(discovery.address.rawValue) } }
         return nil
       } catch {
-        return error as? CentralError
+        return error as? BluetoothError
       }
     }
     try bluez.advertise(1, uuids: [])
@@ -258,14 +284,14 @@ private func withFakeBlueZ(
     _ = bluez
     let central = try await CentralManager.open(connection: try bus.connect())
     // What `blekit scan` on a terminal runs.
-    let run = try await central.startResumingScan(ScanOptions()) { _ in }
+    let run = try await central.scan(ScanOptions(resumeWithin: .seconds(30)), onDiscovery: { _ in })
     bus.stop()
-    let ending = await within(.seconds(10)) { () -> CentralError? in
+    let ending = await within(.seconds(10)) { () -> BluetoothError? in
       do {
         try await run.wait()
         return nil
       } catch {
-        return error as? CentralError
+        return error as? BluetoothError
       }
     }
     #expect(ending.value??.code == .busLost)
@@ -312,7 +338,9 @@ private func withFakeBlueZ(
   @Test func handlerScanDeliversWhereMadeAndStopsOnRequest() async throws {
     try await withFakeBlueZ { bluez, central in
       let seen = Mutex<[String]>([])
-      let run = try await central.startResumingScan(ScanOptions(services: [Self.wanted])) {
+      let run = try await central.scan(
+        ScanOptions(services: [Self.wanted], resumeWithin: .seconds(30))
+      ) {
         discovery in
         seen.withLock { $0.append(discovery.address.rawValue) }
       }
@@ -330,9 +358,10 @@ private func withFakeBlueZ(
 
   @Test func handlerScanEndsWithThePowerOff() async throws {
     try await withFakeBlueZ { bluez, central in
-      let run = try await central.startResumingScan(ScanOptions()) { _ in }
+      let run = try await central.scan(
+        ScanOptions(resumeWithin: .seconds(30)), onDiscovery: { _ in })
       try bluez.powerOff()
-      let error = await #expect(throws: CentralError.self) { try await run.wait() }
+      let error = await #expect(throws: BluetoothError.self) { try await run.wait() }
       #expect(error?.code == .poweredOff)
     }
   }

@@ -12,13 +12,13 @@ import Testing
   private func report(_ error: any Error) -> ErrorReport { ErrorReport(error) }
 
   @Test func centralCommandsExitFour() {
-    let lost = CentralError(.busLost, "lost the connection to the system bus")
+    let lost = BluetoothError(.busLost, "lost the connection to the system bus")
     #expect(report(centralCLIError(lost)).status == .bluetoothUnavailable)
     #expect(report(centralCLIError(lost)).message == "lost the connection to the system bus")
     // GATT commands share the mapping.
     #expect(report(gattCLIError(lost)).status == .bluetoothUnavailable)
     // A call that failed on the lost connection, wrapped on the way up.
-    let call = CentralError(
+    let call = BluetoothError(
       BlueZError(.busLost, "lost the connection to the bus"), while: "reading a value")
     #expect(call.code == .busLost)
     #expect(report(centralCLIError(call)).status == .bluetoothUnavailable)
@@ -29,19 +29,19 @@ import Testing
   @Test func aTransferCutByTheBusLossExitsFour() {
     let cut = TransferInterrupted(
       bytesReceived: 40, chunksReceived: 2,
-      cause: CentralError(.busLost, "lost the connection to the system bus"))
+      cause: BluetoothError(.busLost, "lost the connection to the system bus"))
     let mapped = report(centralCLIError(cut))
     #expect(mapped.status == .bluetoothUnavailable)
     #expect(mapped.message.contains("cut after 40 bytes"))
     #expect(mapped.message.contains("system bus"))
     let byPeer = TransferInterrupted(
-      bytesReceived: 40, chunksReceived: 2, cause: CentralError(.disconnected, "gone"))
+      bytesReceived: 40, chunksReceived: 2, cause: BluetoothError(.disconnected, "gone"))
     #expect(report(centralCLIError(byPeer)).status == .disconnected)
   }
 
   @Test func advertiseExitsFour() {
     // E.g. supervise() called just as the bus went away: "the connection is closed".
-    let lost = PeripheralManagerError.bluez(BlueZError(.busLost, "the connection is closed"))
+    let lost = BluetoothError.bluez(BlueZError(.busLost, "the connection is closed"))
     #expect(report(AdvertiseCommand.cliError(lost)).status == .bluetoothUnavailable)
     #expect(
       report(AdvertiseCommand.cliError(lost)).message == "lost the connection to the system bus")

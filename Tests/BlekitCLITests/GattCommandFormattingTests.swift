@@ -132,15 +132,20 @@ import Testing
     func status(_ error: any Error) -> ArgumentParsing.ExitStatus {
       ErrorReport(gattCLIError(error)).status
     }
-    #expect(status(CentralError(.attributeNotFound, "gone")) == .notFound)
-    #expect(status(CentralError(.notSupported, "no notify")) == .notSupported)
-    #expect(status(CentralError(.timeout, "not seen")) == .timedOut)
-    #expect(status(CentralError(.adapterNotFound, "hci7")) == .adapterNotFound)
-    #expect(status(CentralError(.serviceUnavailable, "down")) == .bluetoothUnavailable)
-    #expect(status(CentralError(.disconnected, "gone")) == .disconnected)
-    let refused = CentralError(
-      .bluez, "reading", bluez: BlueZError(.notPermitted, "Read not permitted"))
+    #expect(status(BluetoothError(.attributeNotFound, "gone")) == .notFound)
+    #expect(status(BluetoothError(.notSupported, "no notify")) == .notSupported)
+    #expect(status(BluetoothError(.timeout, "not seen")) == .timedOut)
+    #expect(status(BluetoothError(.adapterNotFound, "hci7")) == .adapterNotFound)
+    #expect(status(BluetoothError(.serviceUnavailable, "down")) == .bluetoothUnavailable)
+    #expect(status(BluetoothError(.disconnected, "gone")) == .disconnected)
+    // bluetoothd's refusals, as BLEKit wraps them.
+    let refused = BluetoothError(BlueZError(.notPermitted, "Read not permitted"), while: "reading")
+    #expect(refused.code == .notPermitted)
     #expect(status(refused) == .permissionDenied)
+    let unauthorized = BluetoothError(BlueZError(.notAuthorized, "no"), while: "writing")
+    #expect(status(unauthorized) == .permissionDenied)
+    #expect(
+      status(BluetoothError(BlueZError(.inProgress, "busy"), while: "reading")) == .remoteError)
     let statuses: [ArgumentParsing.ExitStatus] = [
       .usage, .adapterNotFound, .timedOut, .notFound, .notSupported, .permissionDenied,
     ]
@@ -297,12 +302,12 @@ import Testing
 
 @Suite struct ReadErrorWordingTests {
   @Test func attributeNotLongIsExplained() throws {
-    let error = CentralError(.bluez, "Operation failed with ATT error: 0x0b")
+    let error = BluetoothError(.bluez, "Operation failed with ATT error: 0x0b")
     let explained = try #require(ReadCommand.explain(error, mtu: 185) as? CLIError)
     #expect(explained.exitStatus == .remoteError)
     #expect(explained.exitMessage.contains("Attribute Not Long"))
     #expect(explained.exitMessage.contains("184 bytes"))
-    let other = ReadCommand.explain(CentralError(.bluez, "ATT error: 0x02"), mtu: 185)
+    let other = ReadCommand.explain(BluetoothError(.bluez, "ATT error: 0x02"), mtu: 185)
     #expect((other as? CLIError)?.exitMessage.contains("Attribute Not Long") == false)
   }
 }

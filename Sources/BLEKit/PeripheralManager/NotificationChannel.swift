@@ -145,7 +145,7 @@ final class NotificationChannel: Sendable {
 
   /// Tries to hand `value` to bluetoothd now. With `signalReady`, a full queue later produces
   /// one ``PeripheralManagerEvent/readyToUpdate``.
-  func attempt(_ value: [UInt8], signalReady: Bool) throws(PeripheralManagerError) -> Attempt {
+  func attempt(_ value: [UInt8], signalReady: Bool) throws(BluetoothError) -> Attempt {
     let (socket, viaProperties, generation, maxLength) = state.withLock { state in
       (
         state.socket, state.propertySubscribed, state.generation,

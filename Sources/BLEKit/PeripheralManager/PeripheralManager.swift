@@ -25,7 +25,7 @@ public final class PeripheralManager: Sendable {
   /// The adapter's name, e.g. `hci1`.
   public let adapterName: String
   /// The adapter's object path, e.g. `/org/bluez/hci1`.
-  public let adapterPath: ObjectPath
+  package let adapterPath: ObjectPath
   /// Subscriptions, writes, readiness; buffered without limit (nothing is lost).
   public let events: AsyncStream<PeripheralManagerEvent>
 
@@ -66,12 +66,22 @@ public final class PeripheralManager: Sendable {
 
   /// Opens the peripheral role on `adapter` (e.g. `hci1`; nil picks `hci0`, else the first).
   ///
-  /// - Throws: ``PeripheralManagerError/bluez(_:)`` with `serviceUnavailable` when bluetoothd
-  ///   is not running, `adapterNotFound` for an unknown adapter, `notReady` when it is powered
-  ///   off or lacks the GATT or advertising manager.
-  public static func open(
-    adapter: String? = nil, connection: DBusConnection? = nil
-  ) async throws(PeripheralManagerError) -> PeripheralManager {
+  /// - Throws: ``BluetoothError`` with code
+  ///   ``BluetoothError/Code/serviceUnavailable`` when bluetoothd is not running,
+  ///   ``BluetoothError/Code/adapterNotFound`` for an unknown adapter,
+  ///   ``BluetoothError/Code/notReady`` when it is powered off or lacks the GATT or advertising
+  ///   manager.
+  public static func open(adapter: String? = nil) async throws(BluetoothError)
+    -> PeripheralManager
+  {
+    try await open(adapter: adapter, connection: nil)
+  }
+
+  /// Opens the peripheral role on a connection the caller owns (tests' private buses), or on
+  /// a system bus connection of its own when `connection` is `nil`.
+  package static func open(
+    adapter: String? = nil, connection: DBusConnection?
+  ) async throws(BluetoothError) -> PeripheralManager {
     let bus: DBusConnection
     do throws(DBusError) {
       if let connection { bus = connection } else { bus = try DBusConnection.system() }
@@ -124,8 +134,8 @@ public final class PeripheralManager: Sendable {
 
   /// Publishes `service` (`GattManager1.RegisterApplication`). The service's characteristics
   /// are then what ``updateValue(_:for:)`` and ``send(_:for:)`` accept.
-  public func add(_ service: MutableService) async throws(PeripheralManagerError) {
-    let number = try state.withLock { state throws(PeripheralManagerError) -> Int in
+  public func add(_ service: MutableService) async throws(BluetoothError) {
+    let number = try state.withLock { state throws(BluetoothError) -> Int in
       if state.closed { throw .closed }
       defer { state.nextApplication += 1 }
       return state.nextApplication
@@ -195,11 +205,11 @@ public final class PeripheralManager: Sendable {
   /// ``PeripheralManagerEvent/readyToUpdate`` follows once there is room; send the same value
   /// again then. Returns true when the value was handed to bluetoothd, or when nobody is
   /// subscribed (nothing to send).
-  /// - Throws: ``PeripheralManagerError/valueTooLong(length:maximum:)`` above
+  /// - Throws: ``BluetoothError/Code/valueTooLong`` above
   ///   ``maximumUpdateValueLength(for:)`` (BlueZ would cut it silently);
-  ///   ``PeripheralManagerError/unknownCharacteristic(_:)``.
+  ///   ``BluetoothError/Code/attributeNotFound``.
   public func updateValue(_ value: [UInt8], for characteristic: MutableCharacteristic)
-    throws(PeripheralManagerError) -> Bool
+    throws(BluetoothError) -> Bool
   {
     let channel = try channel(for: characteristic)
     switch try channel.attempt(value, signalReady: true) {
@@ -210,12 +220,12 @@ public final class PeripheralManager: Sendable {
 
   /// Sends `value` to the subscribers of `characteristic`, waiting while the queue is full.
   ///
-  /// - Throws: ``PeripheralManagerError/notSubscribed(_:)`` when nobody is (or stays)
-  ///   subscribed; ``PeripheralManagerError/valueTooLong(length:maximum:)``;
-  ///   ``PeripheralManagerError/closed`` when the task is cancelled or the manager closes.
+  /// - Throws: ``BluetoothError/Code/notSubscribed`` when nobody is (or stays)
+  ///   subscribed; ``BluetoothError/Code/valueTooLong``;
+  ///   ``BluetoothError/Code/closed`` when the task is cancelled or the manager closes.
   public func send(_ value: [UInt8], for characteristic: MutableCharacteristic)
     async
-    throws(PeripheralManagerError)
+    throws(BluetoothError)
   {
     let channel = try channel(for: characteristic)
     while true {
@@ -239,7 +249,7 @@ public final class PeripheralManager: Sendable {
     (try? channel(for: characteristic))?.isSubscribed ?? false
   }
 
-  private func channel(for characteristic: MutableCharacteristic) throws(PeripheralManagerError)
+  private func channel(for characteristic: MutableCharacteristic) throws(BluetoothError)
     -> NotificationChannel
   {
     let channel = state.withLock { $0.channels[ObjectIdentifier(characteristic)] }

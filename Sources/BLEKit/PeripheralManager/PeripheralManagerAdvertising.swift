@@ -11,11 +11,11 @@ extension PeripheralManager {
   /// The legacy size (31 bytes) is computed first: when the advertising data does not fit, the
   /// error lists which fields take how many bytes instead of bluetoothd's bare
   /// `org.bluez.Error.Failed`.
-  /// - Throws: ``PeripheralManagerError/advertisementTooLarge(_:)``; ``PeripheralManagerError/bluez(_:)``
+  /// - Throws: ``BluetoothError/Code/advertisementTooLarge``; bluetoothd's error
   ///   (e.g. `notSupported` when the adapter cannot include the TX power).
   public func startAdvertising(_ payload: AdvertisingPayload, txPower: Int16? = nil)
     async
-    throws(PeripheralManagerError)
+    throws(BluetoothError)
   {
     let size: AdvertisingPayloadSize
     do {
@@ -40,7 +40,7 @@ extension PeripheralManager {
       }
     }
     await stopAdvertising()
-    let number = try state.withLock { state throws(PeripheralManagerError) -> Int in
+    let number = try state.withLock { state throws(BluetoothError) -> Int in
       if state.closed { throw .closed }
       defer { state.nextAdvertisement += 1 }
       return state.nextAdvertisement

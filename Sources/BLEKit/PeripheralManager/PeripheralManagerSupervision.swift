@@ -42,7 +42,7 @@ extension PeripheralManager {
   /// are registered again. The stream ends after a terminal event (power-off, no return,
   /// failed registration, the bus lost), or when the iteration ends; ending it removes its
   /// match rules.
-  public func supervise(returnWithin: Duration = .seconds(30)) async throws(PeripheralManagerError)
+  public func supervise(returnWithin: Duration = .seconds(30)) async throws(BluetoothError)
     -> AsyncStream<PeripheralSupervisionEvent>
   {
     let watched: AsyncStream<BluetoothdEvent>

@@ -82,7 +82,7 @@ public final class TransferPeripheral: Sendable {
 
   /// Publishes the service and advertises its UUID, general discoverable (and `localName`, in
   /// the scan response).
-  public func publish(localName: String? = nil) async throws(PeripheralManagerError) {
+  public func publish(localName: String? = nil) async throws(BluetoothError) {
     try await manager.add(service)
     // General discoverable (Flags 0x06), as CoreBluetooth advertises: an LE general discovery
     // (bluetoothd's StartDiscovery) ignores advertisers without the flag; in the lab the

@@ -1,0 +1,130 @@
+// BluetoothError: BLEKit's one error type, with bluetoothd's own error kept underneath.
+import BlueZ
+
+/// An error from BLEKit: ``CentralManager``, ``Peripheral``, ``PeripheralManager``,
+/// ``PairingAgent`` and the transfer client (CoreBluetooth's `CBError`).
+///
+/// The ``code`` says what went wrong in BLEKit's terms; it is open (new codes can be added
+/// without breaking a `switch`, which needs a `default`). ``underlyingName`` and
+/// ``underlyingMessage`` keep bluetoothd's own error (e.g. `org.bluez.Error.InProgress`) or the
+/// bus's when there was one, for diagnosis. Match a code with
+/// `catch let error as BluetoothError where error.code == .timeout`, or with
+/// `catch BluetoothError.Code.timeout`.
+public struct BluetoothError: Error, Sendable, CustomStringConvertible {
+  /// What went wrong, as a stable code.
+  public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    /// bluetoothd is not on the bus.
+    public static let serviceUnavailable = Code(rawValue: "serviceUnavailable")
+    /// The connection to the system bus was lost (the bus daemon stopped or restarted): the
+    /// central can do nothing more; open a new one.
+    public static let busLost = Code(rawValue: "busLost")
+    /// The bus refused us.
+    public static let unauthorized = Code(rawValue: "unauthorized")
+    /// The requested adapter does not exist (or there is none).
+    public static let adapterNotFound = Code(rawValue: "adapterNotFound")
+    /// The adapter is powered off.
+    public static let poweredOff = Code(rawValue: "poweredOff")
+    /// A scan is already running on this manager.
+    public static let scanInProgress = Code(rawValue: "scanInProgress")
+    /// The peripheral is unknown to bluetoothd (never discovered, or removed).
+    public static let peripheralNotFound = Code(rawValue: "peripheralNotFound")
+    /// Connecting failed after the allowed retries.
+    public static let connectionFailed = Code(rawValue: "connectionFailed")
+    /// The operation did not finish in time.
+    public static let timeout = Code(rawValue: "timeout")
+    /// The peripheral is not connected (or disconnected during the operation).
+    public static let disconnected = Code(rawValue: "disconnected")
+    /// A service, characteristic or descriptor was not found.
+    public static let attributeNotFound = Code(rawValue: "attributeNotFound")
+    /// The characteristic does not support the operation (e.g. no `notify` flag).
+    public static let notSupported = Code(rawValue: "notSupported")
+    /// bluetoothd refused: the operation is not permitted or not authorized
+    /// (`org.bluez.Error.NotPermitted`, `org.bluez.Error.NotAuthorized`).
+    public static let notPermitted = Code(rawValue: "notPermitted")
+    /// The adapter is not ready for the operation (`org.bluez.Error.NotReady`, e.g. powered
+    /// off while bluetoothd was asked).
+    public static let notReady = Code(rawValue: "notReady")
+    /// The bus failed the call (not an answer from bluetoothd).
+    public static let bus = Code(rawValue: "bus")
+    /// bluetoothd answered with another error; see ``BluetoothError/underlyingName``.
+    public static let bluez = Code(rawValue: "bluez")
+    /// The task was cancelled.
+    public static let cancelled = Code(rawValue: "cancelled")
+    /// A system call failed (e.g. reading the notification socket).
+    public static let system = Code(rawValue: "system")
+  }
+
+  /// What went wrong.
+  public var code: Code
+  /// One line for a person.
+  public var message: String
+  /// bluetoothd's error, when there was one.
+  package var bluez: BlueZError?
+
+  /// The D-Bus error name bluetoothd or the bus answered with, e.g.
+  /// `org.bluez.Error.NotPermitted`, when there was one.
+  public var underlyingName: String? { bluez?.name }
+  /// bluetoothd's or the bus's own text for the error, when there was one.
+  public var underlyingMessage: String? { bluez?.message }
+
+  /// An error with a code and a one-line message.
+  public init(_ code: Code, _ message: String) {
+    self.init(code, message, bluez: nil)
+  }
+
+  package init(_ code: Code, _ message: String, bluez: BlueZError?) {
+    self.code = code
+    self.message = message
+    self.bluez = bluez
+  }
+
+  /// Wraps a BlueZ-layer error, keeping its meaning where blekit has a code for it; the
+  /// message says what was being done.
+  package init(_ error: BlueZError, while doing: String) {
+    self.init(Self.code(for: error), "\(doing): \(error.description)", bluez: error)
+  }
+
+  /// Wraps a BlueZ-layer error as it is: bluetoothd's text with its error name, or the bare
+  /// message of an error blekit itself raised.
+  package init(_ error: BlueZError) {
+    let text = error.code.rawValue.hasPrefix("blekit.") ? error.message : error.description
+    self.init(Self.code(for: error), text, bluez: error)
+  }
+
+  /// blekit's code for a BlueZ-layer error.
+  private static func code(for error: BlueZError) -> Code {
+    switch error.code {
+    case .serviceUnavailable: .serviceUnavailable
+    case .busLost: .busLost
+    case .accessDenied: .unauthorized
+    case .adapterNotFound: .adapterNotFound
+    case .timeout: .timeout
+    case .notConnected: .disconnected
+    case .objectNotFound, .doesNotExist: .attributeNotFound
+    case .notSupported: .notSupported
+    case .notPermitted, .notAuthorized: .notPermitted
+    case .notReady: .notReady
+    case .bus: .bus
+    default: .bluez
+    }
+  }
+
+  /// One line.
+  public var description: String { message }
+}
+
+extension BluetoothError.Code {
+  /// Lets `catch BluetoothError.Code.timeout` (or a `case` of a `switch` over an error) match a
+  /// ``BluetoothError`` with this code.
+  public static func ~= (code: Self, error: any Error) -> Bool {
+    (error as? BluetoothError)?.code == code
+  }
+}
+
+/// The former name of ``BluetoothError``.
+@available(*, deprecated, renamed: "BluetoothError")
+public typealias CentralError = BluetoothError

@@ -1,0 +1,48 @@
+// The peripheral side's errors, as BluetoothError values with their one-line messages.
+import BlueZ
+import Bluetooth
+
+extension BluetoothError.Code {
+  /// The advertisement does not fit; the message says which fields take how many bytes.
+  public static let advertisementTooLarge = Self(rawValue: "advertisementTooLarge")
+  /// Nobody is subscribed to the characteristic (any more).
+  public static let notSubscribed = Self(rawValue: "notSubscribed")
+  /// The value is longer than one notification can carry for the current subscribers.
+  public static let valueTooLong = Self(rawValue: "valueTooLong")
+  /// The manager was closed.
+  public static let closed = Self(rawValue: "closed")
+}
+
+extension BluetoothError {
+  /// bluetoothd's or the bus's error, as BLEKit reports it.
+  package static func bluez(_ error: BlueZError) -> BluetoothError {
+    BluetoothError(error)
+  }
+
+  /// An advertisement that does not fit; `report` says which fields take how many bytes.
+  package static func advertisementTooLarge(_ report: String) -> BluetoothError {
+    BluetoothError(.advertisementTooLarge, report)
+  }
+
+  /// A characteristic never added to this manager (or whose service was removed).
+  package static func unknownCharacteristic(_ uuid: BluetoothUUID) -> BluetoothError {
+    BluetoothError(.attributeNotFound, "characteristic \(uuid) is not published by this manager")
+  }
+
+  /// Nobody is subscribed to the characteristic.
+  package static func notSubscribed(_ uuid: BluetoothUUID) -> BluetoothError {
+    BluetoothError(.notSubscribed, "no central is subscribed to characteristic \(uuid)")
+  }
+
+  /// A value longer than one notification can carry.
+  package static func valueTooLong(length: Int, maximum: Int) -> BluetoothError {
+    BluetoothError(
+      .valueTooLong,
+      "a \(length)-byte value does not fit in one notification (at most \(maximum) bytes)")
+  }
+
+  /// The peripheral manager was closed.
+  package static var closed: BluetoothError {
+    BluetoothError(.closed, "the peripheral manager is closed")
+  }
+}
