@@ -28,7 +28,8 @@ enum ManualSections {
         "Where bluetoothd keeps the keys of paired devices (pair, unpair and trust change them)."),
     ])
 
-  /// Sessions from the virtual BLE lab, as README shows them (hci1 runs `blekit advertise`).
+  /// Sessions from the virtual BLE lab, as README shows them (hci1 runs `blekit advertise`);
+  /// only the long write is wrapped.
   static let examples = ManualSection(
     title: "EXAMPLES",
     blocks: [
@@ -40,12 +41,18 @@ enum ManualSections {
         hci0  00:AA:01:00:00:00  public  yes      no           central,peripheral  BlueZ 5.66
         hci1  00:AA:01:01:00:01  public  yes      no           central,peripheral  BlueZ 5.66
         """),
-      .paragraph("Send a message from one adapter and receive it on another:"),
+      .paragraph(
+        "With blekit advertise --message \"hello from hci1\" running on hci1, subscribe to its "
+          + "transfer characteristic, write a reply, and receive the message it now serves:"),
       .example(
         """
-        $ blekit advertise -a hci1 --message "hello from hci1" --once &
-        $ blekit receive -a hci0
+        $ blekit notify 00:AA:01:01:00:01 08590f7e-db05-467e-8757-72f6faeb13d4 --count 2 --text
         hello from hci1
+        EOM
+        $ blekit write 00:AA:01:01:00:01 08590f7e-db05-467e-8757-72f6faeb13d4 \\
+            --text "hi back" --without-response
+        $ blekit receive --from 00:AA:01:01:00:01
+        hi back
         """),
       .paragraph("Read a characteristic as text, then a missing one (exit status 10):"),
       .example(
