@@ -128,6 +128,52 @@ import Testing
     #expect(script.contains("'::HEX: '"))
   }
 
+  /// Runs `body` in zsh after sourcing the script, with zsh's completion functions replaced by
+  /// ones that print what they are given: `_arguments` its specs (and it moves a group to
+  /// listing its commands), `_describe` the commands, `compadd -a` the candidates.
+  private func zshCalls(_ body: String) throws -> [String] {
+    let zsh = try #require(installedProgram("zsh"), "zsh is not installed (scripts/setup)")
+    let file = try temporaryFile("_tool", CompletionShell.zsh.script(for: RootFixture.self))
+    let result = try runProgram(
+      zsh,
+      [
+        "-f", "-c",
+        """
+        _arguments() { state=command; print -rl -- "$@"; }
+        _describe() { print -rl -- "${(@P)4}"; }
+        compadd() { shift; print -rl -- "${(@P)1}"; }
+        words=(tool)
+        source '\(file)' >/dev/null
+        \(body)
+        """,
+      ])
+    #expect(result.status == 0, "\(result.err)")
+    #expect(result.err == "")
+    return result.out.split(separator: "\n").map(String.init)
+  }
+
+  @Test func zshFunctionsHandTheirSpecsToArguments() throws {
+    #expect(
+      try zshCalls("_tool_write")
+        == [
+          "-s", "--text[Write TEXT as UTF-8 instead.]:TEXT: ",
+          "--without-response[Write without response.]", "-h[Show help information.]",
+          "--help[Show help information.]", ":ADDRESS:_tool_source_0", ":CHAR-UUID: ",
+          "::HEX: ",
+        ])
+    let root = try zshCalls("_tool")
+    #expect(
+      root.contains(
+        "--generate-completion-script[Print a completion script for this shell.]:SHELL:(bash zsh fish)"
+      ))
+    #expect(
+      root.suffix(4) == [
+        "scan:Scan for advertising devices.", "write:Write a characteristic's value.",
+        "fail:Fail on purpose.", "gatt:GATT verbs.",
+      ])
+    #expect(try zshCalls("_tool_source_0") == ["00:AA:01:01:00:01"])
+  }
+
   @Test func generatorOptionsResolveAtTheRootOnly() throws {
     guard
       case .generated(let bash) = try CommandResolver.resolve(
