@@ -61,36 +61,52 @@ enum BashCompletionScript {
     }
     lines += ["  esac", "}", ""]
 
-    lines += [
-      "\(prefix)() {",
-      "  local cur=${COMP_WORDS[COMP_CWORD]} path='' word expect='' positional=0 i",
-      "  COMPREPLY=()",
-      "  for ((i = 1; i < COMP_CWORD; i++)); do",
-      "    word=${COMP_WORDS[i]}",
-      "    if [[ -n $expect ]]; then",
-      "      expect=''",
-      "    elif [[ $word == -?* && $word != -[0-9.]* ]]; then",
-      "      [[ $word != *=* && \" $(\(prefix)_words \"$path valued\") \" == *\" $word \"* ]] && expect=$word",
-      "    elif [[ \" $(\(prefix)_words \"$path subcommands\") \" == *\" $word \"* ]]; then",
-      "      path=${path:+$path }$word",
-      "      positional=0",
-      "    else",
-      "      positional=$((positional + 1))",
-      "    fi",
-      "  done",
-      "  if [[ -n $expect ]]; then",
-      "    \(prefix)_values \"$path $expect\" \"$cur\"",
-      "  elif [[ $cur == -* ]]; then",
-      "    COMPREPLY=($(compgen -W \"$(\(prefix)_words \"$path options\")\" -- \"$cur\"))",
-      "  elif [[ -n $(\(prefix)_words \"$path subcommands\") ]]; then",
-      "    COMPREPLY=($(compgen -W \"$(\(prefix)_words \"$path subcommands\")\" -- \"$cur\"))",
-      "  else",
-      "    \(prefix)_values \"$path #$positional\" \"$cur\"",
-      "  fi",
-      "}",
-      "",
-      "complete -F \(prefix) \(program)",
-    ]
+    // The words come from COMP_LINE split at blanks, not COMP_WORDS: bash also splits words at
+    // ':' and '=' (COMP_WORDBREAKS), which would cut an address into six words. Candidates
+    // are then trimmed to the part after the last ':' of the word, which is all bash replaces.
+    lines.append(
+      #"""
+      \#(prefix)() {
+        local line=${COMP_LINE:0:COMP_POINT} path='' word expect='' positional=0 i cur
+        local -a words
+        read -ra words <<<"$line"
+        [[ -z $line || $line =~ [[:space:]]$ ]] && words+=('')
+        cur=${words[${#words[@]} - 1]}
+        COMPREPLY=()
+        for ((i = 1; i < ${#words[@]} - 1; i++)); do
+          word=${words[i]}
+          if [[ -n $expect ]]; then
+            expect=''
+          elif [[ $word == -?* && $word != -[0-9.]* ]]; then
+            [[ $word != *=* && " $(\#(prefix)_words "$path valued") " == *" $word "* ]] && expect=$word
+          elif [[ " $(\#(prefix)_words "$path subcommands") " == *" $word "* ]]; then
+            path=${path:+$path }$word
+            positional=0
+          else
+            positional=$((positional + 1))
+          fi
+        done
+        if [[ -z $expect && $cur == --*=* ]]; then
+          expect=${cur%%=*}
+          cur=${cur#*=}
+        fi
+        if [[ -n $expect ]]; then
+          \#(prefix)_values "$path $expect" "$cur"
+        elif [[ $cur == -* ]]; then
+          COMPREPLY=($(compgen -W "$(\#(prefix)_words "$path options")" -- "$cur"))
+        elif [[ -n $(\#(prefix)_words "$path subcommands") ]]; then
+          COMPREPLY=($(compgen -W "$(\#(prefix)_words "$path subcommands")" -- "$cur"))
+        else
+          \#(prefix)_values "$path #$positional" "$cur"
+        fi
+        if [[ $cur == *:* && $COMP_WORDBREAKS == *:* ]]; then
+          local before=${cur%"${cur##*:}"}
+          COMPREPLY=("${COMPREPLY[@]#"$before"}")
+        fi
+      }
+
+      complete -F \#(prefix) \#(program)
+      """#)
     return lines.joined(separator: "\n") + "\n"
   }
 

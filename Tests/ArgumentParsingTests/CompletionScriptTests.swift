@@ -46,23 +46,28 @@ import Testing
     #expect(result.err == "")
   }
 
-  /// What bash offers for the words (the last one is being completed).
-  private func bashOffers(_ words: [String]) throws -> [String] {
+  /// What bash offers for a command line typed up to its end (the cursor), as bash calls the
+  /// function: COMP_LINE and COMP_POINT (COMP_WORDS split as bash splits, at ':' and '=' too).
+  private func bashOffers(_ line: String) throws -> [String] {
     let bash = try #require(installedProgram("bash"))
     let file = try temporaryFile("tool.bash", CompletionShell.bash.script(for: RootFixture.self))
-    let quoted = words.map { "'\($0)'" }.joined(separator: " ")
     let result = try runProgram(
       bash,
       [
         "-c",
         """
         source '\(file)'
-        COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1); _tool
+        COMP_LINE=$1; COMP_POINT=${#1}; _tool
         printf '%s\\n' "${COMPREPLY[@]}"
         """,
+        "bash", line,
       ])
     #expect(result.status == 0, "\(result.err)")
     return result.out.split(separator: "\n").map(String.init)
+  }
+
+  private func bashOffers(_ words: [String]) throws -> [String] {
+    try bashOffers(words.joined(separator: " "))
   }
 
   @Test func bashOffersCommandsOptionsAndValues() throws {
@@ -85,6 +90,12 @@ import Testing
     #expect(try bashOffers(["tool", "gatt", ""]) == ["write"])
     #expect(try bashOffers(["tool", "gatt", "write", "--w"]) == ["--without-response"])
     #expect(try bashOffers(["tool", "gatt", "write", ""]) == ["00:AA:01:01:00:01"])
+    // Bash replaces only the part of a word after its last ':' or '='.
+    #expect(try bashOffers("tool write 00:AA:0") == ["01:01:00:01"])
+    #expect(try bashOffers("tool write 00:AA:01:01:00:01 2a00 ") == [])
+    #expect(try bashOffers("tool scan --power=o") == ["on", "off"])
+    #expect(try bashOffers("tool scan --power=on --d") == ["--duplicates"])
+    #expect(try bashOffers("tool --generate-completion-script=f") == ["fish"])
   }
 
   @Test func bashRegistersTheFunction() throws {
