@@ -94,8 +94,7 @@ public enum ManualPage {
         case .example(let text):
           lines += [".PP", ".nf", ".ft CR"]
           lines += text.split(separator: "\n", omittingEmptySubsequences: false).map {
-            let line = escaped(String($0))
-            return line.isEmpty ? "" : line
+            escaped(String($0))
           }
           lines += [".ft R", ".fi"]
         }
