@@ -44,6 +44,8 @@ public enum CommandLineTool {
         output.standardOutput(text)
       case .version(let line):
         output.standardOutput(line + "\n")
+      case .generated(let text):
+        output.standardOutput(text)
       case .run(let command, let commandPath):
         path = commandPath
         try await command.run()

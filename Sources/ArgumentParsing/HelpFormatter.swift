@@ -35,10 +35,11 @@ public enum HelpFormatter {
       sections.append(section("ARGUMENTS", positionals.map { ($0.valueName, text(for: $0)) }))
     }
     var optionRows = specs.filter(\.isNamed).map { (label(for: $0), text(for: $0)) }
-    if configuration.version != nil {
-      optionRows.append(("--version", "Show the version."))
+    for option in BuiltInOption.options(for: configuration, isRoot: path.count == 1) {
+      let label = option.names.joined(separator: ", ") + (option.valueName.map { " " + $0 } ?? "")
+      let values = option.choices.map { " (values: " + $0.joined(separator: ", ") + ")" } ?? ""
+      optionRows.append((label, option.help + values))
     }
-    optionRows.append(("-h, --help", "Show help information."))
     sections.append(section("OPTIONS", optionRows))
     if isGroup {
       let rows = configuration.subcommands.map {

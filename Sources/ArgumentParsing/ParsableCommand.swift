@@ -82,11 +82,19 @@ public struct CommandConfiguration: Sendable {
   public var subcommands: [any ParsableCommand.Type]
   /// Extra sections at the end of the help, e.g. the exit status table.
   public var extraSections: [HelpSection]
+  /// What argument values complete to in the completion scripts, by ``ArgumentSpec/id``
+  /// (`--adapter`, `ADDRESS`), for the whole tree; only the root's is read. Values with a
+  /// closed set of words complete to them without an entry here.
+  public var valueCompletions: [String: ValueCompletion]
+  /// Sections the manual page adds after the commands and the extra sections (ENVIRONMENT,
+  /// FILES, EXAMPLES); only the root's are read.
+  public var manualSections: [ManualSection]
 
   /// Describes a command.
   public init(
     name: String, abstract: String, discussion: String = "", version: String? = nil,
-    subcommands: [any ParsableCommand.Type] = [], extraSections: [HelpSection] = []
+    subcommands: [any ParsableCommand.Type] = [], extraSections: [HelpSection] = [],
+    valueCompletions: [String: ValueCompletion] = [:], manualSections: [ManualSection] = []
   ) {
     self.name = name
     self.abstract = abstract
@@ -94,6 +102,8 @@ public struct CommandConfiguration: Sendable {
     self.version = version
     self.subcommands = subcommands
     self.extraSections = extraSections
+    self.valueCompletions = valueCompletions
+    self.manualSections = manualSections
   }
 }
 

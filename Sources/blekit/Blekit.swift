@@ -18,7 +18,9 @@ struct Blekit: ParsableCommand {
       """,
     version: version,
     subcommands: CommandRegistry.commands,
-    extraSections: [ExitStatus.helpSection]
+    extraSections: [ExitStatus.helpSection],
+    valueCompletions: ShellCompletionSources.byArgument,
+    manualSections: ManualSections.all
   )
 
   init(parsing _: ParsedArguments<NoArguments>) {}

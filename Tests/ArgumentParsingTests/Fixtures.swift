@@ -118,7 +118,21 @@ struct RootFixture: ParsableCommand {
   static let configuration = CommandConfiguration(
     name: "tool", abstract: "A test tool.", version: "9.8.7",
     subcommands: [ScanFixture.self, WriteFixture.self, FailFixture.self, GroupFixture.self],
-    extraSections: [ExitStatus.helpSection])
+    extraSections: [ExitStatus.helpSection],
+    valueCompletions: [
+      "ADDRESS": .shellCommand("echo 00:AA:01:01:00:01"), "--name": .files,
+      "KIND": .words(["cli", "cancel", "other", "none"]),
+    ],
+    manualSections: [
+      ManualSection(
+        title: "ENVIRONMENT", blocks: [.item("TOOL_HOME", "Where the tool keeps its state.")]),
+      ManualSection(
+        title: "EXAMPLES",
+        blocks: [
+          .paragraph("Write a value:"),
+          .example("$ tool write 00:AA:01:01:00:01 2a00 ff\n.hidden line\n\\backslash"),
+        ]),
+    ])
   init(parsing _: ParsedArguments<NoArguments>) {}
   func run() async throws {}
 }

@@ -52,6 +52,10 @@ import Testing
         """
         OPTIONS:
           --version             Show the version.
+          --generate-completion-script SHELL
+                                Print a completion script for this shell. (values: bash,
+                                zsh, fish)
+          --generate-manual     Print the manual page (roff).
           -h, --help            Show help information.
 
         SUBCOMMANDS:

@@ -1,0 +1,53 @@
+// Runs an outside program (bash, zsh, fish, groff) on a generated script or page.
+
+import Foundation
+
+/// The result of one run of an outside program.
+struct ShellRun {
+  var status: Int32
+  var out: String
+  var err: String
+}
+
+/// The absolute path of `program` on PATH (or in /usr/bin), or `nil` when it is not installed.
+func installedProgram(_ program: String) -> String? {
+  let directories =
+    (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
+    + ["/usr/bin", "/bin"]
+  return directories.map { $0 + "/" + program }.first {
+    FileManager.default.isExecutableFile(atPath: $0)
+  }
+}
+
+/// Writes `text` to a fresh temporary file named `name` and returns its path.
+func temporaryFile(_ name: String, _ text: String) throws -> String {
+  let directory = FileManager.default.temporaryDirectory
+    .appendingPathComponent("argparse-\(UUID().uuidString)")
+  try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+  let file = directory.appendingPathComponent(name)
+  try text.write(to: file, atomically: true, encoding: .utf8)
+  return file.path
+}
+
+/// Runs `program` with `arguments`, standard input closed; waits for it (bounded by the
+/// program's own work: these are syntax checks and short completion runs).
+func runProgram(
+  _ program: String, _ arguments: [String], environment: [String: String]? = nil
+) throws -> ShellRun {
+  let process = Process()
+  process.executableURL = URL(fileURLWithPath: program)
+  process.arguments = arguments
+  if let environment { process.environment = environment }
+  let out = Pipe()
+  let err = Pipe()
+  process.standardOutput = out
+  process.standardError = err
+  process.standardInput = FileHandle.nullDevice
+  try process.run()
+  let outData = out.fileHandleForReading.readDataToEndOfFile()
+  let errData = err.fileHandleForReading.readDataToEndOfFile()
+  process.waitUntilExit()
+  return ShellRun(
+    status: process.terminationStatus, out: String(decoding: outData, as: UTF8.self),
+    err: String(decoding: errData, as: UTF8.self))
+}
