@@ -29,6 +29,7 @@ extension ReceiveCommand {
     }
     let progress = L2CAPProgress(verb: "received")
     let message: [UInt8]
+    var duration = Duration.zero
     do {
       guard let psm = try await peripheral.l2capPSM() else {
         throw CLIError(
@@ -39,11 +40,13 @@ extension ReceiveCommand {
       let channel = try await peripheral.openL2CAPChannel(
         psm, timeout: max(deadline - .now, .seconds(1)))
       defer { channel.close() }
+      let began = ContinuousClock.now
       message = try await L2CAPMessageTransfer.receive(
         over: channel, limit: TransferReassembler.defaultMaximumMessageLength
       ) { received, total in
         progress.update(received, of: total)
       }
+      duration = ContinuousClock.now - began
       progress.finish()
       // The acknowledgement must leave before the channel closes.
       await channel.drain(timeout: .seconds(10))
@@ -69,6 +72,11 @@ extension ReceiveCommand {
               ("bytes", .int(message.count)),
               ("peer", .string(peer.address.rawValue)),
               ("framing", .string("l2cap")),
+              ("seconds", .number(seconds(duration))),
+              (
+                "bytesPerSecond",
+                .number(Double(message.count) / max(seconds(duration), 0.001))
+              ),
             ])) + "\n").utf8))
     } else if nul {
       guard !message.contains(0) else {
