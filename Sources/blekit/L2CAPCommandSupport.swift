@@ -60,7 +60,10 @@ final class StandardInputChunks: AsyncSequence, Sendable {
   private let room: DispatchSemaphore
 
   init(chunkSize: Int = 65536, buffered: Int = 4) {
-    let room = DispatchSemaphore(value: buffered)
+    // Created at 0 and raised: libdispatch traps when a semaphore is freed below its initial
+    // value, which happens here whenever reading stops with chunks in flight.
+    let room = DispatchSemaphore(value: 0)
+    for _ in 0..<buffered { room.signal() }
     self.room = room
     let (stream, continuation) = AsyncThrowingStream.makeStream(of: [UInt8].self)
     self.stream = stream

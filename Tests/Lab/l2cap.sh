@@ -22,6 +22,10 @@ passed=0
 failed=0
 ok() { echo "ok   $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+# known: bluetoothd on hci0 knows the peripheral (receive --from connects without a scan).
+known() {
+  busctl --system introspect org.bluez "/org/bluez/hci0/dev_${PERIPHERAL//:/_}" >/dev/null 2>&1
+}
 first_line() { head -c 300 "$1" 2>/dev/null | tr '\n' ' '; }
 
 head -c 1048576 /dev/urandom >"$OUT/1m.bin"
@@ -127,14 +131,17 @@ else
     "($(first_line "$OUT/absent.recv.err"))"
 fi
 
-# --- a link cut mid-stream (the central's host ends it): connect exits 7, no hang ---------------
+# --- the link lost mid-stream: connect exits 7, no hang --------------------------------------
+# The controller reports the link gone with reason 0x08 (connection timeout, what a real radio
+# reports on a supervision timeout): hcitool asks hci0 to disconnect with that reason, and
+# btvirt reports it back as given.
 LISTEN_IN=$OUT/2m.bin listen cut
 "$BLEKIT" l2cap connect -a hci0 --timeout 60 --receive-only "$PERIPHERAL" \
   >"$OUT/cut.connect.out" 2>"$OUT/cut.connect.err" &
 connector=$!
 wait_for 30 test -s "$OUT/cut.connect.out"
-sleep 1
-btmgmt --index 0 disconnect -t 1 "$PERIPHERAL" >"$OUT/cut.btmgmt" 2>&1
+handle=$(hcitool -i hci0 con | sed -n "s/.*LE $PERIPHERAL handle \([0-9]*\).*/\1/p" | head -n 1)
+hcitool -i hci0 ledc "${handle:-0}" 8 >"$OUT/cut.hcitool" 2>&1
 start=$SECONDS
 n=200
 while kill -0 "$connector" 2>/dev/null && ((n-- > 0)); do sleep 0.1; done
@@ -143,32 +150,39 @@ wait "$connector"
 rc=$?
 finish_listener
 got=$(stat -c %s "$OUT/cut.connect.out")
-if ((rc == 7)) && ((got < 2097152)) && cmp -s "$OUT/cut.connect.out" <(head -c "$got" "$OUT/2m.bin"); then
-  ok "link cut after $got bytes: connect exits 7 within $((SECONDS - start)) s:" \
-    "$(first_line "$OUT/cut.connect.err"); listen exit $LISTEN_RC"
+if ((rc == 7)) && ((got < 2097152)) && cmp -s "$OUT/cut.connect.out" <(head -c "$got" "$OUT/2m.bin") \
+  && grep -q "was lost" "$OUT/cut.connect.err"; then
+  ok "link lost after $got bytes: connect exits 7 within $((SECONDS - start)) s:" \
+    "$(first_line "$OUT/cut.connect.err"); listen exit $LISTEN_RC ($(tail -n 1 "$OUT/cut.listen.err"))"
 else
-  fail "link cut: connect exit $rc after $got bytes: $(first_line "$OUT/cut.connect.err")"
+  fail "link lost (handle '$handle'): connect exit $rc after $got bytes: $(first_line "$OUT/cut.connect.err")"
 fi
 
-# --- --secure: the listener accepts channels only on an encrypted link --------------------------
+# --- --secure: channels only on an encrypted link --------------------------------------------
+# Without an agent on hci1's side the kernel's own attempt to pair (it answers "insufficient
+# encryption" by pairing and asking again) fails: exit 5, one line.
 listen secure --secure --receive-only
 echo "over an encrypted link" >"$OUT/secure.in"
-"$BLEKIT" l2cap connect -a hci0 --timeout 30 --psm "${PSM:-0}" "$PERIPHERAL" <"$OUT/secure.in" \
+"$BLEKIT" l2cap connect -a hci0 --timeout 20 --psm "${PSM:-0}" "$PERIPHERAL" <"$OUT/secure.in" \
   >"$OUT/secure.plain.out" 2>"$OUT/secure.plain.err"
-plain_rc=$?
-"$BLEKIT" pair -a hci0 --confirm auto --timeout 30 "$PERIPHERAL" >"$OUT/secure.pair.out" 2>&1
-pair_rc=$?
-"$BLEKIT" l2cap connect -a hci0 --secure --timeout 30 --psm "${PSM:-0}" "$PERIPHERAL" \
-  <"$OUT/secure.in" >"$OUT/secure.out" 2>"$OUT/secure.err"
 rc=$?
-finish_listener
-echo "# secure: unencrypted connect exit $plain_rc ($(first_line "$OUT/secure.plain.err"));" \
-  "pair exit $pair_rc ($(first_line "$OUT/secure.pair.out"))"
-if ((rc == 0)) && cmp -s "$OUT/secure.in" "$OUT/secure.listen.out"; then
-  ok "listen --secure: connect --secure after pairing delivers byte-exact"
+kill -TERM "$LISTENER" 2>/dev/null
+wait "$LISTENER" 2>/dev/null
+if ((rc == 5)) && [[ ! -s $OUT/secure.listen.out ]] && grep -q "more security" "$OUT/secure.plain.err"; then
+  ok "listen --secure, no agent to pair: connect exits 5: $(first_line "$OUT/secure.plain.err")"
 else
-  fail "listen --secure: connect --secure exit $rc ($(first_line "$OUT/secure.err")); listen exit" \
-    "$LISTEN_RC ($(first_line "$OUT/secure.listen.err"))"
+  fail "listen --secure without pairing: connect exit $rc: $(first_line "$OUT/secure.plain.err")"
+fi
+# With blekit's agent on hci1 (advertise --pairable --confirm auto), receive --l2cap (which asks
+# for no security itself) gets the message: the kernel pairs just-works and opens the channel.
+ADV_ARGS="--secure --pairable --confirm auto" exchange secure "$OUT/secure.in"
+rc=$RC
+paired=$(prop /org/bluez/hci0/dev_${PERIPHERAL//:/_} org.bluez.Device1 Paired)
+if ((rc == 0)) && cmp -s "$OUT/secure.in" "$OUT/secure.out" && [[ $paired == true ]]; then
+  ok "advertise --l2cap --secure --pairable: receive --l2cap paired (Paired=$paired) and got it byte-exact"
+else
+  fail "advertise --l2cap --secure: receive exit $rc ($(first_line "$OUT/secure.err")); Paired=$paired;" \
+    "advertise exit $ADV_RC: $(first_line "$OUT/secure.adv.err")"
 fi
 "$BLEKIT" unpair -a hci0 "$PERIPHERAL" >/dev/null 2>&1
 "$BLEKIT" unpair -a hci1 00:AA:01:00:00:00 >/dev/null 2>&1
@@ -178,12 +192,17 @@ fi
 exchange() {
   local name=$1 file=$2
   local start=$SECONDS
-  "$BLEKIT" advertise -a hci1 --l2cap --file "$file" --once --timeout 120 \
+  # The receiver first: when bluetoothd does not know the peripheral it scans, and the
+  # advertisement must switch on under a running scan (docs/lab.md).
+  "$BLEKIT" receive --l2cap -a hci0 --from "$PERIPHERAL" --timeout 60 ${RECEIVE_ARGS-} \
+    >"$OUT/$name.out" 2>"$OUT/$name.err" &
+  local recv=$!
+  known || wait_discovering hci0 10
+  # shellcheck disable=SC2086
+  "$BLEKIT" advertise -a hci1 --l2cap --file "$file" --once --timeout 120 ${ADV_ARGS-} \
     >"$OUT/$name.adv.out" 2>"$OUT/$name.adv.err" &
   local adv=$!
-  sleep 1
-  "$BLEKIT" receive --l2cap -a hci0 --from "$PERIPHERAL" --timeout 60 >"$OUT/$name.out" \
-    2>"$OUT/$name.err"
+  wait "$recv"
   RC=$?
   TOOK=$((SECONDS - start))
   local n=100
@@ -207,16 +226,17 @@ for name in empty text 1m.bin; do
 done
 
 # --- the sender killed mid-stream: receive --l2cap exits 7 and prints nothing -------------------
-"$BLEKIT" advertise -a hci1 --l2cap --file "$OUT/2m.bin" --once --timeout 120 \
-  >"$OUT/kill.adv.out" 2>"$OUT/kill.adv.err" &
-adv=$!
-sleep 1
+# advertise runs on a terminal (script) so that it draws its progress line; it is killed once
+# that shows bytes going out.
 "$BLEKIT" receive --l2cap -a hci0 --from "$PERIPHERAL" --timeout 60 >"$OUT/kill.out" \
   2>"$OUT/kill.err" &
 recv=$!
-# The channel is up once hci1 has an LE link and a few seconds went by.
-wait_for 30 sh -c "hcitool -i hci1 con | grep -q LE"
-sleep 4
+known || wait_discovering hci0 10
+script -qfec "$BLEKIT advertise -a hci1 --l2cap --file $OUT/2m.bin --once --timeout 120" \
+  "$OUT/kill.adv.tty" >/dev/null 2>&1 &
+adv=$!
+wait_for 60 grep -q "sent [0-9]*/2097152" "$OUT/kill.adv.tty"
+# SIGKILL to script: the pty closes and advertise gets SIGHUP, which ends it at once.
 kill -KILL "$adv"
 start=$SECONDS
 n=300
@@ -232,10 +252,10 @@ else
 fi
 
 # --- throughput: the same 256 KiB over GATT notifications and over L2CAP, in this run -----------
-start_ms=$(date +%s%3N)
 "$BLEKIT" receive -a hci0 --from "$PERIPHERAL" --timeout 60 --json >"$OUT/bench-gatt.json" \
   2>"$OUT/bench-gatt.err" &
 recv=$!
+known || wait_discovering hci0 10
 "$BLEKIT" advertise -a hci1 --file "$OUT/256k.txt" --once --timeout 120 >/dev/null 2>&1 &
 adv=$!
 wait "$recv"
@@ -244,14 +264,8 @@ kill -TERM "$adv" 2>/dev/null
 wait "$adv" 2>/dev/null
 gatt_rate=$(/usr/bin/python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["bytesPerSecond"]))' \
   "$OUT/bench-gatt.json" 2>/dev/null || echo 0)
-"$BLEKIT" advertise -a hci1 --l2cap --file "$OUT/256k.txt" --once --timeout 120 >/dev/null 2>&1 &
-adv=$!
-sleep 1
-"$BLEKIT" receive --l2cap -a hci0 --from "$PERIPHERAL" --timeout 60 --json \
-  >"$OUT/bench-l2cap.json" 2>"$OUT/bench-l2cap.err"
-RC=$?
-kill -TERM "$adv" 2>/dev/null
-wait "$adv" 2>/dev/null
+RECEIVE_ARGS=--json exchange bench-l2cap "$OUT/256k.txt"
+cp "$OUT/bench-l2cap.out" "$OUT/bench-l2cap.json"
 l2cap_rate=$(/usr/bin/python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["bytesPerSecond"]))' \
   "$OUT/bench-l2cap.json" 2>/dev/null || echo 0)
 same=$(/usr/bin/python3 -c '

@@ -162,7 +162,10 @@ final class L2CAPChannelCore: Sendable {
   init(fd: Int32, room: Int, peer: BluetoothAddress) {
     self.fd = fd
     self.peer = peer
-    self.room = DispatchSemaphore(value: room)
+    // Created at 0 and raised: libdispatch traps when a semaphore is freed below its initial
+    // value, as this one is whenever the channel ends with SDUs taken from the buffer.
+    self.room = DispatchSemaphore(value: 0)
+    for _ in 0..<room { self.room.signal() }
     state = Mutex(State(fd: fd))
   }
 
