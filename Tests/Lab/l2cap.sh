@@ -54,6 +54,30 @@ finish_listener() {
   LISTEN_RC=$?
 }
 
+# exchange NAME FILE: advertise FILE --once over L2CAP on hci1, receive --l2cap on hci0.
+exchange() {
+  local name=$1 file=$2
+  local start=$SECONDS
+  # The receiver first: when bluetoothd does not know the peripheral it scans, and the
+  # advertisement must switch on under a running scan (docs/lab.md).
+  "$BLEKIT" receive --l2cap -a hci0 --from "$PERIPHERAL" --timeout 60 ${RECEIVE_ARGS-} \
+    >"$OUT/$name.out" 2>"$OUT/$name.err" &
+  local recv=$!
+  known || wait_discovering hci0 10
+  # shellcheck disable=SC2086
+  "$BLEKIT" advertise -a hci1 --l2cap --file "$file" --once --timeout 120 ${ADV_ARGS-} \
+    >"$OUT/$name.adv.out" 2>"$OUT/$name.adv.err" &
+  local adv=$!
+  wait "$recv"
+  RC=$?
+  TOOK=$((SECONDS - start))
+  local n=100
+  while kill -0 "$adv" 2>/dev/null && ((n-- > 0)); do sleep 0.1; done
+  kill -TERM "$adv" 2>/dev/null
+  wait "$adv"
+  ADV_RC=$?
+}
+
 # --- l2cap connect -> listen: 1 MiB, PSM read from the characteristic --------------------------
 # The central's scan first (it finds the listener's advertisement), then the listener.
 start=$SECONDS
@@ -188,29 +212,6 @@ fi
 "$BLEKIT" unpair -a hci1 00:AA:01:00:00:00 >/dev/null 2>&1
 
 # --- advertise --l2cap / receive --l2cap ---------------------------------------------------------
-# exchange NAME FILE: advertise FILE --once over L2CAP on hci1, receive --l2cap on hci0.
-exchange() {
-  local name=$1 file=$2
-  local start=$SECONDS
-  # The receiver first: when bluetoothd does not know the peripheral it scans, and the
-  # advertisement must switch on under a running scan (docs/lab.md).
-  "$BLEKIT" receive --l2cap -a hci0 --from "$PERIPHERAL" --timeout 60 ${RECEIVE_ARGS-} \
-    >"$OUT/$name.out" 2>"$OUT/$name.err" &
-  local recv=$!
-  known || wait_discovering hci0 10
-  # shellcheck disable=SC2086
-  "$BLEKIT" advertise -a hci1 --l2cap --file "$file" --once --timeout 120 ${ADV_ARGS-} \
-    >"$OUT/$name.adv.out" 2>"$OUT/$name.adv.err" &
-  local adv=$!
-  wait "$recv"
-  RC=$?
-  TOOK=$((SECONDS - start))
-  local n=100
-  while kill -0 "$adv" 2>/dev/null && ((n-- > 0)); do sleep 0.1; done
-  kill -TERM "$adv" 2>/dev/null
-  wait "$adv"
-  ADV_RC=$?
-}
 : >"$OUT/empty.msg"
 printf 'hello over L2CAP' >"$OUT/text.msg"
 for name in empty text 1m.bin; do
