@@ -18,6 +18,11 @@ BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
 OUT=${LAB_RESULTS:-/tmp}/l2cap
 mkdir -p "$OUT"
 PERIPHERAL=00:AA:01:01:00:01
+# The pipes' outputs go to the guest's tmpfs first (copied to $OUT after): a consumer slower
+# than the channel (9p) makes the kernel queue SDUs, and one run saw an SDU out of order then
+# (docs/l2cap.md).
+FAST=/tmp/l2cap-out
+mkdir -p "$FAST"
 passed=0
 failed=0
 ok() { echo "ok   $*"; passed=$((passed + 1)); }
@@ -39,7 +44,7 @@ listen() {
   local name=$1
   shift
   "$BLEKIT" l2cap listen -a hci1 --timeout 90 "$@" <"${LISTEN_IN:-/dev/null}" \
-    >"$OUT/$name.listen.out" 2>"$OUT/$name.listen.err" &
+    >"$FAST/$name.listen.out" 2>"$OUT/$name.listen.err" &
   LISTENER=$!
   wait_for 30 grep -q " PSM " "$OUT/$name.listen.err" || true
   PSM=$(sed -n 's/.* PSM \([0-9]*\).*/\1/p' "$OUT/$name.listen.err" | head -n 1)
@@ -52,6 +57,7 @@ finish_listener() {
   kill -TERM "$LISTENER" 2>/dev/null
   wait "$LISTENER"
   LISTEN_RC=$?
+  cp "$FAST"/*.out "$OUT"/ 2>/dev/null
 }
 
 # exchange NAME FILE: advertise FILE --once over L2CAP on hci1, receive --l2cap on hci0.
@@ -82,7 +88,7 @@ exchange() {
 # The central's scan first (it finds the listener's advertisement), then the listener.
 start=$SECONDS
 "$BLEKIT" l2cap connect -a hci0 --timeout 60 "$PERIPHERAL" <"$OUT/1m.bin" \
-  >"$OUT/up.connect.out" 2>"$OUT/up.connect.err" &
+  >"$FAST/up.connect.out" 2>"$OUT/up.connect.err" &
 connector=$!
 wait_discovering
 listen up --receive-only
@@ -100,7 +106,7 @@ fi
 start=$SECONDS
 LISTEN_IN=$OUT/1m.bin listen down --psm 201
 "$BLEKIT" l2cap connect -a hci0 --timeout 60 --psm 201 --receive-only "$PERIPHERAL" \
-  >"$OUT/down.connect.out" 2>"$OUT/down.connect.err"
+  >"$FAST/down.connect.out" 2>"$OUT/down.connect.err"
 rc=$?
 finish_listener
 if ((rc == 0 && LISTEN_RC == 0)) && [[ $PSM == 201 ]] && cmp -s "$OUT/1m.bin" "$OUT/down.connect.out"; then
@@ -113,7 +119,7 @@ fi
 # --- EOF at once: connect with empty stdin closes; listen prints nothing, both exit 0 ------------
 listen eof --receive-only
 "$BLEKIT" l2cap connect -a hci0 --timeout 30 "$PERIPHERAL" </dev/null \
-  >"$OUT/eof.connect.out" 2>"$OUT/eof.connect.err"
+  >"$FAST/eof.connect.out" 2>"$OUT/eof.connect.err"
 rc=$?
 finish_listener
 if ((rc == 0 && LISTEN_RC == 0)) && [[ ! -s $OUT/eof.listen.out ]]; then
@@ -161,9 +167,9 @@ fi
 # btvirt reports it back as given.
 LISTEN_IN=$OUT/2m.bin listen cut
 "$BLEKIT" l2cap connect -a hci0 --timeout 60 --receive-only "$PERIPHERAL" \
-  >"$OUT/cut.connect.out" 2>"$OUT/cut.connect.err" &
+  >"$FAST/cut.connect.out" 2>"$OUT/cut.connect.err" &
 connector=$!
-wait_for 30 test -s "$OUT/cut.connect.out"
+wait_for 30 test -s "$FAST/cut.connect.out"
 handle=$(hcitool -i hci0 con | sed -n "s/.*LE $PERIPHERAL handle \([0-9]*\).*/\1/p" | head -n 1)
 hcitool -i hci0 ledc "${handle:-0}" 8 >"$OUT/cut.hcitool" 2>&1
 start=$SECONDS

@@ -43,7 +43,7 @@ extension L2CAPChannel {
               if requireEncryption {
                 try L2CAPSocket.setSecurity(fd, level: L2CAPSocket.securityMedium)
               }
-              setSendTimeout(fd, timeout)
+              L2CAPSocket.setSendTimeout(fd, timeout)
               do throws(L2CAPError) {
                 try L2CAPSocket.connect(fd, target)
               } catch {
@@ -55,7 +55,7 @@ extension L2CAPChannel {
                 }
                 throw error
               }
-              setSendTimeout(fd, nil)
+              L2CAPSocket.setSendTimeout(fd, nil)
             })
         }
       }
@@ -97,16 +97,6 @@ extension L2CAPChannel {
     }
     return error
   }
-}
-
-/// `SO_SNDTIMEO`, or none (wait forever).
-private func setSendTimeout(_ fd: Int32, _ duration: Duration?) {
-  var value = timeval()
-  if let duration {
-    value.tv_sec = Int(duration.components.seconds)
-    value.tv_usec = Int(duration.components.attoseconds / 1_000_000_000_000)
-  }
-  _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
 }
 
 /// A connect in progress: cancelling shuts the socket down (which ends the kernel's wait);

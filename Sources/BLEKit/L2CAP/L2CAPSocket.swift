@@ -90,6 +90,18 @@ enum L2CAPSocket {
     return address
   }
 
+  /// `SO_SNDTIMEO`: how long connect (and a send waiting for room) may block; nil is no
+  /// limit. The kernel gives every L2CAP socket 40 s (`L2CAP_CONN_TIMEOUT`), which would end
+  /// a send to a peer that grants no credits for that long with `EAGAIN`.
+  static func setSendTimeout(_ fd: Int32, _ duration: Duration?) {
+    var value = timeval()
+    if let duration {
+      value.tv_sec = Int(duration.components.seconds)
+      value.tv_usec = Int(duration.components.attoseconds / 1_000_000_000_000)
+    }
+    _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+  }
+
   static func setSecurity(_ fd: Int32, level: UInt8) throws(L2CAPError) {
     var value: (UInt8, UInt8) = (level, 0)
     let result = setsockopt(
