@@ -32,6 +32,17 @@ public enum BlekitUUID {
   public static let readCharacteristic = BluetoothUUID(
     high: 0x8EAA_E4B3_B2E1_4D09, low: 0xB847_F216_76E2_4277)
 
+  /// blekit's L2CAP service, `8eaae4b4-b2e1-4d09-b847-f21676e24277`: holds the L2CAP PSM
+  /// characteristic of `blekit l2cap listen` and `blekit advertise --l2cap`.
+  public static let l2capService = BluetoothUUID(
+    high: 0x8EAA_E4B4_B2E1_4D09, low: 0xB847_F216_76E2_4277)
+
+  /// Apple's L2CAP PSM characteristic, `ABDD3056-28FA-441D-A470-55A75A52553A`
+  /// (CoreBluetooth's `CBUUIDL2CAPPSMCharacteristicString`): read only, the PSM of a
+  /// published L2CAP channel as a little-endian UInt16.
+  public static let l2capPSMCharacteristic = BluetoothUUID(
+    high: 0xABDD_3056_28FA_441D, low: 0xA470_55A7_5A52_553A)
+
   /// Names for `AssignedNumbers` look-ups.
   static let names: [BluetoothUUID: String] = [
     transferService: "blekit Transfer Service",
@@ -39,5 +50,7 @@ public enum BlekitUUID {
     sequencedTransferCharacteristic: "blekit Sequenced Transfer Characteristic",
     readService: "blekit Read Service",
     readCharacteristic: "blekit Read Characteristic",
+    l2capService: "blekit L2CAP Service",
+    l2capPSMCharacteristic: "L2CAP PSM (Apple)",
   ]
 }

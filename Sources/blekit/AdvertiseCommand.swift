@@ -74,6 +74,8 @@ struct AdvertiseCommand: ParsableCommand {
     let plainOnly = Flag(
       "--plain-only",
       help: "Serve only the sample's characteristic (chunks + EOM), as Apple's sample does.")
+    let l2cap = Flag(
+      "--l2cap", help: "Send the message over an L2CAP channel (receive --l2cap) instead.")
   }
 
   /// What the dynamic read characteristic answers.
@@ -98,6 +100,8 @@ struct AdvertiseCommand: ParsableCommand {
   let pairing: PairingPolicy?
   let secure: Bool
   let plainOnly: Bool
+  /// `--l2cap`: the message over an L2CAP channel (AdvertiseL2CAP.swift).
+  let l2cap: Bool
 
   /// How long `--once` waits for the central to unsubscribe after the last value went out.
   static let onceGrace: Duration = .seconds(10)
@@ -117,6 +121,10 @@ struct AdvertiseCommand: ParsableCommand {
     }
     name = arguments.name
     plainOnly = arguments.plainOnly
+    l2cap = arguments.l2cap
+    if l2cap && (plainOnly || arguments.readValue != nil || arguments.readClock) {
+      throw .invalid("--l2cap sends over a channel: drop --plain-only, --read-value, --read-clock")
+    }
     adapter = arguments.adapter
     once = arguments.once
     timeout = arguments.timeout
@@ -201,6 +209,7 @@ struct AdvertiseCommand: ParsableCommand {
     case .text(let text): bytes = Array(text.utf8)
     case .file(let path): bytes = try readFile(path)
     }
+    if l2cap { return try await runL2CAP(bytes) }
     let manager: PeripheralManager
     do {
       manager = try await PeripheralManager.open(adapter: adapter)

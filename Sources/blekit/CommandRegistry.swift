@@ -9,6 +9,7 @@ enum CommandRegistry {
     AdaptersCommand.self,
     AdvertiseCommand.self,
     ExploreCommand.self,
+    L2CAPCommand.self,
     MonitorCommand.self,
     NotifyCommand.self,
     PairCommand.self,

@@ -55,6 +55,8 @@ struct ReceiveCommand: ParsableCommand {
     let from = Option<String>(
       "--from", value: "ADDRESS|NAME",
       help: "Receive from this peripheral only (a known address connects without a scan).")
+    let l2cap = Flag(
+      "--l2cap", help: "Receive over the L2CAP channel of advertise --l2cap (PSM from GATT).")
   }
 
   let adapter: String?
@@ -66,6 +68,8 @@ struct ReceiveCommand: ParsableCommand {
   let nul: Bool
   let acceptUnordered: Bool
   let from: PeripheralTarget?
+  /// `--l2cap`: over an L2CAP channel (ReceiveL2CAP.swift).
+  let l2cap: Bool
 
   init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
     from = try arguments.from.map { text throws(UsageError) in try parsePeripheralTarget(text) }
@@ -83,6 +87,10 @@ struct ReceiveCommand: ParsableCommand {
     nul = arguments.nul
     acceptUnordered = arguments.acceptUnordered
     if json && nul { throw .invalid("give --json or --null, not both") }
+    l2cap = arguments.l2cap
+    if l2cap && (count != 1 || reply != nil || acceptUnordered) {
+      throw .invalid("--l2cap receives one message: drop --count, --reply, --accept-unordered")
+    }
   }
 
   func run() async throws {
@@ -100,7 +108,7 @@ struct ReceiveCommand: ParsableCommand {
       throw centralCLIError(error)
     }
     do {
-      try await receiveAll(manager)
+      if l2cap { try await receiveL2CAP(manager) } else { try await receiveAll(manager) }
     } catch {
       await manager.close()
       throw error

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # Inside the lab (scripts/bench-transfer runs it): one 256 KiB message from `blekit advertise`
-# on hci1 to (a) `blekit receive` and (b) bench/transfer/bleak_central.py on hci0, TRIALS times
-# each, alternating which goes first. Prints one line per trial and a summary table.
+# on hci1 to (a) `blekit receive` and (b) bench/transfer/bleak_central.py on hci0, and (c) the
+# same message over an L2CAP channel (`advertise --l2cap` to `receive --l2cap`), TRIALS times
+# each, rotating which goes first. Prints one line per trial and a summary table.
 #
 #   trials.py --blekit PATH --pylib DIR [--trials N] [--size BYTES] [--out DIR]
 #
@@ -105,6 +106,8 @@ def trial(args, bus, central, index, message_path, expected):
     env = dict(os.environ)
     if central == "blekit":
         argv = [args.blekit, "receive", "-a", "hci0", "--timeout", "60", "--json"]
+    elif central == "l2cap":
+        argv = [args.blekit, "receive", "--l2cap", "-a", "hci0", "--timeout", "60", "--json"]
     else:
         env["PYTHONPATH"] = args.pylib
         argv = [sys.executable, os.path.join(HERE, "bleak_central.py"), "--adapter", "hci0",
@@ -117,7 +120,7 @@ def trial(args, bus, central, index, message_path, expected):
         log(f"{tag}: hci0 never started discovering")
     adv = subprocess.Popen(
         [args.blekit, "advertise", "-a", "hci1", "--file", message_path, "--once",
-         "--timeout", "180"],
+         "--timeout", "180"] + (["--l2cap"] if central == "l2cap" else []),
         stdout=open(f"{args.out}/{tag}.adv.out", "wb"),
         stderr=open(f"{args.out}/{tag}.adv.err", "wb"))
     status, wall, cpu = finish_child(started, proc, 150)
@@ -137,7 +140,7 @@ def trial(args, bus, central, index, message_path, expected):
         record = json.loads(text.decode().strip().splitlines()[-1]) if text.strip() else {}
     except (ValueError, IndexError):
         record = {}
-    if central == "blekit":
+    if central in ("blekit", "l2cap"):
         message = record.get("message", "").encode()
         row.update(bytes=len(message), seconds=record.get("seconds"),
                    bps=record.get("bytesPerSecond"), exact=message == expected,
@@ -161,7 +164,7 @@ def summarize(rows, size, channels):
     log(f"{'central':8} {'ok':>5} {'median B/s':>11} {'best B/s':>10} {'CPU s/MB':>9} "
         f"{'exact':>6} {'reordered':>10}")
     medians = {}
-    for central in ("blekit", "bleak"):
+    for central in ("blekit", "l2cap", "bleak"):
         mine = [r for r in rows if r["central"] == central]
         good = [r for r in mine if r["status"] == 0 and r.get("bps")]
         if not good:
@@ -179,6 +182,12 @@ def summarize(rows, size, channels):
         ratio = medians["blekit"] / medians["bleak"]
         log(f"blekit/bleak median throughput: {ratio:.2f}x (target >= 1.5x: "
             f"{'met' if ratio >= 1.5 else 'NOT met'})")
+    if "blekit" in medians and "l2cap" in medians:
+        ratio = medians["l2cap"] / medians["blekit"]
+        log(f"L2CAP/GATT (blekit) median throughput: {ratio:.2f}x (target >= 2x: "
+            f"{'met' if ratio >= 2 else 'NOT met'})")
+    log("l2cap: the same message over an L2CAP channel (advertise --l2cap, receive --l2cap),")
+    log("from the channel's opening to the verified end.")
     log("CPU s/MB: user+sys CPU of the whole central process (start to exit) per MB received,")
     log("median over trials. reordered: blekit = sequenced frames put back in place; bleak =")
     log("plain values not at their place in the message (plain framing cannot repair them).")
@@ -203,7 +212,8 @@ def main():
     rows = []
     channels = os.environ.get("LAB_CHANNELS", "")
     for index in range(args.trials):
-        order = ("blekit", "bleak") if index % 2 == 0 else ("bleak", "blekit")
+        centrals = ("blekit", "l2cap", "bleak")
+        order = centrals[index % 3:] + centrals[:index % 3]
         for central in order:
             rows.append(trial(args, bus, central, index, message_path, text))
     with open(f"{args.out}/rows-channels{channels or 'stock'}.json", "w") as f:

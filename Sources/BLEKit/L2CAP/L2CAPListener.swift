@@ -1,0 +1,143 @@
+// L2CAPListener: a published L2CAP LE channel (CoreBluetooth's publishL2CAPChannel): a PSM
+// that accepts channels, yielded with their peer's address.
+import Bluetooth
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// A PSM published on an adapter; every central that opens a channel to it shows up in
+/// ``channels``. Open one with ``PeripheralManager/publishL2CAPChannel(psm:requireEncryption:)``
+/// or ``listen(on:addressType:psm:requireEncryption:)``.
+///
+/// With `requireEncryption` the kernel accepts a channel only on an encrypted link: a central
+/// whose link is not encrypted is answered "insufficient encryption", and Linux centrals then
+/// encrypt (pairing first if they have no keys) and ask again by themselves.
+///
+/// ``close()`` unpublishes the PSM (channels already open stay open); so does dropping it.
+public final class L2CAPListener: Sendable, CustomStringConvertible {
+  /// The PSM centrals open channels to (the kernel's pick when none was asked for).
+  public let psm: L2CAPPSM
+  /// Whether channels need an encrypted link.
+  public let requiresEncryption: Bool
+  /// Incoming channels, in the order they came; finishes after ``close()``. At most
+  /// ``ListenerCore/waiting`` wait here untaken; a channel arriving beyond that is closed.
+  public let channels: AsyncStream<L2CAPChannel>
+
+  private let core: ListenerCore
+
+  private init(psm: L2CAPPSM, requiresEncryption: Bool, core: ListenerCore) {
+    self.psm = psm
+    self.requiresEncryption = requiresEncryption
+    self.core = core
+    channels = core.start(psm: psm)
+  }
+
+  deinit { core.close() }
+
+  public var description: String { "L2CAP listener on PSM \(psm)" }
+
+  /// Publishes a PSM on the adapter whose address is `local` (nil: every adapter), LE
+  /// `addressType` (the adapter's own type). Without `psm` the kernel picks a free dynamic
+  /// one (0x0080-0x00FF).
+  ///
+  /// - Throws: ``L2CAPError/Code-swift.struct/addressInUse`` when the PSM is taken,
+  ///   ``L2CAPError/Code-swift.struct/permissionDenied`` for a SIG-assigned PSM (below 0x80)
+  ///   without `CAP_NET_BIND_SERVICE`, ``L2CAPError/Code-swift.struct/unavailable`` without
+  ///   Bluetooth sockets or when `local` is no adapter's address.
+  public static func listen(
+    on local: BluetoothAddress? = nil, addressType: AddressType = .public,
+    psm: L2CAPPSM? = nil, requireEncryption: Bool = false
+  ) throws(L2CAPError) -> L2CAPListener {
+    let fd = try L2CAPSocket.open()
+    do throws(L2CAPError) {
+      try L2CAPSocket.bind(
+        fd,
+        L2CAPSocketAddress(
+          address: local ?? L2CAPSocketAddress.anyAddress,
+          kind: L2CAPSocketAddress.Kind(addressType), psm: psm?.rawValue ?? 0))
+      if requireEncryption {
+        try L2CAPSocket.setSecurity(fd, level: L2CAPSocket.securityMedium)
+      }
+      try L2CAPSocket.listen(fd)
+      let bound = try L2CAPSocket.localAddress(fd)
+      guard let chosen = L2CAPPSM(rawValue: bound.psm) else {
+        throw L2CAPError(.system, "the kernel bound PSM \(bound.psm), outside the LE range")
+      }
+      return L2CAPListener(
+        psm: chosen, requiresEncryption: requireEncryption, core: ListenerCore(fd: fd))
+    } catch {
+      Glibc.close(fd)
+      if error.code == .unavailable, let local {
+        throw L2CAPError(
+          .unavailable, "no Bluetooth adapter has the address \(local) (\(error.message))",
+          errno: error.errno)
+      }
+      throw error
+    }
+  }
+
+  /// Unpublishes the PSM; ``channels`` finishes. Idempotent.
+  public func close() { core.close() }
+}
+
+/// The listening descriptor: an accept loop on its own queue; closed on that queue after the
+/// loop ends, and shut down (which wakes `accept`) under the same lock.
+final class ListenerCore: Sendable {
+  private struct State {
+    var fd: Int32?
+    var closing = false
+  }
+  private let state: Mutex<State>
+  private let fd: Int32
+  /// How many accepted channels wait at most for the consumer.
+  static let waiting = 8
+  private let queue = DispatchQueue(label: "blekit.l2cap.accept")
+
+  init(fd: Int32) {
+    self.fd = fd
+    state = Mutex(State(fd: fd))
+  }
+
+  func start(psm: L2CAPPSM) -> AsyncStream<L2CAPChannel> {
+    let (stream, continuation) = AsyncStream.makeStream(
+      of: L2CAPChannel.self, bufferingPolicy: .bufferingOldest(Self.waiting))
+    continuation.onTermination = { [weak self] termination in
+      if case .cancelled = termination { self?.close() }
+    }
+    queue.async { [self] in
+      while true {
+        if state.withLock({ $0.closing }) { break }
+        guard let (client, peer) = try? L2CAPSocket.accept(fd) else {
+          // Woken by close(), or the adapter went away.
+          break
+        }
+        // Sends wait as long as the peer takes to grant credits (see setSendTimeout).
+        L2CAPSocket.setSendTimeout(client, nil)
+        guard let peer,
+          let channel = try? L2CAPChannel(fd: client, peer: peer, psm: psm)
+        else { continue }
+        // Beyond the buffer the channel is dropped, which closes it.
+        continuation.yield(channel)
+      }
+      continuation.finish()
+      state.withLock { state in
+        if let fd = state.fd {
+          Glibc.close(fd)
+          state.fd = nil
+        }
+      }
+    }
+    return stream
+  }
+
+  func close() {
+    state.withLock { state in
+      guard !state.closing else { return }
+      state.closing = true
+      if let fd = state.fd { shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+  }
+}

@@ -1,0 +1,141 @@
+// L2CAPMessageFraming: blekit's framing of one message over an L2CAP channel: a header SDU
+// (magic, version, length, CRC-32), the bytes, and the receiver's acknowledgement.
+
+/// What can go wrong moving one framed message over a channel. Every case is one line.
+public enum L2CAPMessageError: Error, Hashable, Sendable, CustomStringConvertible {
+  /// The first SDU is not blekit's message header (another protocol, or a corrupt one).
+  case notAMessage(String)
+  /// The header announces more than the receiver accepts.
+  case tooLarge(length: Int, limit: Int)
+  /// The channel ended before the announced length arrived.
+  case cut(received: Int, expected: Int)
+  /// More bytes came than the header announced.
+  case trailingBytes(expected: Int, received: Int)
+  /// The bytes fail the header's CRC-32.
+  case checksumMismatch(expected: UInt32, actual: UInt32)
+  /// The receiver did not confirm the message (the channel ended, or its answer was wrong).
+  case notAcknowledged(String)
+
+  public var description: String {
+    switch self {
+    case .notAMessage(let why): "not a blekit message over L2CAP: \(why)"
+    case .tooLarge(let length, let limit):
+      "the message announces \(length) bytes, more than the limit of \(limit)"
+    case .cut(let received, let expected):
+      "the channel ended after \(received) of \(expected) bytes"
+    case .trailingBytes(let expected, let received):
+      "\(received) bytes arrived where \(expected) were announced"
+    case .checksumMismatch(let expected, let actual):
+      "the message is corrupt: CRC-32 is \(hex(actual)), the sender's is \(hex(expected))"
+    case .notAcknowledged(let why): "the receiver did not confirm the message: \(why)"
+    }
+  }
+}
+
+/// The header SDU that opens a message: `"BLKL"`, version 1, the length (UInt32) and the
+/// CRC-32 (IEEE, as ``CRC32``) of the message, little-endian; 13 bytes, well under the
+/// smallest LE channel MTU (23).
+public struct L2CAPMessageHeader: Hashable, Sendable {
+  public static let magic: [UInt8] = Array("BLKL".utf8)
+  public static let version: UInt8 = 1
+  public static let size = 13
+
+  public var length: Int
+  public var checksum: UInt32
+
+  public init(length: Int, checksum: UInt32) {
+    self.length = length
+    self.checksum = checksum
+  }
+
+  /// The header of `message`.
+  public init(for message: [UInt8]) {
+    self.init(length: message.count, checksum: CRC32.checksum(message))
+  }
+
+  public var bytes: [UInt8] {
+    Self.magic + [Self.version] + littleEndian(UInt32(length)) + littleEndian(checksum)
+  }
+
+  /// Parses a header SDU.
+  public init(bytes: [UInt8]) throws(L2CAPMessageError) {
+    guard bytes.count == Self.size, Array(bytes[0..<4]) == Self.magic else {
+      throw .notAMessage("the first SDU (\(bytes.count) bytes) is not a message header")
+    }
+    guard bytes[4] == Self.version else {
+      throw .notAMessage("framing version \(bytes[4]); this receiver knows \(Self.version)")
+    }
+    self.init(
+      length: Int(readLittleEndian(bytes, at: 5)), checksum: readLittleEndian(bytes, at: 9))
+  }
+}
+
+/// The receiver's answer once a message passed its checks: `"ACK"` and the CRC-32 it
+/// computed, so the sender knows the very bytes it sent arrived.
+public struct L2CAPMessageAcknowledgement: Hashable, Sendable {
+  public static let magic: [UInt8] = Array("ACK".utf8)
+  public var checksum: UInt32
+
+  public init(checksum: UInt32) { self.checksum = checksum }
+
+  public var bytes: [UInt8] { Self.magic + littleEndian(checksum) }
+
+  public init?(bytes: [UInt8]) {
+    guard bytes.count == 7, Array(bytes[0..<3]) == Self.magic else { return nil }
+    checksum = readLittleEndian(bytes, at: 3)
+  }
+}
+
+/// Collects one message from its header and the SDUs that follow, then checks it.
+public struct L2CAPMessageAssembler: Sendable {
+  public let header: L2CAPMessageHeader
+  public private(set) var bytes: [UInt8] = []
+  private var crc = CRC32()
+
+  /// Starts from the header SDU; `limit` is the longest message accepted.
+  public init(headerSDU: [UInt8], limit: Int) throws(L2CAPMessageError) {
+    header = try L2CAPMessageHeader(bytes: headerSDU)
+    guard header.length <= limit else {
+      throw .tooLarge(length: header.length, limit: limit)
+    }
+    bytes.reserveCapacity(header.length)
+  }
+
+  /// Bytes received so far.
+  public var received: Int { bytes.count }
+  public var isComplete: Bool { bytes.count >= header.length }
+
+  /// Adds one SDU's bytes.
+  public mutating func append(_ sdu: [UInt8]) throws(L2CAPMessageError) {
+    guard bytes.count + sdu.count <= header.length else {
+      throw .trailingBytes(expected: header.length, received: bytes.count + sdu.count)
+    }
+    bytes += sdu
+    crc.update(sdu)
+  }
+
+  /// The message, once it has its announced length and its CRC-32 matches.
+  public func verified() throws(L2CAPMessageError) -> [UInt8] {
+    guard bytes.count == header.length else {
+      throw .cut(received: bytes.count, expected: header.length)
+    }
+    guard crc.value == header.checksum else {
+      throw .checksumMismatch(expected: header.checksum, actual: crc.value)
+    }
+    return bytes
+  }
+}
+
+private func littleEndian(_ value: UInt32) -> [UInt8] {
+  [UInt8(value & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value >> 16 & 0xFF), UInt8(value >> 24)]
+}
+
+private func readLittleEndian(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+  UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
+    | UInt32(bytes[offset + 3]) << 24
+}
+
+private func hex(_ value: UInt32) -> String {
+  let text = String(value, radix: 16)
+  return "0x" + String(repeating: "0", count: 8 - text.count) + text
+}

@@ -1,0 +1,157 @@
+// L2CAPSocket: the only file that calls the kernel's Bluetooth socket API (Glibc): an LE
+// L2CAP SEQPACKET socket's system calls, each turned into Swift values and L2CAPError.
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Thin wrappers over one L2CAP socket descriptor. Every call here may block (connect,
+/// accept, read, write): callers run them on their own dispatch queues, never on Swift's
+/// cooperative pool.
+enum L2CAPSocket {
+  /// `BTPROTO_L2CAP`.
+  static let protocolL2CAP: Int32 = 0
+  /// `SOL_BLUETOOTH`.
+  static let levelBluetooth: Int32 = 274
+  /// `BT_SECURITY`, taking `struct bt_security { uint8_t level; uint8_t key_size; }`.
+  static let optionSecurity: Int32 = 4
+  /// `BT_SNDMTU` and `BT_RCVMTU` (uint16): the SDU sizes of an LE credit-based channel.
+  static let optionSendMTU: Int32 = 12
+  static let optionReceiveMTU: Int32 = 13
+  /// `BT_SECURITY_LOW` (none) and `BT_SECURITY_MEDIUM` (an encrypted link; pairing without
+  /// MITM protection is enough).
+  static let securityLow: UInt8 = 1
+  static let securityMedium: UInt8 = 2
+
+  /// `socket(AF_BLUETOOTH, SOCK_SEQPACKET | SOCK_CLOEXEC, BTPROTO_L2CAP)`.
+  static func open() throws(L2CAPError) -> Int32 {
+    let fd = socket(
+      Int32(L2CAPSocketAddress.family),
+      Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), protocolL2CAP)
+    guard fd >= 0 else {
+      let number = errno
+      if number == EAFNOSUPPORT {
+        throw L2CAPError(
+          .unavailable, "this kernel has no Bluetooth sockets (AF_BLUETOOTH)", errno: number)
+      }
+      throw .fromErrno(number, "socket")
+    }
+    return fd
+  }
+
+  static func bind(_ fd: Int32, _ address: L2CAPSocketAddress) throws(L2CAPError) {
+    let result = address.bytes.withUnsafeBytes { raw in
+      Glibc.bind(
+        fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+    }
+    guard result == 0 else { throw .fromErrno(errno, "bind") }
+  }
+
+  static func listen(_ fd: Int32, backlog: Int32 = 4) throws(L2CAPError) {
+    guard Glibc.listen(fd, backlog) == 0 else { throw .fromErrno(errno, "listen") }
+  }
+
+  /// Blocks until a channel comes in; returns its descriptor and the peer's address.
+  static func accept(_ fd: Int32) throws(L2CAPError) -> (Int32, L2CAPSocketAddress?) {
+    var buffer = [UInt8](repeating: 0, count: L2CAPSocketAddress.size)
+    var length = socklen_t(buffer.count)
+    var client: Int32 = -1
+    repeat {
+      client = buffer.withUnsafeMutableBytes { raw in
+        Glibc.accept(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
+      }
+    } while client < 0 && errno == EINTR
+    guard client >= 0 else { throw .fromErrno(errno, "accept") }
+    // (accept4 is not visible through Glibc's module without _GNU_SOURCE.)
+    _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+    return (client, L2CAPSocketAddress(bytes: buffer))
+  }
+
+  /// Blocks until the channel is connected (the kernel also makes the LE link if there is
+  /// none, and encrypts it first when the security level asks for it).
+  static func connect(_ fd: Int32, _ address: L2CAPSocketAddress) throws(L2CAPError) {
+    let result = address.bytes.withUnsafeBytes { raw in
+      Glibc.connect(
+        fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
+    }
+    guard result == 0 else { throw .fromErrno(errno, "connect") }
+  }
+
+  /// `getsockname`: the local end, whose PSM is the one the kernel picked for a PSM-0 bind.
+  static func localAddress(_ fd: Int32) throws(L2CAPError) -> L2CAPSocketAddress {
+    var buffer = [UInt8](repeating: 0, count: L2CAPSocketAddress.size)
+    var length = socklen_t(buffer.count)
+    let result = buffer.withUnsafeMutableBytes { raw in
+      getsockname(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
+    }
+    guard result == 0 else { throw .fromErrno(errno, "getsockname") }
+    guard let address = L2CAPSocketAddress(bytes: buffer) else {
+      throw L2CAPError(.system, "getsockname: not an L2CAP address")
+    }
+    return address
+  }
+
+  /// `SO_SNDTIMEO`: how long connect (and a send waiting for room) may block; nil is no
+  /// limit. The kernel gives every L2CAP socket 40 s (`L2CAP_CONN_TIMEOUT`), which would end
+  /// a send to a peer that grants no credits for that long with `EAGAIN`.
+  static func setSendTimeout(_ fd: Int32, _ duration: Duration?) {
+    var value = timeval()
+    if let duration {
+      value.tv_sec = Int(duration.components.seconds)
+      value.tv_usec = Int(duration.components.attoseconds / 1_000_000_000_000)
+    }
+    _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+  }
+
+  static func setSecurity(_ fd: Int32, level: UInt8) throws(L2CAPError) {
+    var value: (UInt8, UInt8) = (level, 0)
+    let result = setsockopt(
+      fd, levelBluetooth, optionSecurity, &value, socklen_t(MemoryLayout<(UInt8, UInt8)>.size))
+    guard result == 0 else { throw .fromErrno(errno, "setsockopt(BT_SECURITY)") }
+  }
+
+  static func security(_ fd: Int32) -> UInt8? {
+    var value: (UInt8, UInt8) = (0, 0)
+    var length = socklen_t(MemoryLayout<(UInt8, UInt8)>.size)
+    guard getsockopt(fd, levelBluetooth, optionSecurity, &value, &length) == 0 else { return nil }
+    return value.0
+  }
+
+  static func mtu(_ fd: Int32, option: Int32) throws(L2CAPError) -> Int {
+    var value: UInt16 = 0
+    var length = socklen_t(MemoryLayout<UInt16>.size)
+    guard getsockopt(fd, levelBluetooth, option, &value, &length) == 0 else {
+      throw .fromErrno(errno, "getsockopt(MTU)")
+    }
+    return Int(value)
+  }
+
+  /// Bytes the kernel still holds for sending (queued for credits or for the controller):
+  /// `SO_SNDBUF` minus what `TIOCOUTQ` reports free.
+  static func unsentBytes(_ fd: Int32) -> Int? {
+    var free: Int32 = 0
+    var size: Int32 = 0
+    var length = socklen_t(MemoryLayout<Int32>.size)
+    guard ioctl(fd, UInt(TIOCOUTQ), &free) == 0,
+      getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &length) == 0
+    else { return nil }
+    return max(0, Int(size) - Int(free))
+  }
+
+  /// One SDU into `buffer`; 0 at the end of the channel. Retries EINTR.
+  static func read(_ fd: Int32, into buffer: inout [UInt8]) -> Int {
+    var count = 0
+    repeat {
+      count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+    } while count < 0 && errno == EINTR
+    return count
+  }
+
+  /// One SDU; a SEQPACKET write is all or nothing. Retries EINTR.
+  static func write(_ fd: Int32, _ bytes: [UInt8]) -> Int {
+    var count = 0
+    repeat {
+      count = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+    } while count < 0 && errno == EINTR
+    return count
+  }
+}

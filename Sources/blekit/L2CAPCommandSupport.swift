@@ -1,0 +1,220 @@
+// Shared by the L2CAP commands (l2cap listen/connect, advertise --l2cap, receive --l2cap):
+// exit statuses for L2CAP errors, standard input as chunks, a progress line, and the pipe
+// between standard input/output and a channel.
+
+import ArgumentParsing
+import BLEKit
+import Bluetooth
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Maps L2CAP and framed-message errors to the exit status table; others go on unchanged.
+func l2capCLIError(_ error: any Error) -> any Error {
+  switch error {
+  case let error as L2CAPError:
+    let status: ExitStatus
+    switch error.code {
+    case .refused: status = .notFound
+    case .timedOut: status = .timedOut
+    case .linkLost, .closed: status = .disconnected
+    case .insufficientSecurity, .permissionDenied: status = .permissionDenied
+    case .addressInUse, .tooLarge: status = .failure
+    case .unavailable: status = .adapterNotFound
+    default: status = .failure
+    }
+    return CLIError(status, error.message)
+  case let error as L2CAPMessageError:
+    switch error {
+    case .cut:
+      return CLIError(.disconnected, "\(error); nothing was printed")
+    case .notAMessage, .trailingBytes, .checksumMismatch:
+      return CLIError(.unverified, "\(error); nothing was printed")
+    case .tooLarge:
+      return CLIError(.failure, error.description)
+    case .notAcknowledged:
+      return CLIError(.disconnected, error.description)
+    }
+  default:
+    return centralCLIError(error)
+  }
+}
+
+/// Parses `--psm`: an LE PSM, 1-255 (decimal or 0x..).
+func parsePSM(_ value: UInt16?) throws(UsageError) -> L2CAPPSM? {
+  guard let value else { return nil }
+  guard let psm = L2CAPPSM(rawValue: value) else {
+    throw .invalid("--psm \(value): an LE PSM is 1-255 (dynamic ones 128-255)")
+  }
+  return psm
+}
+
+/// Standard input read on its own thread in chunks, with at most `buffered` chunks waiting:
+/// while the channel is slower, reading stops (back-pressure to the writer of the pipe).
+final class StandardInputChunks: AsyncSequence, Sendable {
+  typealias Element = [UInt8]
+  private let stream: AsyncThrowingStream<[UInt8], any Error>
+  private let room: DispatchSemaphore
+
+  init(chunkSize: Int = 65536, buffered: Int = 4) {
+    // Created at 0 and raised: libdispatch traps when a semaphore is freed below its initial
+    // value, which happens here whenever reading stops with chunks in flight.
+    let room = DispatchSemaphore(value: 0)
+    for _ in 0..<buffered { room.signal() }
+    self.room = room
+    let (stream, continuation) = AsyncThrowingStream.makeStream(of: [UInt8].self)
+    self.stream = stream
+    DispatchQueue(label: "blekit.stdin").async {
+      var buffer = [UInt8](repeating: 0, count: chunkSize)
+      while true {
+        room.wait()
+        let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
+        if count < 0 && errno == EINTR {
+          room.signal()
+          continue
+        }
+        if count < 0 {
+          continuation.finish(
+            throwing: CLIError(
+              .failure, "cannot read standard input: \(String(cString: strerror(errno)))"))
+          return
+        }
+        if count == 0 {
+          continuation.finish()
+          return
+        }
+        continuation.yield(Array(buffer[..<count]))
+      }
+    }
+  }
+
+  func makeAsyncIterator() -> AsyncIterator {
+    AsyncIterator(base: stream.makeAsyncIterator(), room: room)
+  }
+
+  struct AsyncIterator: AsyncIteratorProtocol {
+    var base: AsyncThrowingStream<[UInt8], any Error>.Iterator
+    let room: DispatchSemaphore
+    mutating func next() async throws -> [UInt8]? {
+      let chunk = try await base.next()
+      if chunk != nil { room.signal() }
+      return chunk
+    }
+  }
+}
+
+/// "sent/received N/M bytes (P%), R kB/s" on standard error, only on a terminal, once a
+/// transfer has run a second; redrawn at most 10 times a second.
+final class L2CAPProgress: Sendable {
+  private struct State {
+    var start = ContinuousClock.now
+    var lastDraw: ContinuousClock.Instant?
+    var drawn = false
+  }
+  private let verb: String
+  private let enabled: Bool
+  private let state = Mutex(State())
+
+  init(verb: String, enabled: Bool = standardErrorIsTerminal) {
+    self.verb = verb
+    self.enabled = enabled
+  }
+
+  func update(_ done: Int, of total: Int?) {
+    guard enabled else { return }
+    let line: String? = state.withLock { state in
+      let now = ContinuousClock.now
+      let elapsed = now - state.start
+      guard elapsed >= .seconds(1) else { return nil }
+      if let last = state.lastDraw, now - last < .milliseconds(100) { return nil }
+      state.lastDraw = now
+      state.drawn = true
+      let rate = Double(done) / seconds(elapsed) / 1000
+      let rateText = String((rate * 10).rounded() / 10)
+      if let total, total > 0 {
+        return "\r\u{1B}[K\(verb) \(done)/\(total) bytes (\(done * 100 / total)%), \(rateText) kB/s"
+      }
+      return "\r\u{1B}[K\(verb) \(done) bytes, \(rateText) kB/s"
+    }
+    if let line { writeStandardError(line) }
+  }
+
+  func finish() {
+    let drawn = state.withLock { state in
+      defer { state.drawn = false }
+      return state.drawn
+    }
+    if drawn { writeStandardError("\r\u{1B}[K") }
+  }
+}
+
+/// Pipes standard input to `channel` and the channel to standard output until either ends:
+/// standard input's end sends what is left, waits until the kernel sent it
+/// (``L2CAPChannel/drain(timeout:)``), and closes the channel (L2CAP has no half-close); the
+/// peer closing ends the pipe after everything it sent was written out. With `receiveOnly`
+/// standard input is not read and only the peer's close ends the pipe.
+///
+/// - Throws: the link's error (lost link: exit 7), a failed output (exit 13).
+func pipeStandardStreams(
+  _ channel: L2CAPChannel, receiveOnly: Bool, drainLimit: Duration = .seconds(60)
+) async throws {
+  let received = L2CAPProgress(verb: "received")
+  enum Side: Sendable {
+    case inputEnded
+    case peerEnded
+  }
+  let result = await withTaskGroup(of: Result<Side, any Error>.self) { group in
+    group.addTask {
+      do {
+        var total = 0
+        for try await sdu in channel.incoming {
+          try StandardOutput.write(sdu)
+          total += sdu.count
+          received.update(total, of: nil)
+        }
+        received.finish()
+        return .success(.peerEnded)
+      } catch {
+        received.finish()
+        return .failure(error)
+      }
+    }
+    if !receiveOnly {
+      group.addTask {
+        do {
+          for try await chunk in StandardInputChunks() {
+            try await channel.write(chunk)
+          }
+          guard await channel.drain(timeout: drainLimit) || channel.isClosed else {
+            return .failure(
+              CLIError(
+                .timedOut,
+                "the peer took no data for \(drainLimit); unsent bytes were dropped"))
+          }
+          return .success(.inputEnded)
+        } catch {
+          return .failure(error)
+        }
+      }
+    }
+    let first = await group.next()!
+    // The other side: stop it. Closing the channel ends its incoming SDUs.
+    channel.close()
+    group.cancelAll()
+    if case .success(.inputEnded) = first {
+      // The reader ends now that the channel is closed; a failure there no longer matters.
+      _ = await group.next()
+    }
+    return first
+  }
+  switch result {
+  case .success: return
+  case .failure(let error as L2CAPError) where error.code == .closed:
+    // Our input still had bytes when the peer closed: what it sent was all written out.
+    return
+  case .failure(let error): throw l2capCLIError(error)
+  }
+}

@@ -1,0 +1,94 @@
+import BLEKit
+import Testing
+
+@Suite struct L2CAPMessageFramingTests {
+  let message: [UInt8] = Array("The quick brown fox jumps over the lazy dog".utf8)
+
+  @Test func headerLayout() throws {
+    let header = L2CAPMessageHeader(for: message)
+    // CRC-32 (IEEE) of the classic sentence is 0x414FA339.
+    #expect(header.checksum == 0x414F_A339)
+    #expect(
+      header.bytes == Array("BLKL".utf8) + [1, 43, 0, 0, 0, 0x39, 0xA3, 0x4F, 0x41])
+    #expect(try L2CAPMessageHeader(bytes: header.bytes) == header)
+  }
+
+  @Test func refusesAnythingButAHeader() {
+    #expect(throws: L2CAPMessageError.self) { try L2CAPMessageHeader(bytes: self.message) }
+    var bytes = L2CAPMessageHeader(for: message).bytes
+    bytes[4] = 2
+    #expect(throws: L2CAPMessageError.notAMessage("framing version 2; this receiver knows 1")) {
+      try L2CAPMessageHeader(bytes: bytes)
+    }
+  }
+
+  @Test func assemblesAndVerifiesAcrossAnySDUSizes() throws {
+    let big = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+    for size in [1, 7, 23, 251, 672, 65535] {
+      var assembler = try L2CAPMessageAssembler(
+        headerSDU: L2CAPMessageHeader(for: big).bytes, limit: 1 << 24)
+      var start = 0
+      while start < big.count {
+        let end = min(start + size, big.count)
+        try assembler.append(Array(big[start..<end]))
+        start = end
+      }
+      #expect(assembler.isComplete)
+      #expect(try assembler.verified() == big)
+    }
+  }
+
+  @Test func anEmptyMessageIsCompleteAtOnce() throws {
+    let assembler = try L2CAPMessageAssembler(
+      headerSDU: L2CAPMessageHeader(for: []).bytes, limit: 10)
+    #expect(assembler.isComplete)
+    #expect(try assembler.verified() == [])
+  }
+
+  @Test func aCutMessageIsNeverReturned() throws {
+    var assembler = try L2CAPMessageAssembler(
+      headerSDU: L2CAPMessageHeader(for: message).bytes, limit: 1000)
+    try assembler.append(Array(message.prefix(10)))
+    #expect(!assembler.isComplete)
+    #expect(throws: L2CAPMessageError.cut(received: 10, expected: 43)) {
+      try assembler.verified()
+    }
+  }
+
+  @Test func aCorruptByteFailsTheChecksum() throws {
+    var corrupt = message
+    corrupt[5] ^= 0x01
+    var assembler = try L2CAPMessageAssembler(
+      headerSDU: L2CAPMessageHeader(for: message).bytes, limit: 1000)
+    try assembler.append(corrupt)
+    #expect(throws: L2CAPMessageError.self) { try assembler.verified() }
+    do {
+      _ = try assembler.verified()
+    } catch {
+      guard case .checksumMismatch(let expected, _) = error else {
+        Issue.record("expected a checksum mismatch, got \(error)")
+        return
+      }
+      #expect(expected == 0x414F_A339)
+    }
+  }
+
+  @Test func extraBytesAndOversizedMessagesAreRefused() throws {
+    var assembler = try L2CAPMessageAssembler(
+      headerSDU: L2CAPMessageHeader(for: message).bytes, limit: 1000)
+    #expect(throws: L2CAPMessageError.trailingBytes(expected: 43, received: 44)) {
+      try assembler.append(self.message + [0])
+    }
+    #expect(throws: L2CAPMessageError.tooLarge(length: 43, limit: 42)) {
+      try L2CAPMessageAssembler(headerSDU: L2CAPMessageHeader(for: self.message).bytes, limit: 42)
+    }
+  }
+
+  @Test func acknowledgementCarriesTheChecksum() {
+    let acknowledgement = L2CAPMessageAcknowledgement(checksum: 0x0102_0304)
+    #expect(acknowledgement.bytes == Array("ACK".utf8) + [4, 3, 2, 1])
+    #expect(L2CAPMessageAcknowledgement(bytes: acknowledgement.bytes) == acknowledgement)
+    #expect(L2CAPMessageAcknowledgement(bytes: Array("NAK".utf8) + [4, 3, 2, 1]) == nil)
+    #expect(L2CAPMessageAcknowledgement(bytes: [1, 2]) == nil)
+  }
+}
