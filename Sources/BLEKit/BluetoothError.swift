@@ -124,7 +124,3 @@ extension BluetoothError.Code {
     (error as? BluetoothError)?.code == code
   }
 }
-
-/// The former name of ``BluetoothError``.
-@available(*, deprecated, renamed: "BluetoothError")
-public typealias CentralError = BluetoothError

@@ -24,13 +24,13 @@ import Testing
       return all
     }
     #expect(states.value?.last == .serviceUnavailable)
-    let error = await #expect(throws: CentralError.self) {
+    let error = await #expect(throws: BluetoothError.self) {
       try await central.requirePoweredOn()
     }
     #expect(error?.code == .busLost)
     // Waiting for a state returns at once instead of waiting out its limit.
     let start = ContinuousClock.now
-    await #expect(throws: CentralError.self) {
+    await #expect(throws: BluetoothError.self) {
       try await central.waitUntilPoweredOn(timeout: .seconds(15))
     }
     #expect(ContinuousClock.now - start < .seconds(5))
@@ -64,7 +64,7 @@ import Testing
     // No bluetoothd on the bus at all.
     let lonely = try await CentralManager.open(connection: try bus.connect())
     #expect(await lonely.state == .serviceUnavailable)
-    await #expect(throws: CentralError.self) { try await lonely.requirePoweredOn() }
+    await #expect(throws: BluetoothError.self) { try await lonely.requirePoweredOn() }
     await lonely.close()
 
     let bluez = try await FakeBlueZObjects(bus: bus)
@@ -79,13 +79,13 @@ import Testing
 
     let second = try await CentralManager.open(adapter: "hci1", connection: try bus.connect())
     #expect(await second.state == .poweredOff)
-    let offError = await #expect(throws: CentralError.self) {
+    let offError = await #expect(throws: BluetoothError.self) {
       try await second.requirePoweredOn()
     }
     #expect(offError?.code == .poweredOff)
     await second.close()
 
-    let unknown = await #expect(throws: CentralError.self) {
+    let unknown = await #expect(throws: BluetoothError.self) {
       _ = try await CentralManager.open(adapter: "hci7", connection: try bus.connect())
     }
     #expect(unknown?.code == .adapterNotFound)

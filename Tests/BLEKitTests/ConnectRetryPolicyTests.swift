@@ -15,16 +15,16 @@ import Testing
   }
 
   @Test func transientFailuresAreRetried() {
-    func error(_ code: BlueZError.Code, _ message: String) -> CentralError {
-      CentralError(
+    func error(_ code: BlueZError.Code, _ message: String) -> BluetoothError {
+      BluetoothError(
         .bluez, message,
         bluez: BlueZError(code, message, name: "org.bluez.Error.\(code.rawValue)"))
     }
     #expect(ConnectRetryPolicy.isTransient(error(.inProgress, "In Progress")))
     #expect(ConnectRetryPolicy.isTransient(error(.failed, "le-connection-abort-by-local")))
-    #expect(ConnectRetryPolicy.isTransient(CentralError(.disconnected, "dropped")))
+    #expect(ConnectRetryPolicy.isTransient(BluetoothError(.disconnected, "dropped")))
     #expect(!ConnectRetryPolicy.isTransient(error(.notPermitted, "nope")))
     #expect(!ConnectRetryPolicy.isTransient(error(.failed, "Input/output error")))
-    #expect(!ConnectRetryPolicy.isTransient(CentralError(.adapterNotFound, "no hci7")))
+    #expect(!ConnectRetryPolicy.isTransient(BluetoothError(.adapterNotFound, "no hci7")))
   }
 }

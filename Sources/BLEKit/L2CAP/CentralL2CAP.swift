@@ -7,15 +7,15 @@ extension Peripheral {
   /// Reads Apple's L2CAP PSM characteristic (`ABDD3056-28FA-441D-A470-55A75A52553A`) in
   /// whichever service holds it; nil when the peripheral has none.
   ///
-  /// - Throws: `CentralError` with `attributeNotFound` when its value is not 2 bytes holding an
+  /// - Throws: `BluetoothError` with `attributeNotFound` when its value is not 2 bytes holding an
   ///   LE PSM, or the read's error.
-  public func l2capPSM() async throws(CentralError) -> L2CAPPSM? {
+  public func l2capPSM() async throws(BluetoothError) -> L2CAPPSM? {
     for service in try await services() {
       let found = try await characteristics([BlekitUUID.l2capPSMCharacteristic], for: service)
       guard let characteristic = found.first else { continue }
       let value = try await readValue(for: characteristic)
       guard let psm = L2CAPPSM(characteristicValue: value) else {
-        throw CentralError(
+        throw BluetoothError(
           .attributeNotFound,
           "\(identifier)'s L2CAP PSM characteristic holds \(value.count) bytes "
             + "(\(value.map { String($0, radix: 16) }.joined(separator: " "))), not an LE PSM")
