@@ -9,6 +9,7 @@ enum CommandRegistry {
     AdaptersCommand.self,
     AdvertiseCommand.self,
     ExploreCommand.self,
+    FleetCommand.self,
     MonitorCommand.self,
     NotifyCommand.self,
     PairCommand.self,
