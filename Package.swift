@@ -21,6 +21,12 @@ let package = Package(
       pkgConfig: "dbus-1",
       providers: [.apt(["libdbus-1-dev"])]
     ),
+    // libmosquitto through pkg-config: the MQTT client library (Debian libmosquitto-dev).
+    .systemLibrary(
+      name: "CMosquitto",
+      pkgConfig: "libmosquitto",
+      providers: [.apt(["libmosquitto-dev"])]
+    ),
     // A Swift D-Bus layer: connection, values, calls, signals, exported objects.
     .target(name: "DBus", dependencies: ["CDBus"], swiftSettings: strict),
     // Bluetooth value types with no bus behind them: UUIDs, addresses, assigned numbers.
@@ -29,10 +35,14 @@ let package = Package(
     .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth"], swiftSettings: strict),
     // CentralManager, PeripheralManager, the transfer service, advertising data.
     .target(name: "BLEKit", dependencies: ["Bluetooth", "BlueZ", "DBus"], swiftSettings: strict),
+    // An MQTT publisher and subscriber over libmosquitto: URLs, reconnects, a bounded buffer.
+    .target(name: "MQTT", dependencies: ["CMosquitto"], swiftSettings: strict),
+    // The gateway logic: sighting payloads, topic layouts, rate limits, the fleet's merged table.
+    .target(name: "Fleet", dependencies: ["BLEKit", "Bluetooth", "MQTT"], swiftSettings: strict),
     // A small typed command-line parser (swift-argument-parser cannot be fetched here).
     .target(name: "ArgumentParsing", swiftSettings: strict),
     .executableTarget(
-      name: "blekit", dependencies: ["BLEKit", "ArgumentParsing"], swiftSettings: strict),
+      name: "blekit", dependencies: ["BLEKit", "ArgumentParsing", "Fleet"], swiftSettings: strict),
     // Examples/: small programs against BLEKit's public API (its tutorial and compile-time check).
     .executableTarget(
       name: "example-heart-rate-peripheral", dependencies: ["BLEKit"],
@@ -52,6 +62,7 @@ let package = Package(
     .testTarget(
       name: "BLEKitTests", dependencies: ["BLEKit", "BlueZ", "Bluetooth", "DBus", "TestSupport"]),
     .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing", "TestSupport"]),
+    .testTarget(name: "FleetTests", dependencies: ["Fleet", "MQTT", "BLEKit", "Bluetooth"]),
     .testTarget(
       name: "BlekitCLITests",
       dependencies: ["blekit", "BLEKit", "BlueZ", "Bluetooth", "DBus", "ArgumentParsing"]),

@@ -19,6 +19,7 @@
 /// |     11 | `notSupported`          | The characteristic does not allow the operation.         |
 /// |     12 | `unverified`            | The message's order is not guaranteed or it failed its checks. |
 /// |     13 | `outputFailed`          | Standard output could not be written.                    |
+/// |     14 | `brokerUnavailable`     | The MQTT broker is unreachable or refused the client.    |
 /// |    129 | `hangUp`                | Stopped by SIGHUP (its terminal or session went away).   |
 /// |    130 | `interrupted`           | Stopped by SIGINT (Ctrl-C).                              |
 /// |    143 | `terminated`            | Stopped by SIGTERM.                                      |
@@ -66,6 +67,9 @@ public struct ExitStatus: RawRepresentable, Hashable, Sendable, CustomStringConv
   /// 13: standard output could not be written (a closed pipe, a full disk); the command
   /// stopped and cleaned up.
   public static let outputFailed = ExitStatus(rawValue: 13)
+  /// 14: the MQTT broker named by `--mqtt` could not be reached at the start, or refused the
+  /// connection (bad credentials, a client ID it rejects).
+  public static let brokerUnavailable = ExitStatus(rawValue: 14)
   /// 129 (128 + SIGHUP): stopped because its terminal or login session went away.
   public static let hangUp = ExitStatus(rawValue: 129)
   /// 130 (128 + SIGINT): stopped by Ctrl-C.
@@ -92,6 +96,7 @@ public struct ExitStatus: RawRepresentable, Hashable, Sendable, CustomStringConv
       "A received message cannot be vouched for (order not guaranteed, or a failed check).",
     ),
     (.outputFailed, "Standard output could not be written (closed pipe, full disk)."),
+    (.brokerUnavailable, "The MQTT broker is unreachable or refused the connection."),
     (.hangUp, "Hung up (SIGHUP: the terminal or session went away)."),
     (.interrupted, "Interrupted (SIGINT, Ctrl-C)."),
     (.terminated, "Terminated (SIGTERM)."),

@@ -3,7 +3,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 
 extension AdvertiseCommand {
   /// Publishes an L2CAP channel and its PSM characteristic, advertises the transfer service's

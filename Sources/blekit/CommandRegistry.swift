@@ -9,6 +9,7 @@ enum CommandRegistry {
     AdaptersCommand.self,
     AdvertiseCommand.self,
     ExploreCommand.self,
+    FleetCommand.self,
     L2CAPCommand.self,
     MonitorCommand.self,
     NotifyCommand.self,

@@ -3,7 +3,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 
 /// The `l2cap` command group.
 struct L2CAPCommand: ParsableCommand {

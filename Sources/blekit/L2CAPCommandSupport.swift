@@ -4,7 +4,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 import Dispatch
 import Synchronization
 

@@ -4,6 +4,7 @@
 
 import ArgumentParsing
 import BLEKit
+import Fleet
 
 extension ManufacturerLayout: ExpressibleByArgument {}
 
@@ -24,11 +25,13 @@ struct MonitorCommand: ParsableCommand {
       times seen, first and last seen (seconds after the start), RSSI min/mean/max (? when \
       unknown, as HCI's 127) and sightings per minute over the whole run. At most --max-ids \
       IDs are kept; the least recently seen is evicted first. If bluetoothd stops or the \
-      adapter is powered off, the summary is printed and the command fails.
+      adapter is powered off, the summary is printed and the command fails. With --mqtt each \
+      sighting is also published to the broker (blekit/GATEWAY/ids/ID, rate limited per ID), \
+      every ID's summary every --mqtt-summary seconds and at the end; see docs/fleet.md.
       """
   )
 
-  struct Arguments: ArgumentList {
+  struct Arguments: GatewayArguments {
     let company = Option<UInt16>(
       "--company", short: "c", value: "ID",
       help: "Company ID whose manufacturer data to decode (default 0xFFFF).")
@@ -47,6 +50,21 @@ struct MonitorCommand: ParsableCommand {
       "--max-ids", value: "N", help: "Most IDs kept in the table (default 4096).")
     let json = Flag(
       "--json", help: "Print each sighting, malformed payload and the summary as JSON Lines.")
+    let mqtt = GatewayOptions.mqtt
+    let mqttUser = GatewayOptions.user
+    let mqttPassword = GatewayOptions.password
+    let mqttClientID = GatewayOptions.clientID
+    let mqttQoS = GatewayOptions.qos
+    let mqttCA = GatewayOptions.ca
+    let mqttPrefix = GatewayOptions.prefix
+    let mqttLayout = GatewayOptions.layout
+    let mqttInterval = GatewayOptions.interval
+    let mqttBuffer = GatewayOptions.buffer
+    let mqttSummary = Option<Duration>(
+      "--mqtt-summary", value: "SECONDS",
+      help: "With --mqtt: publish every ID's summary this often (default 60).")
+    let gateway = GatewayOptions.gateway
+    let homeAssistant = GatewayOptions.homeAssistant
   }
 
   let target: MonitorTarget
@@ -55,6 +73,8 @@ struct MonitorCommand: ParsableCommand {
   let restart: Duration
   let maxIDs: Int
   let json: Bool
+  let mqtt: GatewaySettings?
+  let summaryInterval: Duration
 
   init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
     if let text = arguments.service {
@@ -77,6 +97,11 @@ struct MonitorCommand: ParsableCommand {
     restart = arguments.restart ?? .seconds(2)
     maxIDs = arguments.maxIDs ?? 4096
     json = arguments.json
+    mqtt = try GatewayOptions.settings(arguments)
+    if let summary = arguments.mqttSummary, summary <= .zero || mqtt == nil {
+      throw .invalid("--mqtt-summary needs --mqtt and more than 0 seconds")
+    }
+    summaryInterval = arguments.mqttSummary ?? .seconds(60)
   }
 
   /// How a scan ended: the statistics, and the error that stopped it, if any.
@@ -106,6 +131,13 @@ struct MonitorCommand: ParsableCommand {
       throw centralCLIError(error)
     }
     let adapterName = await manager.adapterName
+    let gateway: MQTTGateway?
+    do {
+      gateway = try await MQTTGateway.start(mqtt, adapter: adapterName)
+    } catch {
+      await manager.close()
+      throw error
+    }
     if standardErrorIsTerminal {
       writeStandardError(
         "monitoring \(target) on \(adapterName); Ctrl-C or --timeout for the summary\n")
@@ -115,10 +147,12 @@ struct MonitorCommand: ParsableCommand {
     if json {
       printLine(MonitorOutput.startJSON(target: target, adapter: adapterName, unixTime: startUnix))
     }
-    var ending = await consume(scan)
+    var ending = await consume(scan, gateway: gateway, start: start, startUnix: startUnix)
     let run = MonitorOutput.Run(
       target: target, adapter: adapterName, start: start, startUnix: startUnix,
       duration: ContinuousClock.now - start)
+    gateway?.publisher.publishSummaries(ending.table, start: start, startUnix: startUnix)
+    await gateway?.finish()
     printLine(
       json
         ? MonitorOutput.summaryJSON(ending.table, run: run)
@@ -138,7 +172,11 @@ struct MonitorCommand: ParsableCommand {
   }
 
   /// Reads the scan until it ends, the timeout passes, or the task is cancelled (Ctrl-C).
-  private func consume(_ scan: DiscoveryStream) async -> Ending {
+  private func consume(
+    _ scan: DiscoveryStream, gateway: MQTTGateway?, start: ContinuousClock.Instant,
+    startUnix: Double
+  ) async -> Ending {
+    let summaryInterval = self.summaryInterval
     let target = self.target
     let json = self.json
     let capacity = maxIDs
@@ -147,8 +185,17 @@ struct MonitorCommand: ParsableCommand {
       group.addTask {
         var ending = Ending(table: MonitorOutput.Table(capacity: capacity))
         do {
+          var lastSummary = ContinuousClock.now
           for try await discovery in scan {
-            Self.count(discovery, in: &ending.table, target: target, json: json)
+            let id = Self.count(discovery, in: &ending.table, target: target, json: json)
+            if let gateway, let id {
+              gateway.publish(discovery, id: id)
+              if lastSummary.duration(to: .now) >= summaryInterval {
+                lastSummary = .now
+                gateway.publisher.publishSummaries(
+                  ending.table, start: start, startUnix: startUnix)
+              }
+            }
           }
         } catch {
           ending.error = error
@@ -172,20 +219,22 @@ struct MonitorCommand: ParsableCommand {
     }
   }
 
-  /// Counts one report and prints what it means.
+  /// Counts one report and prints what it means; returns the ID it is a sighting of.
+  @discardableResult
   private static func count(
     _ discovery: Discovery, in table: inout MonitorOutput.Table, target: MonitorTarget,
     json: Bool
-  ) {
+  ) -> String? {
     let address = discovery.address.rawValue
     switch target.read(discovery) {
     case .notTarget:
-      return
+      return nil
     case .malformed(let payload):
       table.recordMalformed(payload)
       if json {
         printLine(MonitorOutput.malformedJSON(payload, address: address, unixTime: unixTime()))
       }
+      return nil
     case .sighting(let id):
       let isNew = table.record(
         id: id, at: discovery.timestamp, rssi: discovery.reportedRSSI, address: address)
@@ -197,6 +246,7 @@ struct MonitorCommand: ParsableCommand {
       } else if isNew {
         printLine(MonitorOutput.newIDLine(id: id, address: address, target: target))
       }
+      return id
     }
   }
 }

@@ -3,7 +3,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Bluetooth
 
 extension ReceiveCommand {
   /// Finds the transfer peripheral (or --from), connects, reads its PSM characteristic, opens

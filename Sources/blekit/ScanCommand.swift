@@ -2,6 +2,7 @@
 
 import ArgumentParsing
 import BLEKit
+import Fleet
 import Synchronization
 
 #if canImport(Glibc)
@@ -23,11 +24,13 @@ struct ScanCommand: ParsableCommand {
       Scans until --timeout or Ctrl-C. On a terminal (without --json) the peripherals are \
       a live table (address, RSSI, times seen, last seen, name) redrawn at most 4 times a \
       second, with duplicates on; piped, each discovery is one line, with known company IDs \
-      and 16-bit UUIDs named.
+      and 16-bit UUIDs named. With --mqtt each discovery is also published to the broker \
+      (blekit/GATEWAY/devices/ADDRESS, on change or every --mqtt-interval seconds); a broker \
+      that goes away never stops the scan (see docs/fleet.md).
       """
   )
 
-  struct Arguments: ArgumentList {
+  struct Arguments: GatewayArguments {
     let service = RepeatedOption<String>(
       "--service", short: "s", value: "UUID",
       help: "Only peripherals advertising this service.")
@@ -41,6 +44,18 @@ struct ScanCommand: ParsableCommand {
     let json = Flag("--json", help: "Print JSON Lines instead of text.")
     let name = Option<String>(
       "--name", short: "n", value: "TEXT", help: "Only peripherals whose name contains TEXT.")
+    let mqtt = GatewayOptions.mqtt
+    let mqttUser = GatewayOptions.user
+    let mqttPassword = GatewayOptions.password
+    let mqttClientID = GatewayOptions.clientID
+    let mqttQoS = GatewayOptions.qos
+    let mqttCA = GatewayOptions.ca
+    let mqttPrefix = GatewayOptions.prefix
+    let mqttLayout = GatewayOptions.layout
+    let mqttInterval = GatewayOptions.interval
+    let mqttBuffer = GatewayOptions.buffer
+    let gateway = GatewayOptions.gateway
+    let homeAssistant = GatewayOptions.homeAssistant
   }
 
   /// How often the discovery session restarts (see `ScanOptions.restartInterval`).
@@ -53,6 +68,7 @@ struct ScanCommand: ParsableCommand {
   let duplicates: Bool
   let json: Bool
   let name: String?
+  let mqtt: GatewaySettings?
 
   init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
     services = try parseServiceUUIDs(arguments.service)
@@ -65,6 +81,7 @@ struct ScanCommand: ParsableCommand {
     duplicates = arguments.duplicates
     json = arguments.json
     name = arguments.name
+    mqtt = try GatewayOptions.settings(arguments)
   }
 
   /// Whether a discovery passes `--name` (a case-insensitive substring of the name).
@@ -82,6 +99,13 @@ struct ScanCommand: ParsableCommand {
     } catch {
       throw centralCLIError(error)
     }
+    let gateway: MQTTGateway?
+    do {
+      gateway = try await MQTTGateway.start(mqtt, adapter: await manager.adapterName)
+    } catch {
+      await manager.close()
+      throw error
+    }
     let live = !json && isatty(STDOUT_FILENO) == 1 ? ScanLiveTable() : nil
     // A name can arrive after the first report (in the scan response): with --name the stream
     // gives every report, and each address is printed once here unless --duplicates.
@@ -91,7 +115,8 @@ struct ScanCommand: ParsableCommand {
     let timeout = self.timeout
     let printOnce = !duplicates && live == nil && name != nil
     let printer = DiscoveryPrinter(
-      options: options, json: json, nameFilter: name, printOnce: printOnce, live: live)
+      options: options, json: json, nameFilter: name, printOnce: printOnce, live: live,
+      gateway: gateway)
     // The header, and the table's timer, before the scan starts: the moments after the start
     // are when a peripheral that is already advertising is reported, so nothing else is left
     // to do then.
@@ -124,11 +149,13 @@ struct ScanCommand: ParsableCommand {
     } catch {
       live?.stopRedrawing()
       await manager.close()
+      await gateway?.finish()
       noteDroppedDiscoveries(piped)
       throw centralCLIError(error)
     }
     live?.stopRedrawing()
     await manager.close()
+    await gateway?.finish()
     noteDroppedDiscoveries(piped)
   }
 
@@ -140,12 +167,14 @@ struct ScanCommand: ParsableCommand {
     /// Print each address once (the stream gives every report when a name is filtered).
     let printOnce: Bool
     let live: ScanLiveTable?
+    let gateway: MQTTGateway?
     private let printed = Mutex(Set<String>())
 
     init(
       options: ScanOptions, json: Bool, nameFilter: String?, printOnce: Bool,
-      live: ScanLiveTable?
+      live: ScanLiveTable?, gateway: MQTTGateway?
     ) {
+      self.gateway = gateway
       self.options = options
       self.json = json
       self.nameFilter = nameFilter
@@ -155,6 +184,7 @@ struct ScanCommand: ParsableCommand {
 
     func handle(_ discovery: Discovery) {
       guard ScanCommand.nameMatches(discovery, nameFilter) else { return }
+      gateway?.publish(discovery)
       if printOnce {
         let fresh = printed.withLock { printed in
           printed.count < 4096 && printed.insert(discovery.address.rawValue).inserted

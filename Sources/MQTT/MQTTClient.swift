@@ -1,0 +1,405 @@
+// MQTTClient: one libmosquitto client, its network thread (mosquitto_loop_start), a bounded
+// outgoing buffer for when the broker is away, and streams of events and received messages.
+
+import CMosquitto
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// What happened to the connection, in order.
+public enum MQTTEvent: Sendable, Hashable {
+  /// Connected (again) to the broker; `reconnection` is false for the first time.
+  case connected(reconnection: Bool)
+  /// The connection was lost (the reason as libmosquitto gives it); libmosquitto reconnects
+  /// with backoff.
+  case disconnected(reason: String)
+  /// The broker refused a reconnection (CONNACK's reason).
+  case refused(reason: String)
+  /// The outgoing buffer was full and its oldest messages were dropped: the total so far.
+  case dropped(total: Int)
+}
+
+/// Counts of what went through a client.
+public struct MQTTStatistics: Sendable, Hashable {
+  /// Messages given to ``MQTTClient/publish(_:)``.
+  public var offered = 0
+  /// Messages handed to libmosquitto's connection.
+  public var handedOver = 0
+  /// Handed-over messages libmosquitto reported done (QoS 0 written, QoS 1 acknowledged).
+  public var completed = 0
+  /// Messages dropped because the outgoing buffer was full.
+  public var dropped = 0
+  /// Messages waiting in the outgoing buffer.
+  public var buffered = 0
+  /// Times the connection came back after a loss.
+  public var reconnections = 0
+  /// Messages received on the subscriptions.
+  public var received = 0
+  /// Received messages dropped because the reader did not keep up.
+  public var receivedDropped = 0
+
+  /// Handed over but not yet reported done.
+  public var inFlight: Int { handedOver - completed }
+}
+
+/// An MQTT client over libmosquitto.
+///
+/// libmosquitto's own thread runs the connection and reconnects with exponential backoff.
+/// ``publish(_:)`` never blocks: while the broker is away messages wait in a bounded
+/// ``OutgoingBuffer`` and are sent, in order, once it is back; the oldest are dropped, counted,
+/// when it is full. QoS 1 messages handed over are libmosquitto's to resend until the broker
+/// acknowledges them.
+///
+/// `@unchecked Sendable`: the C handle is used from libmosquitto's thread (callbacks), from one
+/// serial queue (sending) and from the caller (subscribe, close); libmosquitto locks its own
+/// state for those calls, and every Swift field that changes lives in `state`, a `Mutex`.
+public final class MQTTClient: @unchecked Sendable {
+  private struct State {
+    var buffer: OutgoingBuffer
+    var statistics = MQTTStatistics()
+    var connected = false
+    var everConnected = false
+    var drainScheduled = false
+    var closing = false
+    var subscriptions: [(String, QualityOfService)] = []
+    var startWaiter: CheckedContinuation<MQTTError?, Never>?
+  }
+
+  private let handle: OpaquePointer
+  private let state: Mutex<State>
+  private let sender = DispatchQueue(label: "blekit.mqtt.sender")
+  private let eventContinuation: AsyncStream<MQTTEvent>.Continuation
+  private let messageContinuation: AsyncStream<MQTTMessage>.Continuation
+  /// The connection's events, oldest first (the newest 256 are kept for a slow reader).
+  public let events: AsyncStream<MQTTEvent>
+  /// Messages received on the subscriptions.
+  public let messages: AsyncStream<MQTTMessage>
+  /// The broker this client talks to.
+  public let broker: BrokerURL
+
+  private static let libraryReady: Void = { _ = mosquitto_lib_init() }()
+
+  /// Connects to the broker and starts the network thread; returns once the broker accepted
+  /// the connection.
+  ///
+  /// Throws ``MQTTError`` `.unreachable` when the broker cannot be reached within
+  /// ``MQTTConfiguration/connectTimeout``, `.refused` when it answers with a refusal, and
+  /// `.invalidSetting` for settings libmosquitto rejects. After a successful start, losing the
+  /// broker never throws: the client reconnects and buffers.
+  public static func connect(_ configuration: MQTTConfiguration) async throws(MQTTError)
+    -> MQTTClient
+  {
+    let client = try MQTTClient(configuration)
+    if let error = await client.start(configuration) {
+      client.shutDownNetwork()
+      throw error
+    }
+    return client
+  }
+
+  private init(_ configuration: MQTTConfiguration) throws(MQTTError) {
+    _ = Self.libraryReady
+    guard configuration.clientID != nil || configuration.cleanSession else {
+      throw MQTTError(.invalidSetting, "a persistent session needs a client ID")
+    }
+    guard let handle = mosquitto_new(configuration.clientID, configuration.cleanSession, nil)
+    else {
+      throw MQTTError(.invalidSetting, "libmosquitto could not create a client")
+    }
+    self.handle = handle
+    broker = configuration.broker
+    state = Mutex(State(buffer: OutgoingBuffer(capacity: configuration.bufferCapacity)))
+    (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
+    (messages, messageContinuation) = AsyncStream.makeStream(
+      bufferingPolicy: .bufferingNewest(Swift.max(1, configuration.receiveCapacity)))
+    mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
+    mosquitto_connect_callback_set(handle) { _, context, code in
+      MQTTClient.from(context).didConnect(code)
+    }
+    mosquitto_disconnect_callback_set(handle) { _, context, code in
+      MQTTClient.from(context).didDisconnect(code)
+    }
+    mosquitto_publish_callback_set(handle) { _, context, _ in
+      MQTTClient.from(context).didComplete()
+    }
+    mosquitto_message_callback_set(handle) { _, context, message in
+      guard let message else { return }
+      let received = message.pointee
+      let bytes: [UInt8] =
+        received.payloadlen > 0 && received.payload != nil
+        ? Array(
+          UnsafeRawBufferPointer(start: received.payload, count: Int(received.payloadlen)))
+        : []
+      MQTTClient.from(context).didReceive(
+        MQTTMessage(
+          topic: received.topic.map { String(cString: $0) } ?? "",
+          payload: bytes, qos: received.qos > 0 ? .atLeastOnce : .atMostOnce,
+          retain: received.retain))
+    }
+    do throws(MQTTError) {
+      try configure(configuration)
+    } catch {
+      mosquitto_destroy(handle)
+      throw error
+    }
+  }
+
+  deinit {
+    mosquitto_destroy(handle)
+  }
+
+  private static func from(_ context: UnsafeMutableRawPointer?) -> MQTTClient {
+    Unmanaged<MQTTClient>.fromOpaque(context!).takeUnretainedValue()
+  }
+
+  private func configure(_ configuration: MQTTConfiguration) throws(MQTTError) {
+    let user = configuration.user ?? configuration.broker.user
+    let password = configuration.password ?? configuration.broker.password
+    if user != nil || password != nil {
+      try check(mosquitto_username_pw_set(handle, user, password), "user name and password")
+    }
+    if let will = configuration.will {
+      let code = will.payload.withUnsafeBytes { bytes in
+        mosquitto_will_set(
+          handle, will.topic, Int32(bytes.count), bytes.baseAddress, will.qos.rawValue,
+          will.retain)
+      }
+      try check(code, "last will on \(will.topic)")
+    }
+    try check(
+      mosquitto_reconnect_delay_set(
+        handle, UInt32(Swift.max(1, configuration.reconnectDelay)),
+        UInt32(Swift.max(configuration.reconnectDelay, configuration.maximumReconnectDelay)), true),
+      "reconnect delay")
+    if configuration.broker.usesTLS {
+      let file = configuration.certificateAuthorities
+      try check(
+        mosquitto_tls_set(handle, file, file == nil ? "/etc/ssl/certs" : nil, nil, nil, nil),
+        "TLS certificate authorities")
+    }
+  }
+
+  private func check(_ code: Int32, _ what: String) throws(MQTTError) {
+    guard code == MOSQ_ERR_SUCCESS.rawValue else {
+      throw MQTTError(.invalidSetting, "\(what): \(String(cString: mosquitto_strerror(code)))")
+    }
+  }
+
+  /// Starts connecting and the network thread; returns the error that ended the first attempt.
+  private func start(_ configuration: MQTTConfiguration) async -> MQTTError? {
+    let broker = configuration.broker
+    let code = mosquitto_connect_async(
+      handle, broker.host, Int32(broker.port), Int32(configuration.keepAlive))
+    guard code == MOSQ_ERR_SUCCESS.rawValue else {
+      return MQTTError(
+        .unreachable,
+        "cannot reach the MQTT broker at \(broker): \(Self.reason(code))")
+    }
+    let loop = mosquitto_loop_start(handle)
+    guard loop == MOSQ_ERR_SUCCESS.rawValue else {
+      return MQTTError(.unreachable, "cannot start the MQTT network thread: \(Self.reason(loop))")
+    }
+    let timeout = configuration.connectTimeout
+    let timer = Task { [weak self] in
+      try? await Task.sleep(for: timeout)
+      self?.finishStart(
+        MQTTError(
+          .unreachable,
+          "the MQTT broker at \(broker) did not accept a connection within \(timeout)"))
+    }
+    defer { timer.cancel() }
+    return await withCheckedContinuation { continuation in
+      let ready = state.withLock { state -> Bool in
+        if state.everConnected { return true }
+        state.startWaiter = continuation
+        return false
+      }
+      if ready { continuation.resume(returning: nil) }
+    }
+  }
+
+  private func finishStart(_ error: MQTTError?) {
+    state.withLock { state in
+      let waiter = state.startWaiter
+      state.startWaiter = nil
+      return waiter
+    }?.resume(returning: error)
+  }
+
+  private static func reason(_ code: Int32) -> String {
+    if code == MOSQ_ERR_ERRNO.rawValue, let text = strerror(errno) {
+      return String(cString: text)
+    }
+    return String(cString: mosquitto_strerror(code))
+  }
+
+  // MARK: libmosquitto's thread
+
+  private func didConnect(_ code: Int32) {
+    guard code == 0 else {
+      let reason = String(cString: mosquitto_connack_string(code))
+      let first = state.withLock { !$0.everConnected }
+      if first {
+        finishStart(MQTTError(.refused, "the MQTT broker at \(broker) refused: \(reason)"))
+      } else {
+        eventContinuation.yield(.refused(reason: reason))
+      }
+      return
+    }
+    let (reconnection, subscriptions) = state.withLock { state in
+      let again = state.everConnected
+      state.connected = true
+      state.everConnected = true
+      if again { state.statistics.reconnections += 1 }
+      return (again, state.subscriptions)
+    }
+    for (filter, qos) in subscriptions {
+      _ = mosquitto_subscribe(handle, nil, filter, qos.rawValue)
+    }
+    eventContinuation.yield(.connected(reconnection: reconnection))
+    finishStart(nil)
+    scheduleDrain()
+  }
+
+  private func didDisconnect(_ code: Int32) {
+    let closing = state.withLock { state in
+      state.connected = false
+      return state.closing
+    }
+    if !closing {
+      eventContinuation.yield(
+        .disconnected(reason: code == 0 ? "closed" : String(cString: mosquitto_strerror(code))))
+    }
+  }
+
+  private func didComplete() {
+    state.withLock { $0.statistics.completed += 1 }
+  }
+
+  private func didReceive(_ message: MQTTMessage) {
+    let result = messageContinuation.yield(message)
+    state.withLock { state in
+      state.statistics.received += 1
+      if case .dropped = result { state.statistics.receivedDropped += 1 }
+    }
+  }
+
+  // MARK: Publishing
+
+  /// Publishes a message: at once when connected, else after the broker comes back. Never
+  /// blocks; when the buffer is full the oldest waiting message is dropped and counted.
+  public func publish(_ message: MQTTMessage) {
+    let dropped = state.withLock { state -> Int? in
+      state.statistics.offered += 1
+      let kept = state.buffer.append(message)
+      state.statistics.buffered = state.buffer.count
+      state.statistics.dropped = state.buffer.dropped
+      return kept ? nil : state.buffer.dropped
+    }
+    if let dropped, dropped == 1 || dropped % 100 == 0 {
+      eventContinuation.yield(.dropped(total: dropped))
+    }
+    scheduleDrain()
+  }
+
+  private func scheduleDrain() {
+    let schedule = state.withLock { state -> Bool in
+      guard state.connected, !state.drainScheduled, !state.buffer.isEmpty else { return false }
+      state.drainScheduled = true
+      return true
+    }
+    if schedule { sender.async { self.drain() } }
+  }
+
+  /// Hands waiting messages to libmosquitto, in order, while the connection is up.
+  private func drain() {
+    while true {
+      let next = state.withLock { state -> MQTTMessage? in
+        guard state.connected, let message = state.buffer.popFirst() else {
+          state.drainScheduled = false
+          return nil
+        }
+        return message
+      }
+      guard let message = next else { return }
+      let code = message.payload.withUnsafeBytes { bytes in
+        mosquitto_publish(
+          handle, nil, message.topic, Int32(bytes.count), bytes.baseAddress, message.qos.rawValue,
+          message.retain)
+      }
+      let handedOver = code == MOSQ_ERR_SUCCESS.rawValue
+      state.withLock { state in
+        if handedOver {
+          state.statistics.handedOver += 1
+        } else if code == MOSQ_ERR_NO_CONN.rawValue || code == MOSQ_ERR_CONN_LOST.rawValue {
+          // The connection went between the check and the call: wait for it again.
+          state.buffer.pushFront(message)
+          state.connected = false
+        } else {
+          // A message libmosquitto will never take (e.g. an invalid topic): counted as dropped.
+          state.buffer.pushFront(message)
+          _ = state.buffer.popFirst()
+          state.statistics.handedOver += 1
+          state.statistics.completed += 1
+        }
+        state.statistics.buffered = state.buffer.count
+        state.statistics.dropped = state.buffer.dropped
+      }
+    }
+  }
+
+  /// Subscribes to a topic filter (wildcards allowed), now and after every reconnection.
+  public func subscribe(_ filter: String, qos: QualityOfService = .atMostOnce) {
+    let connected = state.withLock { state in
+      state.subscriptions.append((filter, qos))
+      return state.connected
+    }
+    if connected { _ = mosquitto_subscribe(handle, nil, filter, qos.rawValue) }
+  }
+
+  /// The counts so far.
+  public var statistics: MQTTStatistics {
+    state.withLock { state in
+      var statistics = state.statistics
+      statistics.buffered = state.buffer.count
+      statistics.dropped = state.buffer.dropped
+      return statistics
+    }
+  }
+
+  /// Whether the broker connection is up now.
+  public var isConnected: Bool { state.withLock { $0.connected } }
+
+  /// Waits up to `grace` for the buffer to empty and handed-over messages to complete, then
+  /// disconnects (no last will) and stops the network thread. Returns the final counts.
+  @discardableResult
+  public func close(grace: Duration = .seconds(3)) async -> MQTTStatistics {
+    let deadline = ContinuousClock.now + grace
+    while ContinuousClock.now < deadline {
+      let settled = state.withLock { state in
+        state.buffer.isEmpty && state.statistics.inFlight == 0
+      }
+      if settled { break }
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+    sender.sync {}
+    shutDownNetwork()
+    return statistics
+  }
+
+  private func shutDownNetwork() {
+    let already = state.withLock { state in
+      defer { state.closing = true }
+      return state.closing
+    }
+    guard !already else { return }
+    _ = mosquitto_disconnect(handle)
+    _ = mosquitto_loop_stop(handle, false)
+    state.withLock { $0.connected = false }
+    eventContinuation.finish()
+    messageContinuation.finish()
+  }
+}

@@ -1,0 +1,152 @@
+// `blekit fleet`: the aggregator: subscribes to every gateway's topics on a broker and shows
+// the merged live table per ID (which gateways saw it, best RSSI, last seen).
+
+import ArgumentParsing
+import Fleet
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// Merges what every gateway publishes (`scan --mqtt`, `monitor --mqtt`) into one table.
+struct FleetCommand: ParsableCommand {
+  static let configuration = CommandConfiguration(
+    name: "fleet",
+    abstract: "Merge every gateway's MQTT sightings into one live table per ID.",
+    discussion: """
+      Subscribes to --topic (default blekit/#, every gateway under the default prefix) and \
+      merges the sightings gateways publish with --mqtt: per ID (the monitored ID, or the \
+      address), which gateways saw it, each one's best RSSI and sightings, and when it was \
+      last seen. On a terminal the table is redrawn every second; piped (or with --json) \
+      each sighting prints the merged row as one JSON line. Gateways going offline (their \
+      retained status) are said on standard error. Runs until --timeout or Ctrl-C (exit 0); \
+      a broker that cannot be reached at the start exits 14; later losses reconnect with \
+      backoff.
+      """
+  )
+
+  struct Arguments: ArgumentList {
+    let mqtt = Option<String>(
+      "--mqtt", value: "URL", help: "The broker: mqtt://[USER[:PASS]@]HOST[:PORT] or mqtts://.")
+    let mqttUser = GatewayOptions.user
+    let mqttPassword = GatewayOptions.password
+    let mqttClientID = Option<String>(
+      "--mqtt-client-id", value: "ID", help: "MQTT client ID (default: one made up).")
+    let mqttCA = GatewayOptions.ca
+    let topic = Option<String>(
+      "--topic", value: "FILTER", help: "Topic filter to subscribe to (default blekit/#).")
+    let timeout = Option<Duration>(
+      "--timeout", short: "t", value: "SECONDS", help: "Stop after this long.")
+    let json = Flag("--json", help: "JSON Lines even on a terminal.")
+  }
+
+  let broker: BrokerSettings
+  let topic: String
+  let timeout: Duration?
+  let json: Bool
+
+  init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
+    guard let url = arguments.mqtt else { throw .invalid("--mqtt URL is required") }
+    var broker = BrokerSettings(url: url)
+    broker.user = arguments.mqttUser
+    broker.password = arguments.mqttPassword
+    broker.clientID = arguments.mqttClientID
+    broker.certificateAuthorities = arguments.mqttCA
+    broker.qos = 1
+    do throws(FleetError) {
+      try broker.validate()
+    } catch {
+      throw .invalid("--mqtt: \(error.message)")
+    }
+    self.broker = broker
+    topic = arguments.topic ?? "blekit/#"
+    guard !topic.isEmpty else { throw .invalid("--topic must not be empty") }
+    if let timeout = arguments.timeout, timeout <= .zero {
+      throw .invalid("--timeout must be more than 0 seconds")
+    }
+    timeout = arguments.timeout
+    json = arguments.json || isatty(STDOUT_FILENO) != 1
+  }
+
+  func run() async throws {
+    let subscriber: FleetSubscriber
+    do throws(FleetError) {
+      subscriber = try await FleetSubscriber.connect(broker, filter: topic)
+    } catch {
+      switch error.code {
+      case .invalidURL: throw CLIError(.usage, "--mqtt: \(error.message)")
+      case .invalidSetting: throw CLIError(.failure, "mqtt: \(error.message)")
+      case .unreachable, .refused: throw CLIError(.brokerUnavailable, error.message)
+      }
+    }
+    let brokerName = subscriber.broker
+    if standardErrorIsTerminal {
+      writeStandardError("fleet: listening on \(brokerName) to \(topic); Ctrl-C to stop\n")
+    }
+    let json = self.json
+    let timeout = self.timeout
+    let events = Task {
+      for await event in subscriber.events {
+        writeStandardError(brokerEventLine(event, broker: brokerName) + "\n")
+      }
+    }
+    await withTaskGroup(of: Void.self) { group in
+      group.addTask {
+        var table = FleetTable()
+        var lastDraw = ContinuousClock.now - .seconds(1)
+        for await update in subscriber.updates {
+          switch update {
+          case .sighting(let sighting):
+            let row = table.record(sighting)
+            if json { printLine(FleetTable.json(row).text) }
+          case .availability(let gateway, let online):
+            if table.gatewayOnline[gateway] != online {
+              writeStandardError("fleet: gateway \(gateway) \(online ? "online" : "offline")\n")
+            }
+            table.setGateway(gateway, online: online)
+          case .summary, .unreadable:
+            break
+          }
+          if !json, lastDraw.duration(to: .now) >= .seconds(1) {
+            lastDraw = .now
+            Self.draw(table)
+          }
+        }
+        if !json { Self.draw(table) }
+      }
+      if let timeout {
+        group.addTask { try? await Task.sleep(for: timeout) }
+      }
+      // The first to end (the timeout, the subscription, Ctrl-C's cancellation) ends both.
+      await group.next()
+      group.cancelAll()
+    }
+    events.cancel()
+    let report = await subscriber.close()
+    writeStandardError(report.line + "\n")
+  }
+
+  /// Redraws the table on a terminal: ID, gateways with their best RSSI, best RSSI, last seen.
+  static func draw(_ table: FleetTable) {
+    var lines = ["\u{1B}[H\u{1B}[2J" + "ID                                 BEST  SEEN      GATEWAYS (best RSSI, sightings)"]
+    let now = fleetUnixTime()
+    for row in table.entries.prefix(50) {
+      let best = row.bestRSSI.map(String.init) ?? "?"
+      let age = max(0, Int(now - row.lastSeen))
+      let gateways = row.gateways.map { view in
+        "\(view.gateway) \(view.bestRSSI.map(String.init) ?? "?") x\(view.count)"
+      }.joined(separator: ", ")
+      lines.append(
+        row.key.padding(34) + " " + best.padding(5) + " " + "\(age)s ago".padding(9) + " "
+          + gateways)
+    }
+    if table.count > 50 { lines.append("... \(table.count - 50) more") }
+    printLine(lines.joined(separator: "\n"))
+  }
+}
+
+extension String {
+  fileprivate func padding(_ width: Int) -> String {
+    count >= width ? self : self + String(repeating: " ", count: width - count)
+  }
+}
