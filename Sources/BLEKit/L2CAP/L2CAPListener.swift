@@ -23,7 +23,7 @@ public final class L2CAPListener: Sendable, CustomStringConvertible {
   /// Whether channels need an encrypted link.
   public let requiresEncryption: Bool
   /// Incoming channels, in the order they came; finishes after ``close()``. At most
-  /// ``ListenerCore/waiting`` wait here untaken; a channel arriving beyond that is closed.
+  /// 8 channels wait here untaken; a channel arriving beyond that is closed.
   public let channels: AsyncStream<L2CAPChannel>
 
   private let core: ListenerCore
