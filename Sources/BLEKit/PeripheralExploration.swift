@@ -61,8 +61,8 @@ public struct ExploredService: Sendable, Hashable {
 
 /// Which attributes an exploration reads.
 public enum ExplorationReads: Sendable, Hashable {
-  /// Every characteristic and descriptor, readable or not, as seed 001's explorer does: one
-  /// the device refuses records its error.
+  /// Every characteristic and descriptor, readable or not: one the device
+  /// refuses records its error instead of ending the exploration.
   case all
   /// Only characteristics whose flags allow reading, and every descriptor.
   case readable

@@ -43,7 +43,8 @@ public enum AssignedNumbers {
   /// server supports EATT (Enhanced ATT bearers).
   public static let serverSupportedFeatures = BluetoothUUID(uint16: 0x2B3A)
 
-  /// The company identifier reserved for testing: `0xFFFF`. Seed 004 (FolkBears) uses it.
+  /// The company identifier reserved for testing: `0xFFFF`. FolkBears' temporary-ID
+  /// advertisements use it.
   public static let testCompanyID: UInt16 = 0xFFFF
 
   /// SIG GATT services (Assigned Numbers 3.4).

@@ -23,7 +23,7 @@ public enum BlekitUUID {
     high: 0x8EAA_E4B1_B2E1_4D09, low: 0xB847_F216_76E2_4277)
 
   /// blekit's read service, `8eaae4b2-b2e1-4d09-b847-f21676e24277`: holds the dynamic read
-  /// characteristic of `blekit advertise --read-value/--read-clock` (seed 003).
+  /// characteristic of `blekit advertise --read-value/--read-clock`.
   public static let readService = BluetoothUUID(
     high: 0x8EAA_E4B2_B2E1_4D09, low: 0xB847_F216_76E2_4277)
 

@@ -9,15 +9,15 @@ public enum UnknownRSSIPolicy: String, Hashable, Sendable, CaseIterable {
   case exclude
 }
 
-/// A minimum-RSSI rule, as in seed 000's `guard RSSI.intValue >= -50`.
+/// A minimum-RSSI rule, such as "-50 dBm or stronger" (`try RSSIFilter(minimum: -50)`).
 ///
 /// **Unknown RSSI.** HCI defines an RSSI of `127` as "RSSI is not available" (Core
 /// Specification, Vol 4, Part E, 7.7.65.2), and BlueZ's `Device1.RSSI` property can be absent.
 /// Values outside -127...20 dBm are reserved by HCI and are treated as unknown too.
 ///
 /// Policy decision: **with a threshold set, an unknown RSSI passes by default**
-/// (`UnknownRSSIPolicy.include`), and `.exclude` makes it fail. Reasons: many adapters and
-/// every controller in blekit's lab report 127 for every device, so a default of "exclude"
+/// (`UnknownRSSIPolicy.include`), and `.exclude` makes it fail. Reasons: many adapters, and
+/// emulated controllers, report 127 for every device, so a default of "exclude"
 /// would make `--min-rssi` find nothing there, silently; and an unknown signal is not evidence
 /// of a weak one. A tool should say when it let a device through on an unknown RSSI (see
 /// `Decision.passedUnknown`). Without a threshold every discovery passes.

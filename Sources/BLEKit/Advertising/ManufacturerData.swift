@@ -6,7 +6,7 @@ import Bluetooth
 /// Manufacturer-specific data: a company identifier and the bytes that follow it.
 ///
 /// BlueZ reports it in `org.bluez.Device1.ManufacturerData` as `a{qv}`: the company ID as the
-/// key and the bytes *after* it as the value (lab: `65535 -> 02 10 01 02 ...`). In raw
+/// key and the bytes *after* it as the value (`65535 -> 02 10 01 02 ...` for company 0xFFFF). In raw
 /// advertising data, and in CoreBluetooth's `kCBAdvDataManufacturerData`, the company ID comes
 /// first, little-endian; `init(adPayload:)` reads that form.
 public struct ManufacturerData: Hashable, Sendable, CustomStringConvertible {

@@ -11,8 +11,8 @@
 public enum TransferLimits {
   /// The smallest ATT MTU on LE (Core Specification, Vol 3, Part F, 3.2.8).
   public static let minimumATTMTU = 23
-  /// The largest attribute value (Core Specification, Vol 3, Part F, 3.2.9). BlueZ silently
-  /// cuts longer notifications to this size (seen in the lab: 514-byte chunks arrived as 512).
+  /// The largest attribute value (Core Specification, Vol 3, Part F, 3.2.9). BlueZ 5.66
+  /// silently cuts longer notifications to this size (a 514-byte chunk arrives as 512 bytes).
   public static let maximumAttributeValueLength = 512
   /// The bytes of an ATT notification header (opcode and handle).
   public static let notificationHeaderLength = 3

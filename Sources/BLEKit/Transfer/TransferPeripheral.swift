@@ -3,7 +3,8 @@
 import Bluetooth
 import Synchronization
 
-/// Serves the transfer service (seed 000): a message sent to every central that subscribes,
+/// Serves the transfer service (Apple's "Transferring Data Between Bluetooth Low Energy
+/// Devices" protocol: chunks, then `EOM`): a message sent to every central that subscribes,
 /// and replies written back.
 ///
 /// The service (`BlekitUUID.transferService`) holds two characteristics:
