@@ -48,8 +48,15 @@ private func installed(_ program: String) -> Bool {
   let tree = CommandTree(root: Blekit.self)
 
   @Test func everyCommandIsInTheTree() {
-    let names = tree.nodes.dropFirst().map(\.key)
-    #expect(names == CommandRegistry.commands.map { $0.configuration.name })
+    // Every registered command, then each group's subcommands right after it ("l2cap",
+    // "l2cap listen", "l2cap connect").
+    var expected: [String] = []
+    for command in CommandRegistry.commands {
+      let name = command.configuration.name
+      expected.append(name)
+      expected += command.configuration.subcommands.map { "\(name) \($0.configuration.name)" }
+    }
+    #expect(tree.nodes.dropFirst().map(\.key) == expected)
   }
 
   @Test(arguments: CompletionShell.allCases)
