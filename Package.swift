@@ -38,11 +38,17 @@ let package = Package(
     // An MQTT publisher and subscriber over libmosquitto: URLs, reconnects, a bounded buffer.
     .target(name: "MQTT", dependencies: ["CMosquitto"], swiftSettings: strict),
     // The gateway logic: sighting payloads, topic layouts, rate limits, the fleet's merged table.
-    .target(name: "Fleet", dependencies: ["BLEKit", "Bluetooth", "MQTT"], swiftSettings: strict),
+    // What a monitor counts: FolkBears temporary IDs, per-ID sighting statistics in a bounded
+    // table (the `monitor` command's and the gateways' model, not part of BLEKit's core).
+    .target(name: "Sightings", dependencies: ["BLEKit"], swiftSettings: strict),
+    .target(
+      name: "Fleet", dependencies: ["BLEKit", "Bluetooth", "MQTT", "Sightings"],
+      swiftSettings: strict),
     // A small typed command-line parser (swift-argument-parser cannot be fetched here).
     .target(name: "ArgumentParsing", swiftSettings: strict),
     .executableTarget(
-      name: "blekit", dependencies: ["BLEKit", "ArgumentParsing", "Fleet"], swiftSettings: strict),
+      name: "blekit", dependencies: ["BLEKit", "ArgumentParsing", "Fleet", "Sightings"],
+      swiftSettings: strict),
     // Examples/: small programs against BLEKit's public API (its tutorial and compile-time check).
     .executableTarget(
       name: "example-heart-rate-peripheral", dependencies: ["BLEKit"],
@@ -62,9 +68,12 @@ let package = Package(
     .testTarget(
       name: "BLEKitTests", dependencies: ["BLEKit", "BlueZ", "Bluetooth", "DBus", "TestSupport"]),
     .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing", "TestSupport"]),
+    .testTarget(name: "SightingsTests", dependencies: ["Sightings", "BLEKit", "TestSupport"]),
     .testTarget(name: "FleetTests", dependencies: ["Fleet", "MQTT", "BLEKit", "Bluetooth"]),
     .testTarget(
       name: "BlekitCLITests",
-      dependencies: ["blekit", "BLEKit", "BlueZ", "Bluetooth", "DBus", "ArgumentParsing"]),
+      dependencies: [
+        "blekit", "BLEKit", "BlueZ", "Bluetooth", "DBus", "ArgumentParsing", "Sightings",
+      ]),
   ]
 )

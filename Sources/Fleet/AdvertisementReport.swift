@@ -2,6 +2,7 @@
 // BLEKit Discovery (or made directly, e.g. by tests and benchmarks).
 
 import BLEKit
+import Sightings
 import Bluetooth
 
 /// What a gateway publishes about one report: a value copy of a ``BLEKit/Discovery``'s

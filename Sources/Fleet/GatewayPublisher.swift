@@ -2,6 +2,7 @@
 // limited per device, with retained availability, a last will and Home Assistant discovery.
 
 import BLEKit
+import Sightings
 import MQTT
 import Synchronization
 

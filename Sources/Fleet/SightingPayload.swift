@@ -2,6 +2,7 @@
 // layout and in Theengs Gateway's, built from a Discovery.
 
 import BLEKit
+import Sightings
 import Bluetooth
 
 #if canImport(Glibc)

@@ -4,6 +4,7 @@
 
 import ArgumentParsing
 import BLEKit
+import Sightings
 import Fleet
 
 extension ManufacturerLayout: ExpressibleByArgument {}

@@ -2,6 +2,7 @@
 // (a table, or one JSON object) at the end.
 
 import BLEKit
+import Sightings
 
 /// The text and JSON forms of a monitoring run.
 enum MonitorOutput {

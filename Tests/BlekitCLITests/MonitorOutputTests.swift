@@ -4,6 +4,7 @@ import ArgumentParsing
 import Testing
 
 @testable import BLEKit
+import Sightings
 @testable import Bluetooth
 @testable import blekit
 

@@ -1,5 +1,6 @@
 // libFuzzer target: the advertisement decoders (AD structures, manufacturer and service data,
 // FolkBears IDs, hex text, UUID and address text). Built by scripts/fuzz.
+@testable import BLEKit
 import Bluetooth
 
 @_cdecl("LLVMFuzzerTestOneInput")

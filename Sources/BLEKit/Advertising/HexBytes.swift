@@ -63,7 +63,7 @@ public enum HexBytes {
   }
 
   /// A UUID as `0x180F` when it has a 16-bit alias, else its canonical form.
-  static func uuidLabel(_ uuid: BluetoothUUID) -> String {
+  public static func uuidLabel(_ uuid: BluetoothUUID) -> String {
     uuid.uint16Value.map { companyID($0) } ?? uuid.uuidString
   }
 

@@ -1,5 +1,6 @@
 import BLEKit
-import Bluetooth
+import Sightings
+import TestSupport
 import Testing
 
 @Suite struct FolkBearsTempUserIDTests {

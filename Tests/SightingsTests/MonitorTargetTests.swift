@@ -1,10 +1,10 @@
 // MonitorTarget: how a report reads as a sighting, a malformed payload or nothing, for
 // short, long and garbage manufacturer data.
 
-import Bluetooth
+import BLEKit
 import Testing
 
-@testable import BLEKit
+@testable import Sightings
 
 @Suite struct MonitorTargetTests {
   let folkBears = MonitorTarget.manufacturer(companyID: 0xFFFF, layout: .folkbears)

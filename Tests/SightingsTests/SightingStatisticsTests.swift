@@ -1,4 +1,5 @@
 import BLEKit
+import Sightings
 import Testing
 
 @Suite struct SightingStatisticsTests {

@@ -1,7 +1,7 @@
 // FolkBearsTempUserID: the contact-detection payload of seed 004 (FolkBears), carried in
 // manufacturer data: company 0xFFFF, then type 0x02, length 0x10, then a 16-byte temporary ID.
 
-import Bluetooth
+import BLEKit
 
 /// A FolkBears temporary user ID, decoded from manufacturer data.
 ///

@@ -2,7 +2,7 @@
 // monitor`): times seen, first and last seen, RSSI min/mean/max, sightings per minute, in
 // constant memory however long the scan runs.
 
-import Bluetooth
+import BLEKit
 
 /// Running statistics of the sightings of one advertiser (or one decoded ID).
 ///

@@ -1,7 +1,7 @@
 // MonitorTarget: what a contact monitor (seed 004, `blekit monitor`) counts, and how one
 // discovery reads as a sighting of an ID, a malformed payload, or nothing of interest.
 
-import Bluetooth
+import BLEKit
 
 /// How the bytes of the selected company's manufacturer data become an ID.
 public enum ManufacturerLayout: String, Sendable, Hashable, CaseIterable {

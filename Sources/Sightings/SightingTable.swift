@@ -1,6 +1,8 @@
 // SightingTable: a monitor's per-ID statistics in bounded memory: at most `capacity` IDs (the
 // least recently seen is evicted to make room), counts of malformed payloads by reason.
 
+import BLEKit
+
 /// The statistics of a monitoring run, in memory that does not grow with its length.
 ///
 /// Each ID keeps a ``SightingStatistics`` (counts, sums and extremes, never the sightings).

@@ -1,9 +1,10 @@
 // SightingTable: per-ID counts, malformed counts by reason, and bounded memory by evicting
 // the least recently seen ID.
 
+import BLEKit
 import Testing
 
-@testable import BLEKit
+@testable import Sightings
 
 @Suite struct SightingTableTests {
   let start = ContinuousClock.Instant.now

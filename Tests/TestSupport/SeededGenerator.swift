@@ -1,0 +1,20 @@
+// A seeded random generator, so shuffles and garbage in tests are reproducible.
+
+/// SplitMix64: a small, seeded pseudo-random generator (deterministic across runs).
+public struct SeededGenerator: RandomNumberGenerator {
+  private var state: UInt64
+
+  public init(seed: UInt64) { state = seed }
+
+  public mutating func next() -> UInt64 {
+    state &+= 0x9E37_79B9_7F4A_7C15
+    var z = state
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
+  }
+
+  public mutating func bytes(_ count: Int) -> [UInt8] {
+    (0..<count).map { _ in UInt8.random(in: 0...255, using: &self) }
+  }
+}
