@@ -27,6 +27,13 @@ private func check(_ words: [String]) {
       fuzzCheck(asked || namesGroup(words), "help given unasked: \(words)")
     case .version(let line):
       fuzzCheck(words.first == "--version" && line == "tool 1.0", "version for \(words)")
+    case .generated(let text):
+      // A completion script or the manual page: only when the root was asked for one.
+      let generators = ["--generate-completion-script", "--generate-manual"]
+      fuzzCheck(
+        words.contains { word in generators.contains { word.hasPrefix($0) } },
+        "generated output unasked: \(words)")
+      fuzzCheck(!text.isEmpty, "empty generated output for \(words)")
     case .run(let command, let path):
       guard let command = command as? any Canonical else {
         fuzzCheck(false, "resolved to a command outside the tree")
