@@ -128,7 +128,10 @@ struct FleetCommand: ParsableCommand {
 
   /// Redraws the table on a terminal: ID, gateways with their best RSSI, best RSSI, last seen.
   static func draw(_ table: FleetTable) {
-    var lines = ["\u{1B}[H\u{1B}[2J" + "ID                                 BEST  SEEN      GATEWAYS (best RSSI, sightings)"]
+    var lines = [
+      "\u{1B}[H\u{1B}[2J"
+        + "ID                                 BEST  SEEN      GATEWAYS (best RSSI, sightings)"
+    ]
     let now = fleetUnixTime()
     for row in table.entries.prefix(50) {
       let best = row.bestRSSI.map(String.init) ?? "?"
