@@ -60,7 +60,8 @@ let package = Package(
     .testTarget(name: "BluetoothTests", dependencies: ["Bluetooth"]),
     .testTarget(name: "BLEKitTests", dependencies: ["BLEKit", "TestSupport"]),
     .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing", "TestSupport"]),
-    .testTarget(name: "FleetTests", dependencies: ["Fleet", "MQTT", "BLEKit", "Bluetooth"]),
+    .testTarget(
+      name: "FleetTests", dependencies: ["Fleet", "MQTT", "BLEKit", "Bluetooth", "TestSupport"]),
     .testTarget(name: "BlekitCLITests", dependencies: ["blekit", "BLEKit", "ArgumentParsing"]),
   ]
 )
