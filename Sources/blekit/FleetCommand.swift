@@ -31,7 +31,8 @@ struct FleetCommand: ParsableCommand {
     let mqttUser = GatewayOptions.user
     let mqttPassword = GatewayOptions.password
     let mqttClientID = Option<String>(
-      "--mqtt-client-id", value: "ID", help: "MQTT client ID (default: one made up).")
+      "--mqtt-client-id", value: "ID",
+      help: "MQTT client ID; with one the session is persistent (the broker queues while away).")
     let mqttCA = GatewayOptions.ca
     let topic = Option<String>(
       "--topic", value: "FILTER", help: "Topic filter to subscribe to (default blekit/#).")
