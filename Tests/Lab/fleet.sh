@@ -65,8 +65,8 @@ for gw in a b; do
     --mqtt-qos 1 --mqtt-interval 0 --mqtt-summary 5 >"$OUT/monitor-$gw.json" 2>"$OUT/monitor-$gw.err" &
   eval "GW_$gw=\$!"
 done
-check "both gateways run their discovery" \
-  wait_for 60 grep -q '"type":"start"' "$OUT/monitor-a.json" "$OUT/monitor-b.json"
+check "both gateways run their discovery" wait_for 60 sh -c \
+  "grep -q '\"type\":\"start\"' '$OUT/monitor-a.json' && grep -q '\"type\":\"start\"' '$OUT/monitor-b.json'"
 check "both gateways are online for fleet" \
   wait_for 20 sh -c "grep -q 'gateway gw-a online' '$OUT/fleet.err' && grep -q 'gateway gw-b online' '$OUT/fleet.err'"
 
