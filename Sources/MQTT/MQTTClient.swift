@@ -148,6 +148,8 @@ public final class MQTTClient: @unchecked Sendable {
   }
 
   deinit {
+    // Normally closed already; if not, stop libmosquitto's thread before the handle goes.
+    shutDownNetwork()
     mosquitto_destroy(handle)
   }
 

@@ -38,21 +38,29 @@ import Testing
     let broker = try MosquittoBroker()
     let url = broker.url
     let fleet = Task.detached { [self] in
-      try blekit(["fleet", "--mqtt", url, "--timeout", "4"])
+      try blekit(["fleet", "--mqtt", url, "--timeout", "6"])
     }
-    try await Task.sleep(for: .seconds(1.5))
     let id = Array(1...16).map { UInt8($0) }
+    var publishers: [(GatewayPublisher, Int)] = []
     for (gateway, rssi) in [("gw-a", -70), ("gw-b", -55)] {
       var settings = GatewaySettings(
         broker: BrokerSettings(url: url), origin: GatewayOrigin(gateway: gateway, adapter: "hci0"),
         topics: TopicLayout(gateway: gateway))
       settings.broker.qos = 1
-      let publisher = try await GatewayPublisher.connect(settings)
-      let report = AdvertisementReport(
-        address: "00:AA:01:01:00:01", rssi: rssi, manufacturerData: [0xFFFF: [0x02, 0x10] + id])
-      publisher.publish(report, id: report.folkBearsID)
-      _ = await publisher.close()
+      settings.interval = .zero
+      publishers.append((try await GatewayPublisher.connect(settings), rssi))
     }
+    // Sightings are not retained: publish until the fleet (starting meanwhile) has surely
+    // subscribed, then say goodbye.
+    for _ in 0..<20 {
+      for (publisher, rssi) in publishers {
+        let report = AdvertisementReport(
+          address: "00:AA:01:01:00:01", rssi: rssi, manufacturerData: [0xFFFF: [0x02, 0x10] + id])
+        publisher.publish(report, id: report.folkBearsID)
+      }
+      try await Task.sleep(for: .milliseconds(200))
+    }
+    for (publisher, _) in publishers { _ = await publisher.close() }
     let run = try await fleet.value
     #expect(run.status == 0)
     let rows = run.output.split(separator: "\n").compactMap { FleetJSON.parse(String($0)) }
