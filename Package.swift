@@ -69,7 +69,8 @@ let package = Package(
       name: "BLEKitTests", dependencies: ["BLEKit", "BlueZ", "Bluetooth", "DBus", "TestSupport"]),
     .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing", "TestSupport"]),
     .testTarget(name: "SightingsTests", dependencies: ["Sightings", "BLEKit", "TestSupport"]),
-    .testTarget(name: "FleetTests", dependencies: ["Fleet", "MQTT", "BLEKit", "Bluetooth"]),
+    .testTarget(
+      name: "FleetTests", dependencies: ["Fleet", "MQTT", "BLEKit", "Bluetooth", "TestSupport"]),
     .testTarget(
       name: "BlekitCLITests",
       dependencies: [

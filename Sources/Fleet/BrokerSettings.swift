@@ -39,9 +39,9 @@ public struct BrokerSettings: Sendable, Hashable {
   /// The broker URL without its password.
   public var displayURL: String { (try? BrokerURL(url))?.description ?? url }
 
-  func configuration(will: MQTTMessage?, cleanSession: Bool = true) throws(FleetError)
-    -> MQTTConfiguration
-  {
+  func configuration(
+    will: MQTTMessage?, birth: MQTTMessage? = nil, cleanSession: Bool = true
+  ) throws(FleetError) -> MQTTConfiguration {
     try validate()
     var configuration: MQTTConfiguration
     do throws(MQTTError) {
@@ -53,6 +53,7 @@ public struct BrokerSettings: Sendable, Hashable {
     configuration.user = user
     configuration.password = password
     configuration.will = will
+    configuration.birth = birth
     configuration.cleanSession = cleanSession
     configuration.certificateAuthorities = certificateAuthorities
     configuration.bufferCapacity = bufferCapacity

@@ -236,7 +236,8 @@ public indirect enum FleetJSON: Sendable, Hashable {
           case UInt8(ascii: "f"): out.append(0x0C)
           case UInt8(ascii: "u"):
             guard bytes.count - index >= 4,
-              let code = UInt32(String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
+              let code = UInt32(
+                String(decoding: bytes[index..<index + 4], as: UTF8.self), radix: 16)
             else { return nil }
             index += 4
             // Surrogate halves are not combined: fleet payloads never carry them.

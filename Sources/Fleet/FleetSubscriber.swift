@@ -24,11 +24,13 @@ public final class FleetSubscriber: Sendable {
   public let events: AsyncStream<BrokerEvent>
 
   /// Connects and subscribes to `filter` (default `blekit/#`: every gateway under the default
-  /// prefix).
+  /// prefix). With a client ID the session is persistent: a broker with persistence keeps
+  /// the subscription and queues QoS 1 messages while this subscriber is away.
   public static func connect(_ settings: BrokerSettings, filter: String = "blekit/#")
     async throws(FleetError) -> FleetSubscriber
   {
-    let configuration = try settings.configuration(will: nil)
+    let configuration = try settings.configuration(
+      will: nil, cleanSession: settings.clientID == nil)
     let client: MQTTClient
     do throws(MQTTError) {
       client = try await MQTTClient.connect(configuration)

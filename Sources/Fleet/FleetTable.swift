@@ -117,7 +117,8 @@ public struct FleetTable: Sendable {
 
   /// The rows, most recently seen first (ties by key).
   public var entries: [Row] {
-    rows.values.sorted { a, b in a.lastSeen != b.lastSeen ? a.lastSeen > b.lastSeen : a.key < b.key }
+    rows.values.sorted { a, b in a.lastSeen != b.lastSeen ? a.lastSeen > b.lastSeen : a.key < b.key
+    }
   }
 
   /// A row as one JSON object: key, address, best RSSI, last seen, and per gateway its best

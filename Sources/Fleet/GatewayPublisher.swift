@@ -46,8 +46,8 @@ public final class GatewayPublisher: Sendable {
   /// Connection events after the start (losses, reconnections, drops).
   public let events: AsyncStream<BrokerEvent>
 
-  /// Connects and publishes `online` (retained) on the availability topic; the broker
-  /// publishes `offline` (retained) if this gateway vanishes.
+  /// Connects and publishes `online` (retained) on the availability topic, again on every
+  /// reconnection; the broker publishes `offline` (retained) if this gateway vanishes.
   public static func connect(_ settings: GatewaySettings) async throws(FleetError)
     -> GatewayPublisher
   {
@@ -56,7 +56,10 @@ public final class GatewayPublisher: Sendable {
       topic: settings.topics.availability, text: "offline", qos: qos, retain: true)
     var broker = settings.broker
     if broker.clientID == nil { broker.clientID = "blekit-\(settings.origin.gateway)" }
-    let configuration = try broker.configuration(will: will)
+    // `online` on every connection: a broker that stopped may have published the will.
+    let birth = MQTTMessage(
+      topic: settings.topics.availability, text: "online", qos: qos, retain: true)
+    let configuration = try broker.configuration(will: will, birth: birth)
     let client: MQTTClient
     do throws(MQTTError) {
       client = try await MQTTClient.connect(configuration)
@@ -83,14 +86,6 @@ public final class GatewayPublisher: Sendable {
       }
       continuation.onTermination = { _ in task.cancel() }
     }
-    publishAvailability(online: true)
-  }
-
-  private func publishAvailability(online: Bool) {
-    client.publish(
-      MQTTMessage(
-        topic: settings.topics.availability, text: online ? "online" : "offline",
-        qos: settings.broker.qualityOfService, retain: true))
   }
 
   /// The broker, without its password.
@@ -171,7 +166,10 @@ public final class GatewayPublisher: Sendable {
   /// Publishes `offline` (retained), waits up to `grace` for what is buffered, and
   /// disconnects. Returns the counts.
   public func close(grace: Duration = .seconds(3)) async -> BrokerReport {
-    publishAvailability(online: false)
+    client.publish(
+      MQTTMessage(
+        topic: settings.topics.availability, text: "offline",
+        qos: settings.broker.qualityOfService, retain: true))
     return BrokerReport(await client.close(grace: grace))
   }
 }

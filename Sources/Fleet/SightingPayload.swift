@@ -34,7 +34,8 @@ public enum SightingPayload {
   /// blekit's sighting object: every field of the report, the gateway, the adapter, the time
   /// and the gateway's sequence number (a consumer sees a gap as lost messages).
   public static func sighting(
-    _ report: AdvertisementReport, id: String?, origin: GatewayOrigin, sequence: Int, unixTime: Double
+    _ report: AdvertisementReport, id: String?, origin: GatewayOrigin, sequence: Int,
+    unixTime: Double
   ) -> FleetJSON {
     .object([
       .init("type", .string("sighting")),
@@ -112,7 +113,8 @@ public enum SightingPayload {
       fields.append(.init("servicedatauuid", .string(theengsUUID(uuid))))
     }
     if !report.serviceUUIDs.isEmpty {
-      fields.append(.init("servicesuuids", .array(report.serviceUUIDs.map { .string(theengsUUID($0)) })))
+      fields.append(
+        .init("servicesuuids", .array(report.serviceUUIDs.map { .string(theengsUUID($0)) })))
     }
     if let id { fields.append(.init("tempUserId", .string(id))) }
     return .object(fields)

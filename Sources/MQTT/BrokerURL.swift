@@ -35,7 +35,8 @@ public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
       rest = rest[rest.index(after: at)...]
       if let colon = credentials.firstIndex(of: ":") {
         user = try Self.percentDecoded(credentials[..<colon], in: text)
-        password = try Self.percentDecoded(credentials[credentials.index(after: colon)...], in: text)
+        password = try Self.percentDecoded(
+          credentials[credentials.index(after: colon)...], in: text)
       } else {
         user = try Self.percentDecoded(credentials, in: text)
       }
@@ -92,7 +93,8 @@ public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
         bytes.append(byte)
         continue
       }
-      guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue)
+      guard let high = iterator.next().flatMap(hexValue),
+        let low = iterator.next().flatMap(hexValue)
       else {
         throw MQTTError(.invalidURL, "'\(url)': a % in the credentials must start %XX")
       }

@@ -69,6 +69,7 @@ public final class MQTTClient: @unchecked Sendable {
   }
 
   private let handle: OpaquePointer
+  private let birth: MQTTMessage?
   private let state: Mutex<State>
   private let sender = DispatchQueue(label: "blekit.mqtt.sender")
   private let eventContinuation: AsyncStream<MQTTEvent>.Continuation
@@ -110,6 +111,7 @@ public final class MQTTClient: @unchecked Sendable {
       throw MQTTError(.invalidSetting, "libmosquitto could not create a client")
     }
     self.handle = handle
+    birth = configuration.birth
     broker = configuration.broker
     state = Mutex(State(buffer: OutgoingBuffer(capacity: configuration.bufferCapacity)))
     (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
@@ -148,6 +150,8 @@ public final class MQTTClient: @unchecked Sendable {
   }
 
   deinit {
+    // Normally closed already; if not, stop libmosquitto's thread before the handle goes.
+    shutDownNetwork()
     mosquitto_destroy(handle)
   }
 
@@ -255,6 +259,15 @@ public final class MQTTClient: @unchecked Sendable {
       state.everConnected = true
       if again { state.statistics.reconnections += 1 }
       return (again, state.subscriptions)
+    }
+    if let birth {
+      let code = birth.payload.withUnsafeBytes { bytes in
+        mosquitto_publish(
+          handle, nil, birth.topic, Int32(bytes.count), bytes.baseAddress, birth.qos.rawValue,
+          birth.retain)
+      }
+      // Counted as handed over, so that its completion balances (see `inFlight`).
+      if code == MOSQ_ERR_SUCCESS.rawValue { state.withLock { $0.statistics.handedOver += 1 } }
     }
     for (filter, qos) in subscriptions {
       _ = mosquitto_subscribe(handle, nil, filter, qos.rawValue)

@@ -17,6 +17,9 @@ public struct MQTTConfiguration: Sendable {
   public var cleanSession: Bool = true
   /// The message the broker publishes when this client vanishes without disconnecting.
   public var will: MQTTMessage?
+  /// A message published on every connection, first (a retained `online` that undoes the
+  /// last will the broker may have published while this client was away).
+  public var birth: MQTTMessage?
   /// The most messages buffered while the broker is away (the oldest is dropped beyond).
   public var bufferCapacity: Int = 10_000
   /// The most received messages held for a slow reader (the oldest is dropped beyond).

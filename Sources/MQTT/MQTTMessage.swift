@@ -20,7 +20,9 @@ public struct MQTTMessage: Sendable, Hashable {
   public var retain: Bool
 
   /// Creates a message.
-  public init(topic: String, payload: [UInt8], qos: QualityOfService = .atMostOnce, retain: Bool = false) {
+  public init(
+    topic: String, payload: [UInt8], qos: QualityOfService = .atMostOnce, retain: Bool = false
+  ) {
     self.topic = topic
     self.payload = payload
     self.qos = qos
@@ -28,7 +30,9 @@ public struct MQTTMessage: Sendable, Hashable {
   }
 
   /// Creates a message with a text payload.
-  public init(topic: String, text: String, qos: QualityOfService = .atMostOnce, retain: Bool = false) {
+  public init(
+    topic: String, text: String, qos: QualityOfService = .atMostOnce, retain: Bool = false
+  ) {
     self.init(topic: topic, payload: Array(text.utf8), qos: qos, retain: retain)
   }
 

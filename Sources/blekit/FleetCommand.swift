@@ -31,7 +31,8 @@ struct FleetCommand: ParsableCommand {
     let mqttUser = GatewayOptions.user
     let mqttPassword = GatewayOptions.password
     let mqttClientID = Option<String>(
-      "--mqtt-client-id", value: "ID", help: "MQTT client ID (default: one made up).")
+      "--mqtt-client-id", value: "ID",
+      help: "MQTT client ID; with one the session is persistent (the broker queues while away).")
     let mqttCA = GatewayOptions.ca
     let topic = Option<String>(
       "--topic", value: "FILTER", help: "Topic filter to subscribe to (default blekit/#).")
@@ -128,7 +129,10 @@ struct FleetCommand: ParsableCommand {
 
   /// Redraws the table on a terminal: ID, gateways with their best RSSI, best RSSI, last seen.
   static func draw(_ table: FleetTable) {
-    var lines = ["\u{1B}[H\u{1B}[2J" + "ID                                 BEST  SEEN      GATEWAYS (best RSSI, sightings)"]
+    var lines = [
+      "\u{1B}[H\u{1B}[2J"
+        + "ID                                 BEST  SEEN      GATEWAYS (best RSSI, sightings)"
+    ]
     let now = fleetUnixTime()
     for row in table.entries.prefix(50) {
       let best = row.bestRSSI.map(String.init) ?? "?"

@@ -71,7 +71,9 @@ enum GatewayOptions {
       help: "Messages kept while the broker is away (default 10000; oldest dropped, counted).")
   }
   static var gateway: Option<String> {
-    Option("--gateway", value: "NAME", help: "This gateway's name in topics and payloads (default: host name).")
+    Option(
+      "--gateway", value: "NAME",
+      help: "This gateway's name in topics and payloads (default: host name).")
   }
   static var homeAssistant: Flag {
     Flag("--home-assistant", help: "Publish Home Assistant MQTT discovery for each monitored ID.")
@@ -135,8 +137,10 @@ enum GatewayOptions {
   static func hostName() -> String {
     var buffer = [CChar](repeating: 0, count: 256)
     guard gethostname(&buffer, buffer.count - 1) == 0 else { return "gateway" }
-    let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    let cleaned = String(name.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") ? $0 : "_" })
+    let name = String(
+      decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let cleaned = String(
+      name.map { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-") ? $0 : "_" })
     return cleaned.isEmpty ? "gateway" : cleaned
   }
 }

@@ -1,0 +1,152 @@
+// Against a real mosquitto on a loopback port (MosquittoBroker): publishing, the aggregator,
+// availability, an unreachable broker, and a broker restart with a bounded buffer.
+
+import Fleet
+import Foundation
+import MQTT
+import Testing
+
+@Suite struct BrokerTests {
+  /// Waits until `condition` holds, for at most `seconds`.
+  func eventually(_ seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+      if await condition() { return true }
+      try? await Task.sleep(for: .milliseconds(20))
+    }
+    return await condition()
+  }
+
+  @Test func gatewaySightingsReachTheFleet() async throws {
+    let broker = try MosquittoBroker()
+    var fleetSettings = BrokerSettings(url: broker.url)
+    fleetSettings.qos = 1
+    let fleet = try await FleetSubscriber.connect(fleetSettings)
+    var settings = GatewaySettings(
+      broker: fleetSettings, origin: GatewayOrigin(gateway: "gw-a", adapter: "hci0"),
+      topics: TopicLayout(gateway: "gw-a"))
+    settings.interval = .seconds(60)
+    settings.homeAssistant = true
+    let gateway = try await GatewayPublisher.connect(settings)
+    let id = Array(1...16).map { UInt8($0) }
+    let report = AdvertisementReport(
+      address: "00:AA:01:01:00:01", rssi: -50, manufacturerData: [0xFFFF: [0x02, 0x10] + id])
+    #expect(gateway.publish(report, id: report.folkBearsID))
+    // Unchanged within the interval: held back.
+    #expect(!gateway.publish(report, id: report.folkBearsID))
+    #expect(gateway.publish(AdvertisementReport(address: "00:AA:01:00:00:07", rssi: -70), id: nil))
+    let closed = await gateway.close()
+    #expect(closed.dropped == 0 && closed.unsent == 0)
+
+    var sightings: [FleetSighting] = []
+    var availability: [Bool] = []
+    for await update in fleet.updates {
+      switch update {
+      case .sighting(let sighting): sightings.append(sighting)
+      case .availability(let name, let online):
+        #expect(name == "gw-a")
+        availability.append(online)
+      default: break
+      }
+      if sightings.count == 2 && availability.last == false { break }
+    }
+    #expect(availability == [true, false])
+    #expect(sightings.map(\.key) == ["0102030405060708090a0b0c0d0e0f10", "00:AA:01:00:00:07"])
+    #expect(sightings.map(\.sequence) == [1, 2])
+    #expect(sightings.allSatisfy { $0.gateway == "gw-a" })
+    _ = await fleet.close()
+
+    // Retained: a newcomer sees the availability and the Home Assistant config.
+    var retained = MQTTConfiguration(broker: try BrokerURL(broker.url))
+    retained.connectTimeout = .seconds(5)
+    let late = try await MQTTClient.connect(retained)
+    late.subscribe("#", qos: .atLeastOnce)
+    var topics: [String: String] = [:]
+    for await message in late.messages {
+      topics[message.topic] = message.text
+      if topics.count == 2 { break }
+    }
+    #expect(topics["blekit/gw-a/status"] == "offline")
+    let config = try #require(
+      topics["homeassistant/sensor/blekit_gw-a_0102030405060708090a0b0c0d0e0f10/config"])
+    #expect(
+      FleetJSON.parse(config)?["state_topic"]?.stringValue
+        == "blekit/gw-a/ids/0102030405060708090a0b0c0d0e0f10")
+    await late.close()
+  }
+
+  @Test func unreachableBrokerFailsAtOnce() async throws {
+    let broker = try MosquittoBroker()
+    let url = broker.url
+    broker.stop()
+    let start = ContinuousClock.now
+    var settings = BrokerSettings(url: url)
+    settings.connectTimeout = .seconds(3)
+    await #expect(throws: FleetError.self) {
+      _ = try await FleetSubscriber.connect(settings)
+    }
+    #expect(ContinuousClock.now - start < .seconds(4))
+    do {
+      _ = try await FleetSubscriber.connect(settings)
+    } catch {
+      #expect(error.code == .unreachable)
+    }
+  }
+
+  @Test func brokerRestartLosesOnlyCountedDrops() async throws {
+    let broker = try MosquittoBroker()
+    var subscriberConfiguration = MQTTConfiguration(broker: try BrokerURL(broker.url))
+    subscriberConfiguration.clientID = "subscriber"
+    subscriberConfiguration.cleanSession = false
+    let subscriber = try await MQTTClient.connect(subscriberConfiguration)
+    subscriber.subscribe("t/#", qos: .atLeastOnce)
+    var publisherConfiguration = MQTTConfiguration(broker: try BrokerURL(broker.url))
+    publisherConfiguration.clientID = "publisher"
+    publisherConfiguration.bufferCapacity = 50
+    let publisher = try await MQTTClient.connect(publisherConfiguration)
+    // Let the subscription settle before the first message.
+    try await Task.sleep(for: .milliseconds(300))
+
+    func send(_ range: Range<Int>) {
+      for index in range {
+        publisher.publish(MQTTMessage(topic: "t/\(index)", text: "\(index)", qos: .atLeastOnce))
+      }
+    }
+    send(0..<20)
+    #expect(await eventually { publisher.statistics.completed == 20 })
+
+    broker.stop()
+    #expect(await eventually { !publisher.isConnected })
+    send(20..<100)  // 80 while the broker is away: 50 kept, the 30 oldest dropped.
+    #expect(publisher.statistics.dropped == 30)
+    #expect(publisher.statistics.buffered == 50)
+
+    try broker.start()
+    #expect(
+      await eventually(20) {
+        publisher.statistics.buffered == 0 && publisher.statistics.inFlight == 0
+      })
+    #expect(publisher.statistics.reconnections == 1)
+
+    let expected = Set(0..<20).union(50..<100)
+    let reader = Task {
+      var received: Set<Int> = []
+      for await message in subscriber.messages {
+        received.insert(Int(message.text) ?? -1)
+        if received.isSuperset(of: expected) { break }
+      }
+      return received
+    }
+    let timeout = Task {
+      try await Task.sleep(for: .seconds(20))
+      reader.cancel()
+    }
+    // The subscriber reconnects on its own; its persistent session kept what arrived meanwhile.
+    let received = await reader.value
+    timeout.cancel()
+    #expect(received == expected)
+    let statistics = await publisher.close()
+    #expect(statistics.offered == 100 && statistics.dropped == 30)
+    await subscriber.close(grace: .zero)
+  }
+}

@@ -1,0 +1,92 @@
+// The built `blekit` against a real mosquitto: `fleet` merging two gateways' sightings, and
+// the exit statuses of a bad URL and of an unreachable broker.
+
+import Fleet
+import Foundation
+import TestSupport
+import Testing
+
+@Suite struct FleetCommandTests {
+  struct Run {
+    var status: Int32
+    var output: String
+    var error: String
+  }
+
+  /// Runs the built blekit, waiting for it to exit (at most `limit` seconds, then killed).
+  func blekit(_ arguments: [String], limit: Double = 20) throws -> Run {
+    let executable = try #require(builtBlekit, "build the blekit product first")
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    let output = Pipe()
+    let error = Pipe()
+    process.standardOutput = output
+    process.standardError = error
+    try process.run()
+    let deadline = Date().addingTimeInterval(limit)
+    while process.isRunning && Date() < deadline { usleep(20_000) }
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+    return Run(
+      status: process.terminationStatus,
+      output: String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
+      error: String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+  }
+
+  @Test func fleetMergesTwoGateways() async throws {
+    let broker = try MosquittoBroker()
+    let url = broker.url
+    let fleet = Task.detached { [self] in
+      try blekit(["fleet", "--mqtt", url, "--timeout", "6"])
+    }
+    let id = Array(1...16).map { UInt8($0) }
+    var publishers: [(GatewayPublisher, Int)] = []
+    for (gateway, rssi) in [("gw-a", -70), ("gw-b", -55)] {
+      var settings = GatewaySettings(
+        broker: BrokerSettings(url: url), origin: GatewayOrigin(gateway: gateway, adapter: "hci0"),
+        topics: TopicLayout(gateway: gateway))
+      settings.broker.qos = 1
+      settings.interval = .zero
+      publishers.append((try await GatewayPublisher.connect(settings), rssi))
+    }
+    // Sightings are not retained: publish until the fleet (starting meanwhile) has surely
+    // subscribed, then say goodbye.
+    for _ in 0..<20 {
+      for (publisher, rssi) in publishers {
+        let report = AdvertisementReport(
+          address: "00:AA:01:01:00:01", rssi: rssi, manufacturerData: [0xFFFF: [0x02, 0x10] + id])
+        publisher.publish(report, id: report.folkBearsID)
+      }
+      try await Task.sleep(for: .milliseconds(200))
+    }
+    for (publisher, _) in publishers { _ = await publisher.close() }
+    let run = try await fleet.value
+    #expect(run.status == 0)
+    let rows = run.output.split(separator: "\n").compactMap { FleetJSON.parse(String($0)) }
+    let last = try #require(rows.last)
+    #expect(last["id"]?.stringValue == "0102030405060708090a0b0c0d0e0f10")
+    #expect(last["bestRSSI"]?.intValue == -55)
+    guard case .array(let gateways)? = last["gateways"] else {
+      Issue.record("no gateways in \(run.output)")
+      return
+    }
+    #expect(gateways.compactMap { $0["gateway"]?.stringValue } == ["gw-a", "gw-b"])
+    #expect(run.error.contains("gateway gw-a offline"))
+  }
+
+  @Test func badURLAndUnreachableBroker() throws {
+    let broker = try MosquittoBroker()
+    let url = broker.url
+    broker.stop()
+    let unreachable = try blekit(["fleet", "--mqtt", url, "--timeout", "2"])
+    #expect(unreachable.status == 14)
+    #expect(unreachable.error.split(separator: "\n").count == 1)
+    #expect(unreachable.output.isEmpty)
+    let bad = try blekit(["monitor", "--mqtt", "tcp://h"])
+    #expect(bad.status == 2)
+    #expect(bad.error.contains("not an mqtt:// or mqtts:// URL"))
+    let orphan = try blekit(["scan", "--mqtt-qos", "1"])
+    #expect(orphan.status == 2)
+  }
+}

@@ -1,0 +1,123 @@
+// A real mosquitto broker for one test: a loopback port, a temporary directory, stopped (and
+// its directory removed) by the test.
+
+import Foundation
+
+/// A mosquitto process on 127.0.0.1 with persistence in its own temporary directory.
+final class MosquittoBroker: @unchecked Sendable {
+  let port: Int
+  let directory: URL
+  private var pid: pid_t?
+
+  var url: String { "mqtt://127.0.0.1:\(port)" }
+
+  init() throws {
+    port = try Self.freePort()
+    directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+      "blekit-mqtt-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let config = """
+      listener \(port) 127.0.0.1
+      allow_anonymous true
+      persistence true
+      persistence_location \(directory.path)/
+      log_dest none
+      user \(NSUserName())
+
+      """
+    try config.write(
+      to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
+    try start()
+  }
+
+  /// Starts (or restarts) the broker and waits until it accepts connections.
+  ///
+  /// Spawned with posix_spawn and an empty signal mask: the test process blocks SIGTERM in
+  /// its threads, and a child inheriting that mask would never stop on SIGTERM.
+  func start() throws {
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    var defaults = sigset_t()
+    sigemptyset(&defaults)
+    for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE] { sigaddset(&defaults, signal) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+    let arguments = [
+      "/usr/sbin/mosquitto", "-c", directory.appendingPathComponent("mosquitto.conf").path,
+    ]
+    var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+    defer { for pointer in argv { free(pointer) } }
+    var child = pid_t()
+    let code = posix_spawn(&child, arguments[0], nil, &attributes, &argv, environ)
+    guard code == 0 else { throw BrokerError(message: "cannot start mosquitto: \(code)") }
+    pid = child
+    let deadline = Date().addingTimeInterval(10)
+    while Date() < deadline {
+      if Self.accepts(port: port) { return }
+      usleep(20_000)
+    }
+    stop()
+    throw BrokerError(message: "mosquitto did not listen on \(port) within 10 s")
+  }
+
+  /// Stops the broker (SIGTERM: it saves its persistent sessions; SIGKILL after 5 s) and
+  /// reaps it.
+  func stop() {
+    guard let pid else { return }
+    self.pid = nil
+    kill(pid, SIGTERM)
+    var status: Int32 = 0
+    for _ in 0..<250 {
+      if waitpid(pid, &status, WNOHANG) == pid { return }
+      usleep(20_000)
+    }
+    kill(pid, SIGKILL)
+    waitpid(pid, &status, 0)
+  }
+
+  deinit {
+    stop()
+    try? FileManager.default.removeItem(at: directory)
+  }
+
+  struct BrokerError: Error { let message: String }
+
+  private static func accepts(port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    return withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+      }
+    }
+  }
+
+  private static func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+      }
+    }
+    guard bound == 0 else { throw BrokerError(message: "no free port") }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+  }
+}

@@ -1,0 +1,220 @@
+import BLEKit
+import Bluetooth
+import Fleet
+import Testing
+
+@Suite struct PayloadTests {
+  static let folkBears: [UInt8] = [0x02, 0x10] + Array(1...16)
+
+  static let report = AdvertisementReport(
+    address: "00:AA:01:01:00:01", addressType: .public, rssi: -60, txPower: 4, name: "Tag \"1\"",
+    serviceUUIDs: [BluetoothUUID(uint16: 0x180F)],
+    manufacturerData: [0xFFFF: folkBears, 0x004C: [0xAB]],
+    serviceData: [BluetoothUUID(uint16: 0x181A): [0x01, 0x02]])
+
+  @Test func folkBearsIDIsDecoded() {
+    #expect(Self.report.folkBearsID == "0102030405060708090a0b0c0d0e0f10")
+    var other = Self.report
+    other.manufacturerData[0xFFFF] = [0x02, 0x10, 0x01]
+    #expect(other.folkBearsID == nil)
+  }
+
+  @Test func sightingHasEveryField() throws {
+    let origin = GatewayOrigin(gateway: "room-1", adapter: "hci0")
+    let json = SightingPayload.sighting(
+      Self.report, id: Self.report.folkBearsID, origin: origin, sequence: 7, unixTime: 1.5)
+    let parsed = try #require(FleetJSON.parse(json.text))
+    #expect(parsed == json)
+    #expect(parsed["type"]?.stringValue == "sighting")
+    #expect(parsed["gateway"]?.stringValue == "room-1")
+    #expect(parsed["adapter"]?.stringValue == "hci0")
+    #expect(parsed["seq"]?.intValue == 7)
+    #expect(parsed["timestamp"]?.doubleValue == 1.5)
+    #expect(parsed["id"]?.stringValue == "0102030405060708090a0b0c0d0e0f10")
+    #expect(parsed["address"]?.stringValue == "00:AA:01:01:00:01")
+    #expect(parsed["addressType"]?.stringValue == "public")
+    #expect(parsed["rssi"]?.intValue == -60)
+    #expect(parsed["txPower"]?.intValue == 4)
+    #expect(parsed["name"]?.stringValue == "Tag \"1\"")
+    #expect(parsed["serviceUUIDs"] == .array([.string("0000180f-0000-1000-8000-00805f9b34fb")]))
+    #expect(
+      parsed["manufacturerData"]?["ffff"]?.stringValue == "02100102030405060708090a0b0c0d0e0f10")
+    #expect(parsed["manufacturerData"]?["004c"]?.stringValue == "ab")
+    #expect(parsed["serviceData"]?["0000181a-0000-1000-8000-00805f9b34fb"]?.stringValue == "0102")
+    let sighting = try #require(FleetSighting(payload: Array(json.text.utf8)))
+    #expect(sighting.key == "0102030405060708090a0b0c0d0e0f10")
+    #expect(sighting.gateway == "room-1" && sighting.rssi == -60 && sighting.sequence == 7)
+  }
+
+  @Test func unknownRSSIAndNameAreNull() throws {
+    let bare = AdvertisementReport(address: "00:AA:01:00:00:00")
+    let json = SightingPayload.sighting(
+      bare, id: nil, origin: GatewayOrigin(gateway: "g", adapter: "hci1"), sequence: 1,
+      unixTime: 2)
+    #expect(json["rssi"] == .null && json["name"] == .null && json["id"] == .null)
+    let sighting = try #require(FleetSighting(payload: Array(json.text.utf8)))
+    #expect(sighting.key == "00:AA:01:00:00:00" && sighting.rssi == nil)
+  }
+
+  @Test func theengsLayout() {
+    let json = SightingPayload.theengs(Self.report, id: nil)
+    #expect(json["id"]?.stringValue == "00:AA:01:01:00:01")
+    #expect(json["mac_type"]?.intValue == 0)
+    #expect(json["rssi"]?.intValue == -60)
+    #expect(json["txpower"]?.intValue == 4)
+    // The lowest company first, its ID little-endian before the data, as Theengs does.
+    #expect(json["manufacturerdata"]?.stringValue == "4c00ab")
+    #expect(json["servicedata"]?.stringValue == "0102")
+    #expect(json["servicedatauuid"]?.stringValue == "0x181a")
+  }
+
+  @Test func jsonEscapesAndRejects() {
+    let value = FleetJSON.object([.init("a\n", .string("\u{1}\u{7F}é\"\\"))])
+    #expect(value.text == #"{"a\n":"\u0001\u007fé\"\\"}"#)
+    #expect(FleetJSON.parse(value.text) == value)
+    #expect(FleetJSON.parse("{\"a\":1,}") == nil)
+    #expect(FleetJSON.parse("[1 2]") == nil)
+    #expect(FleetJSON.parse("{\"a\":tru}") == nil)
+    #expect(FleetJSON.parse(String(repeating: "[", count: 100)) == nil)
+    #expect(FleetJSON.parse(" {\"n\": -1.25e2 } ")?["n"]?.doubleValue == -125)
+  }
+}
+
+@Suite struct TopicLayoutTests {
+  @Test func blekitLayout() {
+    let topics = TopicLayout(gateway: "kitchen")
+    #expect(topics.prefix == "blekit/kitchen")
+    #expect(topics.availability == "blekit/kitchen/status")
+    #expect(
+      topics.sighting(address: "00:aa:01:01:00:01", id: nil)
+        == "blekit/kitchen/devices/00:AA:01:01:00:01")
+    #expect(topics.sighting(address: "00:AA:01:01:00:01", id: "0a0b") == "blekit/kitchen/ids/0a0b")
+    #expect(topics.summary(id: "a/b+#") == "blekit/kitchen/summary/a_b__")
+    #expect(
+      topics.homeAssistantConfig(id: "0a0b") == "homeassistant/sensor/blekit_kitchen_0a0b/config")
+  }
+
+  @Test func customPrefixAndTheengs() {
+    #expect(TopicLayout(gateway: "g", prefix: "site/3/").prefix == "site/3")
+    let theengs = TopicLayout(layout: .theengs, gateway: "gw1")
+    #expect(theengs.availability == "home/gw1/LWT")
+    #expect(
+      theengs.sighting(address: "00:aa:01:01:00:01", id: "x") == "home/gw1/BTtoMQTT/00AA01010001")
+    #expect(
+      TopicLayout.isPrefix("a/b") && !TopicLayout.isPrefix("a//b") && !TopicLayout.isPrefix("a/+"))
+    #expect(
+      !TopicLayout.isPrefix("$SYS/x") && !TopicLayout.isSegment("a/b")
+        && TopicLayout.isSegment("a-b"))
+  }
+
+  @Test func homeAssistantConfig() {
+    let topics = TopicLayout(gateway: "hall")
+    let config = HomeAssistantDiscovery.sensorConfig(id: "0a0b", topics: topics, expireAfter: 300)
+    #expect(config["state_topic"]?.stringValue == "blekit/hall/ids/0a0b")
+    #expect(config["availability_topic"]?.stringValue == "blekit/hall/status")
+    #expect(config["unique_id"]?.stringValue == "blekit_hall_0a0b")
+    #expect(config["device_class"]?.stringValue == "signal_strength")
+    #expect(config["expire_after"]?.intValue == 300)
+  }
+}
+
+@Suite struct RateLimiterTests {
+  typealias Limiter = RateLimiter<ContinuousClock.Instant>
+  let t0 = ContinuousClock.now
+
+  @Test func publishesOnChangeOrInterval() {
+    var limiter = Limiter(interval: .seconds(10), rssiDelta: 5)
+    do {
+      let ok = limiter.shouldPublish("a", fingerprint: 1, rssi: -60, at: t0)
+      #expect(ok)
+    }
+    do {
+      let ok = limiter.shouldPublish("a", fingerprint: 1, rssi: -62, at: t0 + .seconds(1))
+      #expect(!ok)
+    }
+    do {
+      let ok = limiter.shouldPublish("a", fingerprint: 2, rssi: -62, at: t0 + .seconds(2))
+      #expect(ok)
+    }
+    do {
+      let ok = limiter.shouldPublish("a", fingerprint: 2, rssi: -70, at: t0 + .seconds(3))
+      #expect(ok)
+    }
+    do {
+      let ok = limiter.shouldPublish("a", fingerprint: 2, rssi: -70, at: t0 + .seconds(12))
+      #expect(!ok)
+    }
+    do {
+      let ok = limiter.shouldPublish("a", fingerprint: 2, rssi: -70, at: t0 + .seconds(13))
+      #expect(ok)
+    }
+    do {
+      let ok = limiter.shouldPublish("b", fingerprint: 2, rssi: -70, at: t0 + .seconds(13))
+      #expect(ok)
+    }
+    #expect(limiter.suppressed == 2)
+  }
+
+  @Test func unknownRSSIChangeCountsAndZeroIntervalPublishesAll() {
+    var limiter = Limiter(interval: .seconds(10), rssiDelta: 5)
+    do {
+      let ok = limiter.shouldPublish("a", fingerprint: 1, rssi: nil, at: t0)
+      #expect(ok)
+    }
+    do {
+      let ok = limiter.shouldPublish("a", fingerprint: 1, rssi: nil, at: t0)
+      #expect(!ok)
+    }
+    do {
+      let ok = limiter.shouldPublish("a", fingerprint: 1, rssi: -50, at: t0)
+      #expect(ok)
+    }
+    var every = Limiter(interval: .zero)
+    for _ in 0..<5 {
+      let ok = every.shouldPublish("a", fingerprint: 1, rssi: nil, at: t0)
+      #expect(ok)
+    }
+  }
+
+  @Test func memoryIsBounded() {
+    var limiter = Limiter(interval: .seconds(10), capacity: 3)
+    for index in 0..<10 {
+      _ = limiter.shouldPublish("k\(index)", fingerprint: 0, rssi: nil, at: t0 + .seconds(index))
+    }
+    #expect(limiter.count == 3)
+    // k0 was forgotten: it is new again.
+    do {
+      let ok = limiter.shouldPublish("k0", fingerprint: 0, rssi: nil, at: t0 + .seconds(11))
+      #expect(ok)
+    }
+    do {
+      let ok = limiter.shouldPublish("k9", fingerprint: 0, rssi: nil, at: t0 + .seconds(11))
+      #expect(!ok)
+    }
+  }
+}
+
+@Suite struct FleetTableTests {
+  @Test func mergesGateways() {
+    var table = FleetTable(capacity: 2)
+    table.record(FleetSighting(key: "id1", gateway: "b", address: "A1", rssi: -70, timestamp: 10))
+    table.record(FleetSighting(key: "id1", gateway: "a", address: "A1", rssi: nil, timestamp: 11))
+    let row = table.record(
+      FleetSighting(key: "id1", gateway: "b", address: "A2", rssi: -60, timestamp: 12))
+    #expect(row.gateways.map(\.gateway) == ["a", "b"])
+    #expect(row.bestRSSI == -60 && row.lastSeen == 12 && row.count == 3 && row.lastAddress == "A2")
+    table.record(FleetSighting(key: "id2", gateway: "a", address: "A3", rssi: -80, timestamp: 13))
+    table.record(FleetSighting(key: "id3", gateway: "a", address: "A4", rssi: -80, timestamp: 14))
+    #expect(table.count == 2 && table.evicted == 1 && table["id1"] == nil)
+    let json = FleetTable.json(table["id3"]!)
+    #expect(
+      json["gateways"]
+        == .array([
+          .object([
+            .init("gateway", .string("a")), .init("bestRSSI", .int(-80)),
+            .init("lastSeen", .number(14)),
+            .init("count", .int(1)),
+          ])
+        ]))
+  }
+}
