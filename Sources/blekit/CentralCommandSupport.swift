@@ -1,5 +1,5 @@
-// Shared by the central-side commands (scan, receive): exit statuses for BluetoothError, JSON
-// text, wall-clock time, and writing to standard error.
+// Shared by the central-side commands: opening a powered central, exit statuses for
+// BluetoothError, JSON text, wall-clock time, and writing to standard error.
 
 import ArgumentParsing
 import BLEKit
@@ -10,6 +10,27 @@ import BLEKit
 
 /// The one line every command ends with when the system bus goes away (exit status 4).
 let busLostLine = "lost the connection to the system bus"
+
+/// Opens a central on `adapter` (`nil`: bluetoothd's first adapter) and requires it powered on,
+/// the way every central-side command starts; a failure is mapped to the exit status table by
+/// `mapError` (`centralCLIError` unless the command has its own).
+func openPoweredCentral(
+  adapter: String?, mapError: (any Error) -> any Error = centralCLIError
+) async throws -> CentralManager {
+  let manager: CentralManager
+  do {
+    manager = try await CentralManager.open(adapter: adapter)
+  } catch {
+    throw mapError(error)
+  }
+  do {
+    try await manager.requirePoweredOn()
+  } catch {
+    await manager.close()
+    throw mapError(error)
+  }
+  return manager
+}
 
 /// Maps an error from the central side to the exit status table.
 func centralCLIError(_ error: any Error) -> any Error {
@@ -200,14 +221,3 @@ enum JSON {
 
 /// ASCII `0`-`9`, `a`-`f`, indexed by value.
 let lowercaseHexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
-/// Lowercase hex of bytes, no separators.
-func hexString(_ bytes: [UInt8]) -> String {
-  String(unsafeUninitializedCapacity: bytes.count * 2) { text in
-    for (index, byte) in bytes.enumerated() {
-      text[2 * index] = lowercaseHexDigits[Int(byte >> 4)]
-      text[2 * index + 1] = lowercaseHexDigits[Int(byte & 0x0F)]
-    }
-    return bytes.count * 2
-  }
-}

@@ -235,7 +235,7 @@ struct ExploreCommand: ParsableCommand {
       return [("value", .null), ("text", .null), ("error", .null)]
     case .value(let bytes):
       return [
-        ("value", .string(hexString(bytes))),
+        ("value", .string(HexBytes.format(bytes))),
         ("text", printableText(bytes).map { .string($0) } ?? .null),
         ("error", .null),
       ]

@@ -104,7 +104,7 @@ extension ExploreCommand {
         "name",
         AssignedNumbers.characteristicName(heard.characteristic).map { .string($0) } ?? .null
       ),
-      ("value", .string(hexString(heard.value))),
+      ("value", .string(HexBytes.format(heard.value))),
       ("text", printableText(heard.value).map { .string($0) } ?? .null),
     ])
   }

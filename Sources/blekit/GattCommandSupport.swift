@@ -60,7 +60,7 @@ enum ValueFormat: Sendable, Equatable {
   /// The bytes to write on standard output for one value.
   func render(_ value: [UInt8]) -> [UInt8] {
     switch self {
-    case .hex: Array(hexString(value).utf8) + [0x0A]
+    case .hex: Array(HexBytes.format(value).utf8) + [0x0A]
     case .text:
       // A peer's text reaches a terminal with its control characters made visible.
       Array(
@@ -125,13 +125,7 @@ struct GattSession: Sendable {
   ) async throws -> GattSession {
     let deadline = ContinuousClock.now + timeout
     func remaining() -> Duration { max(deadline - .now, .milliseconds(1)) }
-    let manager: CentralManager
-    do {
-      manager = try await CentralManager.open(adapter: adapter)
-      try await manager.requirePoweredOn()
-    } catch {
-      throw gattCLIError(error)
-    }
+    let manager = try await openPoweredCentral(adapter: adapter, mapError: gattCLIError)
     do {
       progress("finding \(target) on \(await manager.adapterName)")
       var identifier = try await manager.find(target, timeout: remaining())

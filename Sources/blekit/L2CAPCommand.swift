@@ -179,13 +179,7 @@ struct L2CAPConnectCommand: ParsableCommand {
   }
 
   func run() async throws {
-    let manager: CentralManager
-    do {
-      manager = try await CentralManager.open(adapter: adapter)
-      try await manager.requirePoweredOn()
-    } catch {
-      throw centralCLIError(error)
-    }
+    let manager = try await openPoweredCentral(adapter: adapter)
     var connected: Peripheral?
     do {
       let (channel, peripheral) = try await openChannel(

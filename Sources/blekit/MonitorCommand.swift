@@ -4,8 +4,8 @@
 
 import ArgumentParsing
 import BLEKit
-import Sightings
 import Fleet
+import Sightings
 
 extension ManufacturerLayout: ExpressibleByArgument {}
 
@@ -112,13 +112,7 @@ struct MonitorCommand: ParsableCommand {
   }
 
   func run() async throws {
-    let manager: CentralManager
-    do {
-      manager = try await CentralManager.open(adapter: adapter)
-      try await manager.requirePoweredOn()
-    } catch {
-      throw centralCLIError(error)
-    }
+    let manager = try await openPoweredCentral(adapter: adapter)
     var services: [BluetoothUUID] = []
     if case .service(let uuid) = target { services = [uuid] }
     let options = ScanOptions(

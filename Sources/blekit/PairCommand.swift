@@ -62,13 +62,7 @@ struct PairCommand: ParsableCommand {
   }
 
   func run() async throws {
-    let manager: CentralManager
-    do {
-      manager = try await CentralManager.open(adapter: adapter)
-      try await manager.requirePoweredOn()
-    } catch {
-      throw centralCLIError(error)
-    }
+    let manager = try await openPoweredCentral(adapter: adapter)
     let agent = AgentSlot()
     do {
       try await pair(manager, agent: agent)

@@ -100,13 +100,7 @@ struct ReceiveCommand: ParsableCommand {
         "--count \(count) on a file or pipe needs --json (one object per line) or --null "
           + "(a NUL after each message) to keep the messages apart")
     }
-    let manager: CentralManager
-    do {
-      manager = try await CentralManager.open(adapter: adapter)
-      try await manager.requirePoweredOn()
-    } catch {
-      throw centralCLIError(error)
-    }
+    let manager = try await openPoweredCentral(adapter: adapter)
     do {
       if l2cap { try await receiveL2CAP(manager) } else { try await receiveAll(manager) }
     } catch {

@@ -92,13 +92,7 @@ struct ScanCommand: ParsableCommand {
   }
 
   func run() async throws {
-    let manager: CentralManager
-    do {
-      manager = try await CentralManager.open(adapter: adapter)
-      try await manager.requirePoweredOn()
-    } catch {
-      throw centralCLIError(error)
-    }
+    let manager = try await openPoweredCentral(adapter: adapter)
     let gateway: MQTTGateway?
     do {
       gateway = try await MQTTGateway.start(mqtt, adapter: await manager.adapterName)
@@ -221,11 +215,11 @@ struct ScanCommand: ParsableCommand {
     }
     for (company, bytes) in discovery.manufacturerData.sorted(by: { $0.key < $1.key }) {
       let label = hex4(company) + (AssignedNumbers.companyName(company).map { " (\($0))" } ?? "")
-      parts.append("manufacturer \(label):\(hexString(bytes))")
+      parts.append("manufacturer \(label):\(HexBytes.format(bytes))")
     }
     for (uuid, bytes) in discovery.serviceData.sorted(by: { $0.key < $1.key }) {
       let label = uuid.shortString + (AssignedNumbers.serviceName(uuid).map { " (\($0))" } ?? "")
-      parts.append("service-data \(label):\(hexString(bytes))")
+      parts.append("service-data \(label):\(HexBytes.format(bytes))")
     }
     return parts.joined(separator: "  ")
   }
@@ -254,14 +248,18 @@ struct ScanCommand: ParsableCommand {
         "manufacturerData",
         .array(
           discovery.manufacturerData.sorted(by: { $0.key < $1.key }).map {
-            .object([("companyID", .int(Int($0.key))), ("data", .string(hexString($0.value)))])
+            .object([
+              ("companyID", .int(Int($0.key))), ("data", .string(HexBytes.format($0.value))),
+            ])
           })
       ),
       (
         "serviceData",
         .array(
           discovery.serviceData.sorted(by: { $0.key < $1.key }).map {
-            .object([("uuid", .string($0.key.uuidString)), ("data", .string(hexString($0.value)))])
+            .object([
+              ("uuid", .string($0.key.uuidString)), ("data", .string(HexBytes.format($0.value))),
+            ])
           })
       ),
       ("connected", .bool(discovery.isConnected)),

@@ -2,6 +2,7 @@
 // terminal is shown of data that came from a peer.
 
 import ArgumentParsing
+import BLEKit
 import Synchronization
 
 #if canImport(Glibc)
@@ -115,7 +116,7 @@ enum TerminalText {
       let offset = String(start, radix: 16)
       lines += String(repeating: "0", count: max(0, 8 - offset.count)) + offset + " "
       for byte in bytes[start..<min(start + 16, bytes.count)] {
-        lines += " " + hexString([byte])
+        lines += " " + HexBytes.format([byte])
       }
       lines += "\n"
     }

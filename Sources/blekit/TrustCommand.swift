@@ -40,13 +40,7 @@ struct TrustCommand: ParsableCommand {
   }
 
   func run() async throws {
-    let manager: CentralManager
-    do {
-      manager = try await CentralManager.open(adapter: adapter)
-      try await manager.requirePoweredOn()
-    } catch {
-      throw centralCLIError(error)
-    }
+    let manager = try await openPoweredCentral(adapter: adapter)
     do {
       let peripheral = try await manager.find(.address(address), timeout: timeout)
       try await manager.setTrusted(!revoke, for: peripheral)

@@ -33,13 +33,7 @@ struct UnpairCommand: ParsableCommand {
   }
 
   func run() async throws {
-    let manager: CentralManager
-    do {
-      manager = try await CentralManager.open(adapter: adapter)
-      try await manager.requirePoweredOn()
-    } catch {
-      throw centralCLIError(error)
-    }
+    let manager = try await openPoweredCentral(adapter: adapter)
     do {
       guard let peripheral = await manager.peripheral(address: address) else {
         writeStandardError(

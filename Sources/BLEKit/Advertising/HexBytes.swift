@@ -7,11 +7,29 @@ public enum HexBytes {
   /// Lowercase hex, two digits per byte, with an optional separator:
   /// `format([0x02, 0x10])` is `0210`, `format([0x02, 0x10], separator: " ")` is `02 10`.
   public static func format(_ bytes: some Sequence<UInt8>, separator: String = "") -> String {
-    bytes.map { byte in
-      let text = String(byte, radix: 16)
-      return byte < 0x10 ? "0" + text : text
-    }.joined(separator: separator)
+    let bytes = Array(bytes)
+    let gap = Array(separator.utf8)
+    guard !bytes.isEmpty else { return "" }
+    let length = bytes.count * 2 + (bytes.count - 1) * gap.count
+    return String(unsafeUninitializedCapacity: length) { text in
+      var at = 0
+      for (index, byte) in bytes.enumerated() {
+        if index > 0 {
+          for character in gap {
+            text[at] = character
+            at += 1
+          }
+        }
+        text[at] = digits[Int(byte >> 4)]
+        text[at + 1] = digits[Int(byte & 0x0F)]
+        at += 2
+      }
+      return at
+    }
   }
+
+  /// ASCII `0`-`9`, `a`-`f`, indexed by value.
+  private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
 
   /// Parses hex text such as `0210ab`, `02 10 AB`, `02:10:ab` or `0x0210ab`: an optional `0x`
   /// prefix, then hex digit pairs, optionally separated by spaces, colons or dashes.

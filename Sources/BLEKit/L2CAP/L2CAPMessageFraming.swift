@@ -26,7 +26,7 @@ public enum L2CAPMessageError: Error, Hashable, Sendable, CustomStringConvertibl
     case .trailingBytes(let expected, let received):
       "\(received) bytes arrived where \(expected) were announced"
     case .checksumMismatch(let expected, let actual):
-      "the message is corrupt: CRC-32 is \(hex(actual)), the sender's is \(hex(expected))"
+      "the message is corrupt: CRC-32 is \(CRC32.text(actual)), the sender's is \(CRC32.text(expected))"
     case .notAcknowledged(let why): "the receiver did not confirm the message: \(why)"
     }
   }
@@ -133,9 +133,4 @@ private func littleEndian(_ value: UInt32) -> [UInt8] {
 private func readLittleEndian(_ bytes: [UInt8], at offset: Int) -> UInt32 {
   UInt32(bytes[offset]) | UInt32(bytes[offset + 1]) << 8 | UInt32(bytes[offset + 2]) << 16
     | UInt32(bytes[offset + 3]) << 24
-}
-
-private func hex(_ value: UInt32) -> String {
-  let text = String(value, radix: 16)
-  return "0x" + String(repeating: "0", count: 8 - text.count) + text
 }

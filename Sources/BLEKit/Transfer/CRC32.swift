@@ -29,6 +29,12 @@ public struct CRC32: Hashable, Sendable {
   /// The checksum of the bytes added so far.
   public var value: UInt32 { state ^ 0xFFFF_FFFF }
 
+  /// A checksum as errors show it: `0x` and eight lowercase hex digits (`0x0000beef`).
+  public static func text(_ checksum: UInt32) -> String {
+    let digits = String(checksum, radix: 16)
+    return "0x" + String(repeating: "0", count: 8 - digits.count) + digits
+  }
+
   /// The checksum of `bytes`.
   public static func checksum(_ bytes: some Sequence<UInt8>) -> UInt32 {
     var crc = CRC32()

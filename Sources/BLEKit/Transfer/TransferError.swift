@@ -41,7 +41,7 @@ public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
     case .lengthMismatch(let message, let expected, let actual):
       "message \(message) has \(actual) bytes, its end frame announced \(expected)"
     case .checksumMismatch(let message, let expected, let actual):
-      "message \(message) is corrupt: CRC-32 is \(hex(actual)), sender's is \(hex(expected))"
+      "message \(message) is corrupt: CRC-32 is \(CRC32.text(actual)), sender's is \(CRC32.text(expected))"
     case .tooManyMessagesInFlight(let limit):
       "more than \(limit) messages incomplete at once"
     case .orderNotGuaranteed(let why):
@@ -49,9 +49,4 @@ public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
         + "guaranteed here: \(why)"
     }
   }
-}
-
-private func hex(_ value: UInt32) -> String {
-  let text = String(value, radix: 16)
-  return "0x" + String(repeating: "0", count: 8 - text.count) + text
 }
