@@ -285,16 +285,16 @@ struct AdvertiseCommand: ParsableCommand {
           await manager.close()
         })
     }
-    var progress = ProgressLine(enabled: report.isTerminal)
+    let progress = ProgressLine(verb: "sent", enabled: report.isTerminal)
     loop: for await event in transfer.serve() {
       switch event {
       case .subscribed(let framing, let central, let length):
         report.line(
           "\(central?.description ?? "a central") subscribed (\(framing.rawValue)); "
             + "sending \(length) bytes")
-        progress.start(total: length)
+        progress.restart()
       case .progress(_, let sent, let total):
-        progress.update(sent: sent, total: total)
+        progress.update(sent, of: total)
       case .sent(let framing, let count, let duration):
         progress.finish()
         outcome.completedSends += 1
@@ -393,45 +393,7 @@ private struct StatusReport {
 
   func line(_ text: String) {
     guard isTerminal else { return }
-    writeError("\(text)\n")
-  }
-}
-
-/// A progress line on standard error for transfers that take more than a second.
-private struct ProgressLine {
-  let enabled: Bool
-  private let clock = ContinuousClock()
-  private var start: ContinuousClock.Instant?
-  private var lastDraw: ContinuousClock.Instant?
-  private var drawn = false
-
-  init(enabled: Bool) { self.enabled = enabled }
-
-  mutating func start(total: Int) {
-    start = clock.now
-    lastDraw = nil
-  }
-
-  mutating func update(sent: Int, total: Int) {
-    guard enabled, let start else { return }
-    let now = clock.now
-    let elapsed = now - start
-    guard elapsed >= .seconds(1) else { return }
-    if let lastDraw, now - lastDraw < .milliseconds(100), sent < total { return }
-    lastDraw = now
-    let seconds =
-      Double(elapsed.components.seconds)
-      + Double(elapsed.components.attoseconds) / 1e18
-    let rate = Double(sent) / max(seconds, 0.001) / 1000
-    let percent = total == 0 ? 100 : sent * 100 / total
-    writeError("\r\u{1B}[Ksent \(sent)/\(total) bytes (\(percent)%), \(oneDecimal(rate)) kB/s")
-    drawn = true
-  }
-
-  mutating func finish() {
-    if drawn { writeError("\r\u{1B}[K") }
-    drawn = false
-    start = nil
+    writeStandardError("\(text)\n")
   }
 }
 
@@ -440,17 +402,6 @@ private final class SharedFlag: Sendable {
   private let value = Mutex(false)
   func set() { value.withLock { $0 = true } }
   var isSet: Bool { value.withLock { $0 } }
-}
-
-private func writeError(_ text: String) {
-  fflush(nil)
-  var bytes = Array(text.utf8)[...]
-  while !bytes.isEmpty {
-    let written = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
-    if written < 0 && errno == EINTR { continue }
-    guard written > 0 else { return }
-    bytes = bytes.dropFirst(written)
-  }
 }
 
 private func oneDecimal(_ value: Double) -> String {

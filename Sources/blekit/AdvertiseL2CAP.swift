@@ -48,7 +48,7 @@ extension AdvertiseCommand {
     defer { timer?.cancel() }
     var sends = 0
     for await channel in listener.channels {
-      let progress = L2CAPProgress(verb: "sent")
+      let progress = ProgressLine(verb: "sent")
       let start = ContinuousClock.now
       do {
         try await L2CAPMessageTransfer.send(message, over: channel) { sent, total in

@@ -105,51 +105,6 @@ final class StandardInputChunks: AsyncSequence, Sendable {
   }
 }
 
-/// "sent/received N/M bytes (P%), R kB/s" on standard error, only on a terminal, once a
-/// transfer has run a second; redrawn at most 10 times a second.
-final class L2CAPProgress: Sendable {
-  private struct State {
-    var start = ContinuousClock.now
-    var lastDraw: ContinuousClock.Instant?
-    var drawn = false
-  }
-  private let verb: String
-  private let enabled: Bool
-  private let state = Mutex(State())
-
-  init(verb: String, enabled: Bool = standardErrorIsTerminal) {
-    self.verb = verb
-    self.enabled = enabled
-  }
-
-  func update(_ done: Int, of total: Int?) {
-    guard enabled else { return }
-    let line: String? = state.withLock { state in
-      let now = ContinuousClock.now
-      let elapsed = now - state.start
-      guard elapsed >= .seconds(1) else { return nil }
-      if let last = state.lastDraw, now - last < .milliseconds(100) { return nil }
-      state.lastDraw = now
-      state.drawn = true
-      let rate = Double(done) / seconds(elapsed) / 1000
-      let rateText = String((rate * 10).rounded() / 10)
-      if let total, total > 0 {
-        return "\r\u{1B}[K\(verb) \(done)/\(total) bytes (\(done * 100 / total)%), \(rateText) kB/s"
-      }
-      return "\r\u{1B}[K\(verb) \(done) bytes, \(rateText) kB/s"
-    }
-    if let line { writeStandardError(line) }
-  }
-
-  func finish() {
-    let drawn = state.withLock { state in
-      defer { state.drawn = false }
-      return state.drawn
-    }
-    if drawn { writeStandardError("\r\u{1B}[K") }
-  }
-}
-
 /// Pipes standard input to `channel` and the channel to standard output until either ends:
 /// standard input's end sends what is left, waits until the kernel sent it
 /// (``L2CAPChannel/drain(timeout:)``), and closes the channel (L2CAP has no half-close); the
@@ -160,7 +115,7 @@ final class L2CAPProgress: Sendable {
 func pipeStandardStreams(
   _ channel: L2CAPChannel, receiveOnly: Bool, drainLimit: Duration = .seconds(60)
 ) async throws {
-  let received = L2CAPProgress(verb: "received")
+  let received = ProgressLine(verb: "received")
   enum Side: Sendable {
     case inputEnded
     case peerEnded

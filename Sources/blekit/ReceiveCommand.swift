@@ -115,10 +115,10 @@ struct ReceiveCommand: ParsableCommand {
     let showProgress = standardErrorIsTerminal && !json
     let warned = Mutex(false)
     for _ in 0..<count {
-      let progress = ProgressMeter(enabled: showProgress)
+      let progress = ProgressLine(verb: "received", enabled: showProgress)
       var options = TransferCentral.Options(
         reply: reply, connectTimeout: timeout, acceptUnordered: acceptUnordered)
-      options.progress = { bytes in progress.update(bytes: bytes) }
+      options.progress = { bytes in progress.update(bytes, of: nil) }
       options.warning = { text in
         // Once per run, even with --count.
         if warned.withLock({ seen in
@@ -194,41 +194,5 @@ struct ReceiveCommand: ParsableCommand {
     case .acquiredSocket: "acquire-notify"
     case .startNotify: "start-notify"
     }
-  }
-}
-
-/// Bytes-so-far and rate on standard error, once a transfer has run for a second.
-private final class ProgressMeter: Sendable {
-  private struct State {
-    var start = ContinuousClock.now
-    var lastDraw: ContinuousClock.Instant?
-    var drawn = false
-  }
-  private let enabled: Bool
-  private let state = Mutex(State())
-
-  init(enabled: Bool) { self.enabled = enabled }
-
-  func update(bytes: Int) {
-    guard enabled else { return }
-    let line: String? = state.withLock { state in
-      let now = ContinuousClock.now
-      let elapsed = now - state.start
-      guard elapsed >= .seconds(1) else { return nil }
-      if let last = state.lastDraw, now - last < .milliseconds(200) { return nil }
-      state.lastDraw = now
-      state.drawn = true
-      let rate = Double(bytes) / seconds(elapsed) / 1000
-      return "\r\u{1B}[Kreceived \(bytes) bytes, \((rate * 10).rounded() / 10) kB/s"
-    }
-    if let line { writeStandardError(line) }
-  }
-
-  func finish() {
-    let drawn = state.withLock { state in
-      defer { state.drawn = false }
-      return state.drawn
-    }
-    if drawn { writeStandardError("\r\u{1B}[K") }
   }
 }

@@ -26,7 +26,7 @@ extension ReceiveCommand {
     } catch {
       throw centralCLIError(error)
     }
-    let progress = L2CAPProgress(verb: "received")
+    let progress = ProgressLine(verb: "received")
     let message: [UInt8]
     var duration = Duration.zero
     do {
