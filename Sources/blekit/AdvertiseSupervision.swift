@@ -31,20 +31,20 @@ final class AdvertiseFaults: Sendable {
   /// what it can and ends the serving loop). `agent` (advertise --pairable) is registered
   /// again whenever bluetoothd returns; a failure there ends the command.
   func follow(
-    _ events: AsyncStream<PeripheralSupervisionEvent>, manager: PeripheralManager,
+    _ events: AsyncStream<BluetoothdInterruption>, manager: PeripheralManager,
     agent: PairingAgent? = nil
   ) async {
     for await event in events {
       var ending: CLIError?
       switch event {
-      case .bluetoothdStopped:
+      case .stopped:
         state.withLock {
           $0.away = true
           $0.stops += 1
         }
         writeStandardError(
           "blekit: bluetoothd stopped; waiting up to \(Self.returnWithin) to register again\n")
-      case .registeredAgain:
+      case .resumed:
         state.withLock { $0.away = false }
         writeStandardError(
           "blekit: bluetoothd is back; service and advertisement registered again\n")
@@ -56,9 +56,9 @@ final class AdvertiseFaults: Sendable {
             ending = CLIError(.remoteError, "registering the pairing agent again: \(error)")
           }
         }
-      case .registrationFailed(let why):
+      case .resumeFailed(let why):
         ending = CLIError(.remoteError, why)
-      case .bluetoothdDidNotReturn(let limit):
+      case .didNotReturn(let limit):
         ending = CLIError(.bluetoothUnavailable, "bluetoothd did not return within \(limit)")
       case .adapterPoweredOff:
         ending = CLIError(

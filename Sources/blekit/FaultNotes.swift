@@ -3,9 +3,12 @@ import BLEKit
 
 /// Tells standard error that a scan paused for bluetoothd or resumed (always, terminal or not:
 /// a pause in the output should be explained in logs too).
-@Sendable func noteScanInterruption(_ interruption: ScanInterruption) {
+@Sendable func noteScanInterruption(_ interruption: BluetoothdInterruption) {
   switch interruption {
-  case .paused(let why): writeStandardError("blekit: scan paused: \(why)\n")
+  case .stopped(let limit):
+    writeStandardError("blekit: scan paused: bluetoothd stopped; waiting up to \(limit) for it\n")
   case .resumed: writeStandardError("blekit: bluetoothd is back; scan resumed\n")
+  // A scan ends with an error instead of these.
+  case .resumeFailed, .didNotReturn, .adapterPoweredOff, .busLost: break
   }
 }

@@ -231,8 +231,8 @@ struct PeripheralManagerTests {
     fixture.bus.stop()  // dbus-daemon dies
     // What `advertise` follows: one event saying so, then the end (not a 30 s wait for a
     // bluetoothd that cannot come back on this connection).
-    let events = await within(.seconds(5)) { () -> [PeripheralSupervisionEvent] in
-      var all: [PeripheralSupervisionEvent] = []
+    let events = await within(.seconds(5)) { () -> [BluetoothdInterruption] in
+      var all: [BluetoothdInterruption] = []
       for await event in supervision { all.append(event) }
       return all
     }

@@ -221,7 +221,7 @@ private func withFakeBlueZ(
     defer { bus.stop() }
     let first = try await FakeScanningBlueZ(bus: bus)
     let central = try await CentralManager.open(connection: try bus.connect())
-    let interruptions = Mutex<[ScanInterruption]>([])
+    let interruptions = Mutex<[BluetoothdInterruption]>([])
     let scan = try await central.scan(ScanOptions(resumeWithin: .seconds(20))) {
       interruption in interruptions.withLock { $0.append(interruption) }
     }
@@ -247,7 +247,7 @@ private func withFakeBlueZ(
     defer { bus.stop() }
     let bluez = try await FakeScanningBlueZ(bus: bus)
     let central = try await CentralManager.open(connection: try bus.connect())
-    let interruptions = Mutex<[ScanInterruption]>([])
+    let interruptions = Mutex<[BluetoothdInterruption]>([])
     // What `blekit scan` (piped) and `blekit monitor` run.
     let scan = try await central.scan(ScanOptions(resumeWithin: .seconds(30))) {
       interruption in interruptions.withLock { $0.append(interruption) }

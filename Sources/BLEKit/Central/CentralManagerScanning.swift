@@ -139,7 +139,7 @@ extension CentralManager {
   ///   when this manager already scans; bluetoothd's error for the filter or the start.
   public func scan(
     _ options: ScanOptions = ScanOptions(),
-    onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in }
+    onInterruption: @escaping @Sendable (BluetoothdInterruption) -> Void = { _ in }
   ) async throws(BluetoothError) -> DiscoveryStream {
     let (discoveries, continuation, feed) = DiscoveryStream.make()
     let stopScan: @Sendable () -> Void

@@ -4,14 +4,6 @@ import BlueZ
 import DBus
 import Synchronization
 
-/// A pause or resumption of a scan with ``ScanOptions/resumeWithin``.
-public enum ScanInterruption: Sendable, Equatable {
-  /// bluetoothd left; the scan waits for it (the text says how long).
-  case paused(String)
-  /// bluetoothd returned and discovery runs again.
-  case resumed
-}
-
 /// A scan started with ``CentralManager/scan(_:onInterruption:onDiscovery:)``.
 public struct ScanRun: Sendable {
   let ends: AsyncThrowingStream<Never, any Error>
@@ -50,7 +42,7 @@ extension CentralManager {
   /// The returned ``ScanRun`` ends the way the stream would.
   public func scan(
     _ options: ScanOptions = ScanOptions(),
-    onInterruption: @escaping @Sendable (ScanInterruption) -> Void = { _ in },
+    onInterruption: @escaping @Sendable (BluetoothdInterruption) -> Void = { _ in },
     onDiscovery: @escaping @Sendable (Discovery) -> Void
   ) async throws(BluetoothError) -> ScanRun {
     let (stream, continuation) = AsyncThrowingStream.makeStream(
@@ -80,7 +72,7 @@ extension CentralManager {
   /// central closed). Cancel the task to stop.
   func superviseScan(
     _ options: ScanOptions,
-    onInterruption: @escaping @Sendable (ScanInterruption) -> Void,
+    onInterruption: @escaping @Sendable (BluetoothdInterruption) -> Void,
     deliver: @escaping @Sendable (Discovery) -> Void,
     finish: @escaping @Sendable ((any Error)?) -> Void
   ) async throws(BluetoothError) -> Task<Void, Never> {
@@ -112,7 +104,7 @@ extension CentralManager {
           return
         }
         let returnWithin = options.resumeWithin ?? .zero
-        onInterruption(.paused("bluetoothd stopped; waiting up to \(returnWithin) for it"))
+        onInterruption(.stopped(waitingUpTo: returnWithin))
         let resumed: ScanSession?
         do throws(BluetoothError) {
           resumed = try await scanAfterReturn(options, sink: sink, within: returnWithin)

@@ -3,23 +3,6 @@
 import BlueZ
 import DBus
 
-/// What happened to bluetoothd or the adapter under a supervised ``PeripheralManager``.
-public enum PeripheralSupervisionEvent: Sendable, Equatable {
-  /// bluetoothd left the bus; registrations wait for it to return.
-  case bluetoothdStopped
-  /// bluetoothd returned and every service and the advertisement are registered again.
-  case registeredAgain
-  /// bluetoothd returned but registering again failed (the stream ends).
-  case registrationFailed(String)
-  /// bluetoothd did not return within the wait (the stream ends).
-  case bluetoothdDidNotReturn(Duration)
-  /// The adapter was powered off while bluetoothd kept running (the stream ends).
-  case adapterPoweredOff
-  /// The connection to the system bus was lost (the bus daemon stopped or restarted): nothing
-  /// can be registered again on it (the stream ends).
-  case busLost
-}
-
 /// The inputs the supervisor reacts to, in arrival order.
 private enum SupervisionInput: Sendable {
   case owner(BusName?)
@@ -43,7 +26,7 @@ extension PeripheralManager {
   /// failed registration, the bus lost), or when the iteration ends; ending it removes its
   /// match rules.
   public func supervise(returnWithin: Duration = .seconds(30)) async throws(BluetoothError)
-    -> AsyncStream<PeripheralSupervisionEvent>
+    -> AsyncStream<BluetoothdInterruption>
   {
     let watched: AsyncStream<BluetoothdEvent>
     do throws(BlueZError) {
@@ -65,7 +48,7 @@ extension PeripheralManager {
     }
     // Unbounded: a few events per bluetoothd restart; none may be lost.
     let (events, output) = AsyncStream.makeStream(
-      of: PeripheralSupervisionEvent.self, bufferingPolicy: .unbounded)
+      of: BluetoothdInterruption.self, bufferingPolicy: .unbounded)
     let loop = Task {
       var stopped = false
       var generation = 0
@@ -85,7 +68,7 @@ extension PeripheralManager {
           stopped = true
           generation += 1
           let current = generation
-          output.yield(.bluetoothdStopped)
+          output.yield(.stopped(waitingUpTo: returnWithin))
           timers.append(
             Task {
               try? await Task.sleep(for: returnWithin)
@@ -97,11 +80,11 @@ extension PeripheralManager {
           generation += 1
           let remaining = returnWithin
           if let failure = await registerAgain(owner: name, within: remaining) {
-            output.yield(.registrationFailed(failure))
+            output.yield(.resumeFailed(failure))
             output.finish()
             return
           }
-          output.yield(.registeredAgain)
+          output.yield(.resumed)
         case .poweredOff:
           guard !stopped else { continue }
           timers.append(
@@ -120,7 +103,7 @@ extension PeripheralManager {
           return
         case .deadline(let of):
           guard stopped, of == generation else { continue }
-          output.yield(.bluetoothdDidNotReturn(returnWithin))
+          output.yield(.didNotReturn(returnWithin))
           output.finish()
           return
         case .busLost:
