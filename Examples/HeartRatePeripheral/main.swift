@@ -5,7 +5,7 @@
 ///     swift run example-heart-rate-peripheral [--adapter hci1] [--count 5]
 ///
 /// It advertises 0x180D and sends one measurement a second to a subscribed central: 60 bpm,
-/// then 61, 62, ... It prints each value it sends, and exits once `--count` values have gone
+/// then 61, 62, ... It prints centrals connecting and leaving and each value it sends, and exits once `--count` values have gone
 /// out and the central has unsubscribed (`--count 0`: never). Ctrl-C unregisters everything
 /// and exits. Pair it with `example-heart-rate-central` on another adapter or machine.
 import BLEKit
@@ -52,6 +52,16 @@ do {
   exit(1)
 }
 
+// Centrals coming and going, as bluetoothd sees their links.
+let links = Task {
+  for await event in try await manager.connectionEvents() {
+    switch event {
+    case .connected(let central): say("central \(central.address ?? "?") connected")
+    case .disconnected(let central): say("central \(central.address ?? "?") disconnected")
+    }
+  }
+}
+
 let work = Task {
   try await manager.add(heartRate)
   try await manager.add(deviceInformation)
@@ -92,6 +102,7 @@ interrupt.setEventHandler { [work] in work.cancel() }
 interrupt.resume()
 
 let result = await work.result
+links.cancel()
 await manager.close()
 if work.isCancelled { exit(130) }
 if case .failure(let error) = result {

@@ -79,6 +79,11 @@ if grep -qx "disconnected" "$OUT/hr-central.out"; then
 else
   fail "heart rate: the central did not say it disconnected"
 fi
+if grep -qx "central 00:AA:01:00:00:00 connected" "$OUT/hr-peripheral.out"; then
+  ok "heart rate: the peripheral's connection events said the central connected"
+else
+  fail "heart rate: no connection event: $(head -c 300 "$OUT/hr-peripheral.out" | tr '\n' ' ')"
+fi
 if ((peripheral_rc == 0)) && grep -qx "unsubscribed" "$OUT/hr-peripheral.out"; then
   ok "heart rate: the peripheral exited 0 once the central unsubscribed"
 else
@@ -109,6 +114,12 @@ if wait_for 30 grep -q "^heart rate" "$OUT/int-central.out"; then
   kill -INT "$central"
   finish "$central" 15
   central_rc=$STATUS
+  # The central's Disconnect takes the link down (bluetoothd waits 2 s, more on a loaded lab).
+  if wait_for 20 grep -qx "central 00:AA:01:00:00:00 disconnected" "$OUT/int-peripheral.out"; then
+    ok "Ctrl-C: the peripheral's connection events said the central disconnected"
+  else
+    fail "Ctrl-C: no disconnection event: $(head -c 300 "$OUT/int-peripheral.out" | tr '\n' ' ')"
+  fi
   unregistered=$(unregistrations)
   kill -INT "$peripheral"
   finish "$peripheral" 15

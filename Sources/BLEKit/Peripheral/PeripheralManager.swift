@@ -45,6 +45,8 @@ public final class PeripheralManager: Sendable {
     var advertisement: LEAdvertisementRegistration?
     var nextApplication = 0
     var nextAdvertisement = 0
+    /// Object trees following bluetoothd for ``connectionEvents()``, stopped on close.
+    var followers: [BlueZObjectTree] = []
     var closed = false
   }
   let state = Mutex(State())
@@ -275,16 +277,20 @@ public final class PeripheralManager: Sendable {
   public static let closeLimit: Duration = .seconds(10)
 
   private func closeNow() async {
-    let (services, advertisement, wasClosed) = state.withLock { state in
+    let (services, advertisement, followers, wasClosed) = state.withLock { state in
       defer {
         state.closed = true
         state.services.removeAll()
         state.channels.removeAll()
         state.advertisement = nil
+        state.followers.removeAll()
       }
-      return (Array(state.services.values), state.advertisement, state.closed)
+      return (
+        Array(state.services.values), state.advertisement, state.followers, state.closed
+      )
     }
     if wasClosed { return }
+    for tree in followers { tree.stop() }
     await advertisement?.unregister()
     for published in services {
       for channel in published.channels { channel.close() }

@@ -1,0 +1,62 @@
+// The peripheral side's connection events: centrals connecting to this adapter and leaving.
+import BlueZ
+
+/// A central's link to this peripheral's adapter coming up or going down (CoreBluetooth has
+/// no such callback on the peripheral side; BlueZ tells through the central's Device1 object).
+public enum CentralConnectionEvent: Sendable, Hashable {
+  /// A central connected (`Device1.Connected` of its object became true).
+  case connected(Central)
+  /// The central's link is down. BlueZ 5.66 does not say why.
+  case disconnected(Central)
+}
+
+extension PeripheralManager {
+  /// Every later ``CentralConnectionEvent`` on this manager's adapter, in order (a central
+  /// already connected when it starts is reported when it leaves). It follows bluetoothd's
+  /// objects on the manager's bus connection until the manager closes or the stream is
+  /// dropped.
+  ///
+  /// ```swift
+  /// for await event in try await peripheral.connectionEvents() {
+  ///   if case .connected(let central) = event { print("\(central) connected") }
+  /// }
+  /// ```
+  public func connectionEvents() async throws(BluetoothError) -> AsyncStream<CentralConnectionEvent>
+  {
+    let tree: BlueZObjectTree
+    do throws(BlueZError) {
+      tree = try await BlueZObjectTree.start(connection: connection)
+    } catch {
+      throw BluetoothError(error, while: "following connections on \(adapterName)")
+    }
+    let admitted = state.withLock { state in
+      if !state.closed { state.followers.append(tree) }
+      return !state.closed
+    }
+    guard admitted else {
+      tree.stop()
+      throw BluetoothError(.closed, "the peripheral manager is closed")
+    }
+    let links = ConnectionEventRelay.events(on: adapterPath, in: tree, onEnd: { tree.stop() })
+    // Unbounded, as the links it relays: no connection change may be lost.
+    let (stream, continuation) = AsyncStream.makeStream(
+      of: CentralConnectionEvent.self, bufferingPolicy: .unbounded)
+    let relay = Task {
+      for await link in links {
+        switch link {
+        case .connected(let peer): continuation.yield(.connected(Central(peer)))
+        case .disconnected(let peer): continuation.yield(.disconnected(Central(peer)))
+        case .servicesResolved: continue
+        }
+      }
+      continuation.finish()
+    }
+    continuation.onTermination = { _ in relay.cancel() }
+    return stream
+  }
+}
+
+extension Central {
+  /// The central behind a Device1 object of the peripheral's adapter.
+  init(_ peer: PeripheralIdentifier) { self.init(identifier: peer.path.rawValue) }
+}
