@@ -89,7 +89,9 @@ extension CentralManager {
     }
   }
 
-  /// Disconnects without waiting; errors ignored (used to restore a connection state).
+  /// Disconnects like ``disconnect(_:timeout:)`` (waiting up to its 5 s for bluetoothd to
+  /// report the link down) and ignores any error: for restoring a connection state where a
+  /// failure changes nothing for the caller.
   public func disconnectQuietly(_ peripheral: PeripheralIdentifier) async {
     try? await disconnect(peripheral)
   }

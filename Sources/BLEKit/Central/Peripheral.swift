@@ -42,7 +42,9 @@ public final class Peripheral: Sendable {
     device[Device1.connected] == true || device[Device1.servicesResolved] == true
   }
 
-  /// The name bluetoothd knows (advertised or cached), if any.
+  /// The name bluetoothd knows, if any: the advertised (or cached) name before a connection;
+  /// once connected, bluetoothd replaces it with the GAP Device Name the peripheral serves
+  /// (0x2A00), which may differ.
   public func name() async -> String? {
     (try? await device())?[Device1.name]
   }
