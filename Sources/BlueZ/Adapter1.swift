@@ -42,7 +42,7 @@ public struct Adapter1: BlueZProxy {
 
   /// The adapter's short name, the last path component (e.g. `hci0`).
   public var adapterName: String {
-    String(path.rawValue.split(separator: "/").last ?? "")
+    path.lastComponent
   }
 
   // MARK: Methods

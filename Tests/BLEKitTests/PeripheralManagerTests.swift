@@ -73,6 +73,25 @@ struct PeripheralManagerTests {
       notifying: notifying, paths: paths)
   }
 
+  @Test func removeAllServicesAndIsAdvertisingFollowBluetoothd() async throws {
+    try await Self.withFixture { fixture in
+      let manager = fixture.manager
+      #expect(manager.isAdvertising == false)
+      try await manager.startAdvertising(AdvertisingPayload(serviceUUIDs: [Self.serviceUUID]))
+      #expect(manager.isAdvertising)
+      #expect(fixture.bluetoothd.registry.advertisements.withLock { $0.count } == 1)
+      await manager.stopAdvertising()
+      #expect(manager.isAdvertising == false)
+      #expect(fixture.bluetoothd.registry.advertisements.withLock { $0.count } == 0)
+      // The fixture published one service; a second, then both withdrawn at once.
+      try await manager.add(
+        MutableService(type: BluetoothUUID(uint16: 0x180F), characteristics: []))
+      #expect(fixture.bluetoothd.registry.applications.withLock { $0.count } == 2)
+      await manager.removeAllServices()
+      #expect(fixture.bluetoothd.registry.applications.withLock { $0.count } == 0)
+    }
+  }
+
   @Test func readsHonourTheOffset() async throws {
     try await Self.withFixture { fixture in
       let path = fixture.path(Self.readableUUID)

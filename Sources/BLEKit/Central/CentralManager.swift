@@ -107,7 +107,7 @@ public actor CentralManager {
     }
     update()
     if serviceRunning, let requestedAdapter, adapterPath == nil {
-      let known = adapters.keys.map { String($0.rawValue.split(separator: "/").last ?? "") }
+      let known = adapters.keys.map { $0.lastComponent }
       let list = known.isEmpty ? "none" : known.sorted().joined(separator: ", ")
       throw BluetoothError(
         .adapterNotFound, "no Bluetooth adapter named \(requestedAdapter) (adapters: \(list))")
@@ -186,7 +186,7 @@ public actor CentralManager {
   /// The adapter to use: the one named, else `hci0`, else the first by path.
   static func chooseAdapter(_ name: String?, among paths: [ObjectPath]) -> ObjectPath? {
     let names = Dictionary(
-      paths.map { (String($0.rawValue.split(separator: "/").last ?? ""), $0) },
+      paths.map { ($0.lastComponent, $0) },
       uniquingKeysWith: { first, _ in first })
     if let name { return names[name] }
     return names[BlueZ.defaultAdapter] ?? paths.sorted().first
@@ -250,7 +250,7 @@ public actor CentralManager {
 
   /// The adapter's short name (`hci0`), or the requested one while there is none.
   public var adapterName: String {
-    adapterPath.map { String($0.rawValue.split(separator: "/").last ?? "") }
+    adapterPath.map { $0.lastComponent }
       ?? requestedAdapter ?? BlueZ.defaultAdapter
   }
 

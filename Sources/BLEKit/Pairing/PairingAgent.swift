@@ -309,9 +309,7 @@ final class PairingResponder: Sendable {
 
   /// The address in a Device1 path such as `/org/bluez/hci0/dev_00_AA_01_01_00_01`.
   static func address(of device: ObjectPath) -> BluetoothAddress? {
-    device.rawValue.split(separator: "/").last.flatMap {
-      BluetoothAddress(objectPathComponent: String($0))
-    }
+    BluetoothAddress(objectPathComponent: device.lastComponent)
   }
 
   func answer(_ request: AgentRequest) async throws(AgentRefusal) -> AgentAnswer {

@@ -113,7 +113,7 @@ public final class PeripheralManager: Sendable {
     guard let path = CentralManager.chooseAdapter(name, among: Array(adapters.keys)),
       let interfaces = adapters[path]
     else {
-      let known = adapters.keys.map { String($0.rawValue.split(separator: "/").last ?? "") }
+      let known = adapters.keys.map { $0.lastComponent }
         .sorted()
       let list = known.isEmpty ? "none" : known.joined(separator: ", ")
       throw BlueZError(
@@ -121,7 +121,7 @@ public final class PeripheralManager: Sendable {
         name.map { "no Bluetooth adapter named \($0) (adapters: \(list))" }
           ?? "no Bluetooth adapter")
     }
-    let adapterName = String(path.rawValue.split(separator: "/").last ?? "")
+    let adapterName = path.lastComponent
     let powered = interfaces[Adapter1.interface]?[Adapter1.powered.name]?.boolValue ?? false
     guard powered else {
       throw BlueZError(.notReady, "Bluetooth adapter \(adapterName) is powered off")
