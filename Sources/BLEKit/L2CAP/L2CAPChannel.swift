@@ -39,7 +39,9 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
   /// How many received SDUs wait at most in ``incoming`` before reading pauses.
   public let bufferedSDUs: Int
   /// The received SDUs; finishes when the peer closes or this side calls ``close()``, and
-  /// throws ``L2CAPError`` when the link is lost. Iterate it from one task only.
+  /// throws ``L2CAPError`` when the link is lost. Iterate it from one task, with one iterator:
+  /// dropping an iterator ends the sequence (an `AsyncThrowingStream` underneath), though not
+  /// the channel, which only ``close()`` (or dropping the channel) ends.
   public let incoming: SDUs
 
   let core: L2CAPChannelCore
@@ -176,10 +178,6 @@ final class L2CAPChannelCore: Sendable {
     // Unbounded here, bounded by `room`: the reader waits for room before every read.
     let (stream, continuation) = AsyncThrowingStream.makeStream(
       of: [UInt8].self, throwing: (any Error).self, bufferingPolicy: .unbounded)
-    continuation.onTermination = { [weak self] termination in
-      // The consumer stopped iterating (cancelled or dropped): nobody reads any more.
-      if case .cancelled = termination { self?.close() }
-    }
     reader.async { [self] in
       readLoop(continuation, size: max(receiveMTU, 1))
     }
