@@ -38,7 +38,7 @@ import Testing
     let broker = try MosquittoBroker()
     let url = broker.url
     let fleet = Task.detached { [self] in
-      try blekit(["fleet", "--mqtt", url, "--timeout", "6"])
+      try blekit(["fleet", "--mqtt", url, "--timeout", "10"])
     }
     let id = Array(1...16).map { UInt8($0) }
     var publishers: [(GatewayPublisher, Int)] = []
@@ -52,7 +52,7 @@ import Testing
     }
     // Sightings are not retained: publish until the fleet (starting meanwhile) has surely
     // subscribed, then say goodbye.
-    for _ in 0..<20 {
+    for _ in 0..<12 {
       for (publisher, rssi) in publishers {
         let report = AdvertisementReport(
           address: "00:AA:01:01:00:01", rssi: rssi, manufacturerData: [0xFFFF: [0x02, 0x10] + id])
