@@ -32,6 +32,19 @@ prop() {
     xargs | sed 's/^variant //'
 }
 
+# some_chunks A B: every 512-byte chunk of B is one of A's (as often as A has it), in any
+# order: what a plain receiver may print over EATT, where a chunk that arrives after EOM is lost.
+some_chunks() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import collections, sys
+def chunks(path):
+    data = open(path, "rb").read()
+    return collections.Counter(data[i:i + 512] for i in range(0, len(data), 512))
+sent, got = chunks(sys.argv[1]), chunks(sys.argv[2])
+sys.exit(0 if got and not (got - sent) else 1)
+PY
+}
+
 # same_chunks A B: the two files hold the same 512-byte chunks, in any order.
 same_chunks() {
   /usr/bin/python3 - "$1" "$2" <<'PY'

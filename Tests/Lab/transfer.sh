@@ -226,11 +226,19 @@ if grep -q "Channels = 1" "$OUT/plain-1.err" && grep -q -- "--accept-unordered" 
 else
   fail "plain refusal message: $(head -c 400 "$OUT/plain-1.err")"
 fi
+# Over EATT the EOM itself can overtake a chunk, which is then lost: the receiver printed the
+# message's chunks, perhaps not all, and said it may be wrong (what --accept-unordered accepts).
 ADV_ARGS=--plain-only exchange plain-accepted "$OUT/plain.msg" --accept-unordered
 if ((RC == 0)) && grep -q "the message may be wrong" "$OUT/plain-accepted.err" \
-  && same_chunks "$OUT/plain.msg" "$OUT/plain-accepted.out"; then
-  if cmp -s "$OUT/plain.msg" "$OUT/plain-accepted.out"; then order="in order this time"; else order="REORDERED, as EATT allows"; fi
-  ok "--accept-unordered: exit 0, a warning on stderr, every chunk arrived ($order)"
+  && some_chunks "$OUT/plain.msg" "$OUT/plain-accepted.out"; then
+  if cmp -s "$OUT/plain.msg" "$OUT/plain-accepted.out"; then
+    order="whole and in order this time"
+  elif same_chunks "$OUT/plain.msg" "$OUT/plain-accepted.out"; then
+    order="every chunk, REORDERED, as EATT allows"
+  else
+    order="$(stat -c %s "$OUT/plain-accepted.out") of $(stat -c %s "$OUT/plain.msg") bytes: a chunk came after EOM, as EATT allows"
+  fi
+  ok "--accept-unordered: exit 0, a warning on stderr, only the message's chunks ($order)"
 else
   fail "--accept-unordered: exit $RC: $(head -c 300 "$OUT/plain-accepted.err")"
 fi
