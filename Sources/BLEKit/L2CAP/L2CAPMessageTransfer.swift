@@ -78,6 +78,15 @@ public enum L2CAPMessageTransfer {
     }
     let message = try assembler.verified()
     try await channel.send(L2CAPMessageAcknowledgement(checksum: assembler.header.checksum).bytes)
+    // The sender closes once it has the answer; closing here first could drop the answer
+    // (the kernel discards what it has not sent when a channel closes). Wait for that close,
+    // a few seconds at most: the message is verified whatever happens now.
+    let limit = Task {
+      try? await Task.sleep(for: .seconds(5))
+      if !Task.isCancelled { channel.close() }
+    }
+    while (try? await iterator.next()) ?? nil != nil {}
+    limit.cancel()
     return message
   }
 }
