@@ -2,8 +2,8 @@
 // BLEKit Discovery (or made directly, e.g. by tests and benchmarks).
 
 import BLEKit
-import Sightings
 import Bluetooth
+import Sightings
 
 /// What a gateway publishes about one report: a value copy of a ``BLEKit/Discovery``'s
 /// advertised fields.

@@ -2,8 +2,8 @@
 // limited per device, with retained availability, a last will and Home Assistant discovery.
 
 import BLEKit
-import Sightings
 import MQTT
+import Sightings
 import Synchronization
 
 /// What a gateway publishes and how.

@@ -2,8 +2,8 @@
 // layout and in Theengs Gateway's, built from a Discovery.
 
 import BLEKit
-import Sightings
 import Bluetooth
+import Sightings
 
 #if canImport(Glibc)
   import Glibc

@@ -1,10 +1,10 @@
 // `blekit monitor`'s output: the summary table, JSON lines, and its argument checks.
 
 import ArgumentParsing
+import Sightings
 import Testing
 
 @testable import BLEKit
-import Sightings
 @testable import Bluetooth
 @testable import blekit
 
