@@ -25,7 +25,7 @@ extension CentralManager {
   /// manager closes or the connection to the system bus is lost; dropping it unsubscribes.
   ///
   /// ```swift
-  /// for await event in central.connectionEvents() {
+  /// for await event in await central.connectionEvents() {
   ///   if case .disconnected(let peripheral) = event { print("lost \(peripheral)") }
   /// }
   /// ```
