@@ -75,6 +75,7 @@ let package = Package(
       name: "BlekitCLITests",
       dependencies: [
         "blekit", "BLEKit", "BlueZ", "Bluetooth", "DBus", "ArgumentParsing", "Sightings",
+        "TestSupport",
       ]),
   ]
 )

@@ -16,8 +16,8 @@ public enum UnknownRSSIPolicy: String, Hashable, Sendable, CaseIterable {
 /// Values outside -127...20 dBm are reserved by HCI and are treated as unknown too.
 ///
 /// Policy decision: **with a threshold set, an unknown RSSI passes by default**
-/// (`UnknownRSSIPolicy.include`), and `.exclude` makes it fail. Reasons: many adapters, and
-/// emulated controllers, report 127 for every device, so a default of "exclude"
+/// (`UnknownRSSIPolicy.include`), and `.exclude` makes it fail. Reasons: many adapters report
+/// 127 for every device, so a default of "exclude"
 /// would make `--min-rssi` find nothing there, silently; and an unknown signal is not evidence
 /// of a weak one. A tool should say when it let a device through on an unknown RSSI (see
 /// `Decision.passedUnknown`). Without a threshold every discovery passes.

@@ -2,6 +2,7 @@
 // what Tab offers (bash and fish run here; zsh is checked for syntax and content).
 
 import ArgumentParsing
+import TestSupport
 import Testing
 
 @Suite struct CompletionScriptTests {

@@ -2,6 +2,7 @@
 // no warning from groff.
 
 import ArgumentParsing
+import TestSupport
 import Testing
 
 @Suite struct ManualPageTests {

@@ -4,33 +4,10 @@
 
 import ArgumentParsing
 import Foundation
+import TestSupport
 import Testing
 
 @testable import blekit
-
-/// Runs `program` (a path, or a name looked up on PATH by /usr/bin/env) and returns its
-/// status, standard output and standard error.
-private func run(
-  _ arguments: [String], environment: [String: String]? = nil
-) throws -> (status: Int32, out: String, err: String) {
-  let process = Process()
-  process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-  process.arguments = arguments
-  if let environment { process.environment = environment }
-  let out = Pipe()
-  let err = Pipe()
-  process.standardOutput = out
-  process.standardError = err
-  process.standardInput = FileHandle.nullDevice
-  try process.run()
-  let outData = out.fileHandleForReading.readDataToEndOfFile()
-  let errData = err.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  return (
-    process.terminationStatus, String(decoding: outData, as: UTF8.self),
-    String(decoding: errData, as: UTF8.self)
-  )
-}
 
 /// A fresh directory for one test's files.
 private func scratchDirectory() throws -> URL {
@@ -38,10 +15,6 @@ private func scratchDirectory() throws -> URL {
     .appendingPathComponent("blekit-shell-\(UUID().uuidString)")
   try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
   return directory
-}
-
-private func installed(_ program: String) -> Bool {
-  ["/usr/bin/", "/bin/"].contains { FileManager.default.isExecutableFile(atPath: $0 + program) }
 }
 
 @Suite struct GeneratedShellSupportTests {
@@ -85,10 +58,11 @@ private func installed(_ program: String) -> Bool {
 
   @Test(arguments: CompletionShell.allCases)
   func scriptPassesTheShellsSyntaxCheck(shell: CompletionShell) throws {
-    try #require(installed(shell.rawValue), "\(shell.rawValue) is not installed (scripts/setup)")
+    try #require(
+      installedProgram(shell.rawValue) != nil, "\(shell.rawValue) is not installed (scripts/setup)")
     let file = try scratchDirectory().appendingPathComponent("blekit.\(shell.rawValue)")
     try shell.script(for: Blekit.self).write(to: file, atomically: true, encoding: .utf8)
-    let result = try run([shell.rawValue, "-n", file.path])
+    let result = try runProgram("/usr/bin/env", [shell.rawValue, "-n", file.path])
     #expect(result.status == 0, "\(result.err)")
     #expect(result.err == "")
   }
@@ -108,10 +82,10 @@ private func installed(_ program: String) -> Bool {
     for title in ["ENVIRONMENT", "FILES", "EXAMPLES"] {
       #expect(page.contains(".SH \"\(title)\"\n"))
     }
-    try #require(installed("groff"), "groff is not installed")
+    try #require(installedProgram("groff") != nil, "groff is not installed")
     let file = try scratchDirectory().appendingPathComponent("blekit.1")
     try page.write(to: file, atomically: true, encoding: .utf8)
-    let result = try run(["groff", "-man", "-Wall", "-z", file.path])
+    let result = try runProgram("/usr/bin/env", ["groff", "-man", "-Wall", "-z", file.path])
     #expect(result.status == 0)
     #expect(result.err == "")
   }
@@ -130,8 +104,9 @@ private func installed(_ program: String) -> Bool {
       try ("#!/bin/sh\n" + body).write(to: file, atomically: true, encoding: .utf8)
       try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: file.path)
     }
-    let result = try run(
-      ["sh", "-c", command], environment: ["PATH": directory.path + ":/usr/bin:/bin"])
+    let result = try runProgram(
+      "/usr/bin/env", ["sh", "-c", command],
+      environment: ["PATH": directory.path + ":/usr/bin:/bin"])
     #expect(result.status == 0)
     return result.out.split(separator: "\n").map(String.init)
   }

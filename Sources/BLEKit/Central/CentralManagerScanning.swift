@@ -16,8 +16,8 @@ public struct ScanOptions: Sendable, Hashable {
   /// Also report peripherals bluetoothd already knows when the scan starts (it may not report
   /// a still-advertising peripheral again). Default `true`.
   public var includeKnownPeripherals: Bool
-  /// Restart the discovery session at this interval (`nil`: never). Some controllers (emulated
-  /// ones among them) report an advertiser that was already advertising only at the moment
+  /// Restart the discovery session at this interval (`nil`: never). Some controllers report
+  /// an advertiser that was already advertising only at the moment
   /// scanning is switched on, and the kernel can drop that report when it comes before its
   /// discovery state is set; each restart is a new chance. A restart costs a few milliseconds
   /// of scanning.

@@ -1,16 +1,16 @@
-// Runs an outside program (bash, zsh, fish, groff) on a generated script or page.
+// Runs an outside program (bash, zsh, fish, groff, sh) for tests of generated scripts and pages.
 
 import Foundation
 
 /// The result of one run of an outside program.
-struct ShellRun {
-  var status: Int32
-  var out: String
-  var err: String
+public struct ShellRun: Sendable {
+  public var status: Int32
+  public var out: String
+  public var err: String
 }
 
 /// The absolute path of `program` on PATH (or in /usr/bin), or `nil` when it is not installed.
-func installedProgram(_ program: String) -> String? {
+public func installedProgram(_ program: String) -> String? {
   let directories =
     (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map(String.init)
     + ["/usr/bin", "/bin"]
@@ -20,7 +20,7 @@ func installedProgram(_ program: String) -> String? {
 }
 
 /// Writes `text` to a fresh temporary file named `name` and returns its path.
-func temporaryFile(_ name: String, _ text: String) throws -> String {
+public func temporaryFile(_ name: String, _ text: String) throws -> String {
   let directory = FileManager.default.temporaryDirectory
     .appendingPathComponent("argparse-\(UUID().uuidString)")
   try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -31,7 +31,7 @@ func temporaryFile(_ name: String, _ text: String) throws -> String {
 
 /// Runs `program` with `arguments`, standard input closed; waits for it (bounded by the
 /// program's own work: these are syntax checks and short completion runs).
-func runProgram(
+public func runProgram(
   _ program: String, _ arguments: [String], environment: [String: String]? = nil
 ) throws -> ShellRun {
   let process = Process()
