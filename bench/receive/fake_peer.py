@@ -22,6 +22,9 @@ import threading
 from dbus_fast import Message, MessageType, Variant
 from dbus_fast.aio import MessageBus
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from patient_socket import patient  # noqa: E402
+
 ADAPTER = "/org/bluez/hci0"
 ADDRESS = "00:AA:01:01:00:01"
 DEVICE = ADAPTER + "/dev_" + ADDRESS.replace(":", "_")
@@ -257,6 +260,7 @@ class Peer:
 async def main():
     bus = await MessageBus(bus_address=os.environ["DBUS_SYSTEM_BUS_ADDRESS"],
                            negotiate_unix_fd=True).connect()
+    patient(bus)
     peer = Peer(bus)
     if os.environ.get("MESSAGE_OUT"):
         with open(os.environ["MESSAGE_OUT"], "wb") as out:

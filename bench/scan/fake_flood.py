@@ -19,6 +19,9 @@ import sys
 from dbus_fast import Message, MessageType, Variant
 from dbus_fast.aio import MessageBus
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from patient_socket import patient  # noqa: E402
+
 ADAPTER = "/org/bluez/hci0"
 PROPERTIES = "org.freedesktop.DBus.Properties"
 OBJECT_MANAGER = "org.freedesktop.DBus.ObjectManager"
@@ -108,27 +111,9 @@ async def flood(bus):
     print("flood done: %d signals" % sent, flush=True)
 
 
-class PatientSocket:
-    """dbus-fast (5.2) treats a full socket buffer (EAGAIN, the bus daemon not reading from us
-    while a slow receiver's queue is full) as a lost connection; this makes it "0 bytes
-    written", after which dbus-fast waits until the socket is writable."""
-
-    def __init__(self, sock):
-        self.sock = sock
-
-    def send(self, data):
-        try:
-            return self.sock.send(data)
-        except BlockingIOError:
-            return 0
-
-    def __getattr__(self, name):
-        return getattr(self.sock, name)
-
-
 async def main():
     bus = await MessageBus(bus_address=os.environ["DBUS_SYSTEM_BUS_ADDRESS"]).connect()
-    bus._writer.sock = PatientSocket(bus._writer.sock)
+    patient(bus)
     state = {"discovering": False, "flooding": None}
 
     def changed(value):
