@@ -1,5 +1,7 @@
 /* floor: the C baseline for scripts/bench-dbus, plain libdbus with blocking loops.
- *   floor rtt <bus address> <seconds>   round trips per second; a forked child echoes "si"
+ *   floor rtt <bus address> <seconds> [calls]   round trips per second; a forked child echoes
+ *                                        "si"; with calls, exactly that many after the warm-up
+ *                                        (scripts/bench-dbus --callgrind counts instructions)
  *   floor decode <file> <iterations>     demarshal the message in <file> and walk every value
  */
 #include <dbus/dbus.h>
@@ -79,7 +81,7 @@ static void control(DBusConnection *c, const char *name, const char *member) {
   dbus_message_unref(m);
 }
 
-static int rtt(const char *address, double seconds) {
+static int rtt(const char *address, double seconds, long fixed_calls) {
   int fds[2], back[2];
   if (pipe(fds) != 0 || pipe(back) != 0) return 1;
   pid_t child = fork();
@@ -115,7 +117,8 @@ static int rtt(const char *address, double seconds) {
     long n = 0;
     for (;;) {
       if (phase == 0 && n == 500) break;
-      if (phase == 1 && n % 100 == 0 && now() - begin >= seconds) break;
+      if (phase == 1 && fixed_calls > 0 && n == fixed_calls) break;
+      if (phase == 1 && fixed_calls == 0 && n % 100 == 0 && now() - begin >= seconds) break;
       DBusMessage *m = dbus_message_new_method_call(name, "/bench", "org.blekit.Bench", "Echo");
       const char *s = "hello";
       dbus_int32_t i = (dbus_int32_t)n;
@@ -229,10 +232,10 @@ static int decode(const char *file, int iterations) {
 
 int main(int argc, char **argv) {
   if (argc < 4) {
-    fprintf(stderr, "usage: floor rtt <address> <seconds> | decode <file> <iterations>\n");
+    fprintf(stderr, "usage: floor rtt <address> <seconds> [calls] | decode <file> <iterations>\n");
     return 2;
   }
-  if (strcmp(argv[1], "rtt") == 0) return rtt(argv[2], atof(argv[3]));
+  if (strcmp(argv[1], "rtt") == 0) return rtt(argv[2], atof(argv[3]), argc > 4 ? atol(argv[4]) : 0);
   if (strcmp(argv[1], "decode") == 0) return decode(argv[2], atoi(argv[3]));
   return 2;
 }

@@ -1,5 +1,7 @@
 // dbus-bench: the Swift side of scripts/bench-dbus.
-//   dbus-bench rtt <bus address> <seconds>   round trips per second (server echoes "si")
+//   dbus-bench rtt <bus address> <seconds> [calls]   round trips per second (server echoes
+//                                             "si"); with calls, exactly that many after the
+//                                             warm-up (bench-dbus --callgrind)
 //   dbus-bench rtt-executor <address> <s>     the same, caller on the client's executor
 //   dbus-bench decode <file> <iterations>     writes the GetManagedObjects-shaped message to
 //                                             <file>, then times demarshal + decode to DBusValue
@@ -180,7 +182,9 @@ func decoderBench(reader: String, message kind: String, iterations: Int) throws 
   print("reader=\(reader) message=\(kind) iterations=\(iterations) check=\(checksum)")
 }
 
-func rttBench(address: String, seconds: Double, onConnectionExecutor: Bool) async throws {
+func rttBench(address: String, seconds: Double, calls fixedCalls: Int?, onConnectionExecutor: Bool)
+  async throws
+{
   let server = try DBusConnection(address: address)
   let client = try DBusConnection(address: address)
   defer {
@@ -208,7 +212,13 @@ func rttBench(address: String, seconds: Double, onConnectionExecutor: Bool) asyn
     let start = now()
     let cpuStart = cpuSeconds()
     var calls = 0
-    while now() - start < seconds {
+    if let fixedCalls {
+      for _ in 0..<fixedCalls {
+        try await once(Int32(truncatingIfNeeded: calls))
+        calls += 1
+      }
+    }
+    while fixedCalls == nil, now() - start < seconds {
       for _ in 0..<100 {
         try await once(Int32(truncatingIfNeeded: calls))
         calls += 1
@@ -233,12 +243,11 @@ guard arguments.count >= 4 else {
   exit(2)
 }
 switch arguments[1] {
-case "rtt":
+case "rtt", "rtt-executor":
   try await rttBench(
-    address: arguments[2], seconds: Double(arguments[3]) ?? 3, onConnectionExecutor: false)
-case "rtt-executor":
-  try await rttBench(
-    address: arguments[2], seconds: Double(arguments[3]) ?? 3, onConnectionExecutor: true)
+    address: arguments[2], seconds: Double(arguments[3]) ?? 3,
+    calls: arguments.count > 4 ? Int(arguments[4]) : nil,
+    onConnectionExecutor: arguments[1] == "rtt-executor")
 case "decoder" where arguments.count >= 5:
   try decoderBench(reader: arguments[2], message: arguments[3], iterations: Int(arguments[4]) ?? 1)
 case "decode": try decodeBench(file: arguments[2], iterations: Int(arguments[3]) ?? 50)
