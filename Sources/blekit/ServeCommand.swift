@@ -177,13 +177,7 @@ struct ServeCommand: ParsableCommand {
     while !Task.isCancelled {
       do {
         let value = try await producer.produce()
-        try await manager.send(value, for: served.characteristic)
-        output.status(
-          "notified", "sent \(HexBytes.format(value)) on \(served.profile.uuid.shortString)",
-          fields: [
-            ("characteristic", .string(served.profile.uuid.shortString)),
-            ("hex", .string(HexBytes.format(value))),
-          ])
+        try await deliver(value, to: served, manager: manager, output: output)
       } catch let error as ServeValueError {
         writeStandardError("blekit serve: \(served.profile.path).notifier: \(error)\n")
       } catch let error as BluetoothError where error.code == .notSubscribed {
@@ -209,10 +203,12 @@ struct ServeCommand: ParsableCommand {
         while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
           let line = Array(pending[..<newline])
           pending.removeSubrange(...newline)
-          await send(line, format: format, to: served, manager: manager)
+          await send(line, format: format, to: served, manager: manager, output: output)
         }
       }
-      if !pending.isEmpty { await send(pending, format: format, to: served, manager: manager) }
+      if !pending.isEmpty {
+        await send(pending, format: format, to: served, manager: manager, output: output)
+      }
     } catch {
       writeStandardError("blekit serve: \(error)\n")
     }
@@ -221,7 +217,7 @@ struct ServeCommand: ParsableCommand {
 
   private static func send(
     _ line: [UInt8], format: ServeProfile.LineFormat, to served: ServedCharacteristic,
-    manager: PeripheralManager
+    manager: PeripheralManager, output: ServeOutput
   ) async {
     var value = line.last == UInt8(ascii: "\r") ? Array(line.dropLast()) : line
     if format == .hex {
@@ -239,7 +235,7 @@ struct ServeCommand: ParsableCommand {
       let piece = Array(value[offset..<min(offset + size, value.count)])
       offset += piece.count
       do {
-        try await manager.send(piece, for: served.characteristic)
+        try await deliver(piece, to: served, manager: manager, output: output)
       } catch {
         let reason =
           error.code == .notSubscribed
@@ -247,6 +243,32 @@ struct ServeCommand: ParsableCommand {
         writeStandardError("blekit serve: \(reason); line dropped\n")
         return
       }
+    }
+  }
+
+  /// Notifies `value`, or indicates it and waits for the confirmation when the
+  /// characteristic indicates and does not notify; reports it either way.
+  private static func deliver(
+    _ value: [UInt8], to served: ServedCharacteristic, manager: PeripheralManager,
+    output: ServeOutput
+  ) async throws(BluetoothError) {
+    let uuid = served.profile.uuid.shortString
+    let fields: [(String, JSON.Value)] = [
+      ("characteristic", .string(uuid)), ("hex", .string(HexBytes.format(value))),
+    ]
+    let properties = served.characteristic.properties
+    if properties.contains(.indicate) && !properties.contains(.notify) {
+      let start = ContinuousClock.now
+      try await manager.indicate(value, for: served.characteristic)
+      let took = ContinuousClock.now - start
+      let milliseconds = Int(took.components.seconds * 1000)
+        + Int(took.components.attoseconds / 1_000_000_000_000_000)
+      output.status(
+        "confirmed", "indicated \(HexBytes.format(value)) on \(uuid): confirmed",
+        fields: fields + [("milliseconds", .int(milliseconds))])
+    } else {
+      try await manager.send(value, for: served.characteristic)
+      output.status("notified", "sent \(HexBytes.format(value)) on \(uuid)", fields: fields)
     }
   }
 

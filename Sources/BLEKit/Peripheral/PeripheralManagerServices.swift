@@ -84,7 +84,8 @@ extension PeripheralManager {
         localDescriptor($0, of: uuid, channel: channel)
       },
       read: read, write: write, startNotify: startNotify, stopNotify: stopNotify,
-      acquireNotify: acquireNotify)
+      acquireNotify: acquireNotify,
+      confirm: properties.contains(.indicate) ? { @Sendable in channel.confirmed() } : nil)
   }
 
   /// The exported descriptor: reads served from its current value; writes, when it is
