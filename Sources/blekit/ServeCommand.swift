@@ -261,7 +261,8 @@ struct ServeCommand: ParsableCommand {
       let start = ContinuousClock.now
       try await manager.indicate(value, for: served.characteristic)
       let took = ContinuousClock.now - start
-      let milliseconds = Int(took.components.seconds * 1000)
+      let milliseconds =
+        Int(took.components.seconds * 1000)
         + Int(took.components.attoseconds / 1_000_000_000_000_000)
       output.status(
         "confirmed", "indicated \(HexBytes.format(value)) on \(uuid): confirmed",
@@ -291,7 +292,9 @@ struct ServeCommand: ParsableCommand {
 
   /// `--check`'s outline: one line per service and characteristic.
   static func outline(_ profile: ServeProfile, file: String) -> String {
-    var lines = ["\(file): ok, \(profile.services.count) service\(profile.services.count == 1 ? "" : "s")"]
+    var lines = [
+      "\(file): ok, \(profile.services.count) service\(profile.services.count == 1 ? "" : "s")"
+    ]
     for service in profile.services {
       lines.append("service \(service.uuid.shortString)\(service.primary ? "" : " (secondary)")")
       for characteristic in service.characteristics {

@@ -12,8 +12,9 @@ struct ServeOutput: Sendable {
 
   /// A central's write, or the bytes themselves for a characteristic whose writes go to
   /// standard output (`"writes": "stdout"`, unless `--json`).
-  func write(_ request: ATTWriteRequest, service: BluetoothUUID, to output: ServeProfile.WriteOutput)
-  {
+  func write(
+    _ request: ATTWriteRequest, service: BluetoothUUID, to output: ServeProfile.WriteOutput
+  ) {
     if json {
       var fields = Self.requestFields(
         "write", service: service, characteristic: request.characteristic,

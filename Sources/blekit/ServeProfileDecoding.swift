@@ -278,7 +278,8 @@ struct ProfileDecoder {
       return .fixed(littleEndian(try integer(value, at: at, in: 0...0xFFFF), width: 2))
     case "uint32":
       return .fixed(littleEndian(try integer(value, at: at, in: 0...0xFFFF_FFFF), width: 4))
-    case "sint8": return .fixed(littleEndian(try integer(value, at: at, in: -0x80...0x7F), width: 1))
+    case "sint8":
+      return .fixed(littleEndian(try integer(value, at: at, in: -0x80...0x7F), width: 1))
     case "sint16":
       return .fixed(littleEndian(try integer(value, at: at, in: -0x8000...0x7FFF), width: 2))
     case "sint32":
@@ -299,22 +300,26 @@ struct ProfileDecoder {
 
   func counter(_ json: ProfileJSON, at path: String) throws(ProfileIssue) -> ServeProfile.Counter {
     let fields = try object(json, at: path, keys: ["from", "to", "step", "width", "prefix"])
-    let width = try fields["width"].map { json throws(ProfileIssue) in
-      Int(try integer(json, at: "\(path).width", in: 1...4))
-    } ?? 1
+    let width =
+      try fields["width"].map { json throws(ProfileIssue) in
+        Int(try integer(json, at: "\(path).width", in: 1...4))
+      } ?? 1
     guard width != 3 else {
       throw ProfileIssue(path: "\(path).width", reason: "3 is not 1, 2 or 4 bytes")
     }
     let maximum = width == 4 ? Int64(UInt32.max) : (Int64(1) << (8 * width)) - 1
-    let from = try fields["from"].map { json throws(ProfileIssue) in
-      try integer(json, at: "\(path).from", in: 0...maximum)
-    } ?? 0
-    let to = try fields["to"].map { json throws(ProfileIssue) in
-      try integer(json, at: "\(path).to", in: 0...maximum)
-    } ?? maximum
-    let step = try fields["step"].map { json throws(ProfileIssue) in
-      try integer(json, at: "\(path).step", in: -maximum...maximum)
-    } ?? 1
+    let from =
+      try fields["from"].map { json throws(ProfileIssue) in
+        try integer(json, at: "\(path).from", in: 0...maximum)
+      } ?? 0
+    let to =
+      try fields["to"].map { json throws(ProfileIssue) in
+        try integer(json, at: "\(path).to", in: 0...maximum)
+      } ?? maximum
+    let step =
+      try fields["step"].map { json throws(ProfileIssue) in
+        try integer(json, at: "\(path).step", in: -maximum...maximum)
+      } ?? 1
     guard step != 0 else { throw ProfileIssue(path: "\(path).step", reason: "0 never counts") }
     guard step > 0 ? from <= to : from >= to else {
       throw ProfileIssue(

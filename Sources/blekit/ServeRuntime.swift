@@ -71,10 +71,11 @@ final class ServedCharacteristic: Sendable {
       request throws(ATTError) in
       guard storesWrites else { return }
       try box.state.withLock { state throws(ATTError) in
-        var value = state.stored ?? profile.value.flatMap { source in
-          if case .fixed(let bytes) = source { return bytes }
-          return nil
-        } ?? []
+        var value =
+          state.stored ?? profile.value.flatMap { source in
+            if case .fixed(let bytes) = source { return bytes }
+            return nil
+          } ?? []
         guard request.offset <= value.count else { throw .invalidOffset }
         value.replaceSubrange(request.offset..., with: request.value)
         guard value.count <= ServeProfile.maximumValueLength else {

@@ -60,12 +60,13 @@ import Testing
     #expect(profile.advertisement.appearance == 833)
   }
 
-  @Test(arguments: [
-    (#"{"uint8": 200}"#, [200]), (#"{"uint16": 4520}"#, [0xA8, 0x11]),
-    (#"{"sint16": -2}"#, [0xFE, 0xFF]), (#"{"uint32": 16909060}"#, [4, 3, 2, 1]),
-    (#"{"sint8": -128}"#, [0x80]), (#"{"hex": "0a0B ff"}"#, [0x0A, 0x0B, 0xFF]),
-    (#"{"text": "hé"}"#, [0x68, 0xC3, 0xA9]), (#""plain""#, Array("plain".utf8)),
-  ] as [(String, [UInt8])])
+  @Test(
+    arguments: [
+      (#"{"uint8": 200}"#, [200]), (#"{"uint16": 4520}"#, [0xA8, 0x11]),
+      (#"{"sint16": -2}"#, [0xFE, 0xFF]), (#"{"uint32": 16909060}"#, [4, 3, 2, 1]),
+      (#"{"sint8": -128}"#, [0x80]), (#"{"hex": "0a0B ff"}"#, [0x0A, 0x0B, 0xFF]),
+      (#"{"text": "hé"}"#, [0x68, 0xC3, 0xA9]), (#""plain""#, Array("plain".utf8)),
+    ] as [(String, [UInt8])])
   func fixedValuesEncodeLittleEndian(json: String, bytes: [UInt8]) throws {
     let profile = try decode(
       withCharacteristic(#"{"uuid":"2a38","properties":["read"],"value":"# + json + "}"))
@@ -149,21 +150,26 @@ import Testing
     #expect(
       refusal(#"{"services":[{"uuid":"180d","characteristics":[]}]}"#)
         == "p.json: services[0].characteristics: no characteristics: give at least one")
-    let twoStdin = #"{"services":[{"uuid":"180d","characteristics":["#
+    let twoStdin =
+      #"{"services":[{"uuid":"180d","characteristics":["#
       + #"{"uuid":"2a37","properties":["notify"],"notifier":{"stdin":"text"}},"#
       + #"{"uuid":"2a38","properties":["notify"],"notifier":{"stdin":"hex"}}]}]}"#
     #expect(
       refusal(twoStdin)
         == "p.json: services[0].characteristics[1].notifier: standard input already feeds "
         + "services[0].characteristics[0]; only one notifier can read it")
-    let tooBig = #"{"advertise":{"services":["6e400001-b5a3-f393-e0a9-e50e24dcca9e","#
+    let tooBig =
+      #"{"advertise":{"services":["6e400001-b5a3-f393-e0a9-e50e24dcca9e","#
       + #""6e400002-b5a3-f393-e0a9-e50e24dcca9e"]},"#
       + #""services":[{"uuid":"180d","characteristics":[{"uuid":"2a38","properties":["read"],"value":"x"}]}]}"#
     #expect(refusal(tooBig)?.hasPrefix("p.json: advertise: ") == true)
   }
 
   @Test(arguments: [
-    ("{\n  \"services\": [\n    {\"uuid\": \"180d\",, }", "line 3, column 21: not valid JSON: expected a key in quotes"),
+    (
+      "{\n  \"services\": [\n    {\"uuid\": \"180d\",, }",
+      "line 3, column 21: not valid JSON: expected a key in quotes"
+    ),
     ("{\"a\": 1, \"a\": 2}", "line 1, column 10: not valid JSON: key 'a' given twice"),
     ("{\"a\": tru}", "line 1, column 7: not valid JSON: expected a value"),
     ("{\"a\": \"é\u{01}\"}", "line 1, column 9: not valid JSON: control character in a string"),

@@ -52,7 +52,7 @@ serve_phase() {
   local name=$1 profile=$2
   shift 2
   wait_for 180 test -e "$SHARED/go-$name" || { fail "$name: host A never got ready"; RC=99; return; }
-  "$BLEKIT" serve "$profile" -a hci0 "$@" >"$OUT/$name.jsonl" 2>"$OUT/$name.err" &
+  "$BLEKIT" serve "$profile" -a hci0 --json "$@" >"$OUT/$name.jsonl" 2>"$OUT/$name.err" &
   local pid=$!
   wait_for 180 test -e "$SHARED/done-$name"
   kill -TERM "$pid" 2>/dev/null

@@ -44,8 +44,7 @@ public struct MutableDescriptor: Sendable, Hashable {
 
   /// A Characteristic User Description (0x2901) holding `text`; `writable` makes it the
   /// "writable auxiliaries" kind a central may rename.
-  public static func userDescription(_ text: String, writable: Bool = false) -> MutableDescriptor
-  {
+  public static func userDescription(_ text: String, writable: Bool = false) -> MutableDescriptor {
     MutableDescriptor(
       type: BluetoothUUID(uint16: 0x2901), value: Array(text.utf8), writable: writable)
   }

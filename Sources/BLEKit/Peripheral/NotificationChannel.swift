@@ -133,6 +133,15 @@ final class NotificationChannel: Sendable {
     state.withLock { ($0.socket.map { !$0.isClosed } ?? false) || $0.propertySubscribed }
   }
 
+  /// The central bluetoothd named when the subscription began (`AcquireNotify`'s `device`
+  /// option); nil on the `StartNotify` path, which names nobody.
+  var firstSubscriber: Central? {
+    state.withLock { state in
+      guard let socket = state.socket, !socket.isClosed else { return nil }
+      return socket.central
+    }
+  }
+
   /// min(MTU - 3, 512) for the current subscription (MTU 23 when bluetoothd never said).
   var maximumUpdateValueLength: Int {
     state.withLock { state in
