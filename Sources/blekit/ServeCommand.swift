@@ -87,9 +87,10 @@ struct ServeCommand: ParsableCommand {
     var tasks: [Task<Void, Never>] = []
     do {
       for service in runtime.services { try await manager.add(service) }
-      try await manager.startAdvertising(profile.advertisement.payload)
+      // Followed before advertising: a central waiting for the advertisement connects at once.
       let links = try await manager.connectionEvents()
       tasks.append(Task { [output] in await Self.report(links, output: output) })
+      try await manager.startAdvertising(profile.advertisement.payload)
     } catch {
       await manager.close()
       throw AdvertiseCommand.cliError(error)

@@ -1,16 +1,14 @@
 #!/usr/bin/python3
-# bleak (an independent central) against `blekit serve profiles/heart-rate.json` or
-# `profiles/health-thermometer.json` on another host:
+# bleak (an independent central) against `blekit serve profiles/heart-rate.json` on another
+# host:
 #
-#   PYTHONPATH=.build-lab/pylib Tests/Lab/serve-bleak.py heart-rate|thermometer \
-#       --adapter hci0 --ready FILE [--timeout S]
+#   PYTHONPATH=.build-lab/pylib Tests/Lab/serve-bleak.py heart-rate --adapter hci0 \
+#       --ready FILE [--timeout S]
 #
 # Scans for the profile's service (FILE is created once the scan runs, so the other host can
 # start serving only then: the emulated air reports an advertiser when its advertising switches
-# on), connects, and then:
-#   heart-rate: reads 2a38 and 2a29, subscribes to 2a37 until 3 values came, writes 01 to 2a39
-#   (with response);
-#   thermometer: reads 2a1d, subscribes to 2a1c (indications: BlueZ confirms each) until 2 came.
+# on), connects, reads 2a38 and 2a29, subscribes to 2a37 until 3 values came, writes 01 to 2a39
+# (with response).
 # Prints one "name value" line per result (values in hex), then "done"; exit 0 if all went, 1 on
 # an error (printed), 3 if the advertiser was never found.
 import argparse
@@ -19,8 +17,7 @@ import sys
 
 from bleak import BleakClient, BleakScanner
 
-SERVICES = {"heart-rate": "0000180d-0000-1000-8000-00805f9b34fb",
-            "thermometer": "00001809-0000-1000-8000-00805f9b34fb"}
+SERVICES = {"heart-rate": "0000180d-0000-1000-8000-00805f9b34fb"}
 
 
 def uuid16(short):
@@ -74,17 +71,12 @@ async def run(args):
     client = BleakClient(device, timeout=args.timeout, bluez={"adapter": args.adapter})
     try:
         await client.connect()
-        if args.profile == "heart-rate":
-            say(f"read-2a38 {(await client.read_gatt_char(uuid16('2a38'))).hex()}")
-            say(f"read-2a29 {(await client.read_gatt_char(uuid16('2a29'))).hex()}")
-            values = await collect(client, "2a37", 3, args.timeout)
-            say("notified-2a37 " + " ".join(v.hex() for v in values))
-            await client.write_gatt_char(uuid16("2a39"), b"\x01", response=True)
-            say("wrote-2a39 01")
-        else:
-            say(f"read-2a1d {(await client.read_gatt_char(uuid16('2a1d'))).hex()}")
-            values = await collect(client, "2a1c", 2, args.timeout)
-            say("indicated-2a1c " + " ".join(v.hex() for v in values))
+        say(f"read-2a38 {(await client.read_gatt_char(uuid16('2a38'))).hex()}")
+        say(f"read-2a29 {(await client.read_gatt_char(uuid16('2a29'))).hex()}")
+        values = await collect(client, "2a37", 3, args.timeout)
+        say("notified-2a37 " + " ".join(v.hex() for v in values))
+        await client.write_gatt_char(uuid16("2a39"), b"\x01", response=True)
+        say("wrote-2a39 01")
     except Exception as error:  # noqa: BLE001 - the failure is the result
         say(f"error {type(error).__name__}: {error}")
         return 1
