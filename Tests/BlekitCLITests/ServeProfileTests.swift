@@ -249,3 +249,42 @@ import Testing
         == [.readAuthenticationRequired, .writeSecureConnectionsRequired])
   }
 }
+
+@Suite struct ServeOutputTests {
+  func request(_ value: [UInt8], descriptor: BluetoothUUID? = nil, offset: Int = 0)
+    -> ATTWriteRequest
+  {
+    ATTWriteRequest(
+      characteristic: BluetoothUUID(uint16: 0x2A39), descriptor: descriptor,
+      central: Central(identifier: "/org/bluez/hci1/dev_00_AA_01_00_00_00"), value: value,
+      offset: offset, withoutResponse: false, mtu: 517, link: .le)
+  }
+
+  @Test func writeLinesShowTextOrHex() {
+    #expect(
+      ServeOutput.writeLine(request(Array("hi there".utf8)), hex: false)
+        == "write 2a39 from 00:AA:01:00:00:00: hi there")
+    #expect(
+      ServeOutput.writeLine(request([0x01, 0xFF]), hex: false)
+        == "write 2a39 from 00:AA:01:00:00:00: hex 01ff")
+    #expect(
+      ServeOutput.writeLine(request(Array("hi".utf8)), hex: true)
+        == "write 2a39 from 00:AA:01:00:00:00: hex 6869")
+    #expect(
+      ServeOutput.writeLine(
+        request(Array("x".utf8), descriptor: BluetoothUUID(uint16: 0x2901), offset: 3), hex: false)
+        == "write 2a39/2901 from 00:AA:01:00:00:00 at offset 3: x")
+  }
+
+  @Test func requestFieldsCarryTheCentralMTUAndLink() {
+    let fields = ServeOutput.requestFields(
+      "write", service: BluetoothUUID(uint16: 0x180D),
+      characteristic: BluetoothUUID(uint16: 0x2A39),
+      descriptor: nil, central: Central(identifier: "/org/bluez/hci1/dev_00_AA_01_00_00_00"),
+      mtu: 517, link: .le, offset: 0)
+    #expect(
+      JSON.text(.object(fields))
+        == #"{"event":"write","service":"180d","characteristic":"2a39","descriptor":null,"#
+        + #""central":"00:AA:01:00:00:00","mtu":517,"link":"LE","offset":0}"#)
+  }
+}
