@@ -80,7 +80,7 @@ final class ServeValueProducer: Sendable {
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
     let arguments = ["/bin/sh", "-c", command].map { (text: String) in strdup(text) }
-    defer { arguments.forEach { free($0) } }
+    defer { for argument in arguments { free(argument) } }
     var pid: pid_t = 0
     let spawned = posix_spawn(&pid, "/bin/sh", &actions, nil, arguments + [nil], environ)
     close(fds[1])
