@@ -142,8 +142,13 @@ struct GattApplicationExporter {
         await stopNotify?()
         return []
       })
-    // Confirm: an indication was acknowledged (only used with the PropertiesChanged path).
-    methods.append(guarded("Confirm", in: "", out: "") { _ in [] })
+    // Confirm: a central acknowledged an indication sent through PropertiesChanged(Value).
+    let confirm = characteristic.confirm
+    methods.append(
+      guarded("Confirm", in: "", out: "") { _ in
+        await confirm?()
+        return []
+      })
     if let acquire = characteristic.acquireNotify {
       methods.append(
         acquireMethod("AcquireNotify", handler: acquire) {

@@ -32,13 +32,18 @@ public struct LocalCharacteristic: Sendable {
   public var acquireNotify: GattAcquireHandler?
   /// Takes our end of the write socket; its presence adds the `WriteAcquired` property.
   public var acquireWrite: GattAcquireHandler?
+  /// Called on `Confirm`: a central confirmed an indication sent through
+  /// ``GattApplicationRegistration/notify(_:characteristic:)``. bluetoothd 5.66 calls it once
+  /// per confirming central and does not say which one.
+  public var confirm: (@Sendable () async -> Void)?
 
   public init(
     uuid: String, flags: [GattFlag], descriptors: [LocalDescriptor] = [],
     read: GattReadHandler? = nil, write: GattWriteHandler? = nil,
     startNotify: (@Sendable () async -> Void)? = nil,
     stopNotify: (@Sendable () async -> Void)? = nil,
-    acquireNotify: GattAcquireHandler? = nil, acquireWrite: GattAcquireHandler? = nil
+    acquireNotify: GattAcquireHandler? = nil, acquireWrite: GattAcquireHandler? = nil,
+    confirm: (@Sendable () async -> Void)? = nil
   ) {
     self.uuid = uuid
     self.flags = flags
@@ -49,6 +54,7 @@ public struct LocalCharacteristic: Sendable {
     self.stopNotify = stopNotify
     self.acquireNotify = acquireNotify
     self.acquireWrite = acquireWrite
+    self.confirm = confirm
   }
 
   /// True when the flags ask for notifications or indications.

@@ -17,6 +17,7 @@ enum CommandRegistry {
     ReadCommand.self,
     ReceiveCommand.self,
     ScanCommand.self,
+    ServeCommand.self,
     TrustCommand.self,
     UnpairCommand.self,
     WriteCommand.self,

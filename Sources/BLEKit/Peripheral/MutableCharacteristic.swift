@@ -46,21 +46,3 @@ public final class MutableCharacteristic: Sendable, CustomStringConvertible {
   /// True when centrals can subscribe.
   public var canNotify: Bool { properties.contains(.notify) || properties.contains(.indicate) }
 }
-
-/// A descriptor of a ``MutableCharacteristic`` (CoreBluetooth's `CBMutableDescriptor`), with a
-/// fixed value, e.g. a Characteristic User Description (0x2901). BlueZ adds the Client
-/// Characteristic Configuration descriptor by itself.
-public struct MutableDescriptor: Sendable, Hashable {
-  public let uuid: BluetoothUUID
-  public let value: [UInt8]
-
-  public init(type uuid: BluetoothUUID, value: [UInt8]) {
-    self.uuid = uuid
-    self.value = value
-  }
-
-  /// A Characteristic User Description (0x2901) holding `text`.
-  public static func userDescription(_ text: String) -> MutableDescriptor {
-    MutableDescriptor(type: BluetoothUUID(uint16: 0x2901), value: Array(text.utf8))
-  }
-}

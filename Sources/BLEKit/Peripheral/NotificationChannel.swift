@@ -31,6 +31,9 @@ final class NotificationChannel: Sendable {
     var generation: UInt64 = 0
     var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
     var nextWaiter: UInt64 = 0
+    /// Indications sent and not yet confirmed, oldest first.
+    var confirmations: [(id: UInt64, waiter: CheckedContinuation<Confirmation, Never>)] = []
+    var nextIndication: UInt64 = 0
   }
   private let state = Mutex(State())
 
@@ -104,6 +107,7 @@ final class NotificationChannel: Sendable {
     }
     guard was else { return }
     wakeWaiters(emitReady: false)
+    finishIndications(.unsubscribed)
     eventsContinuation.yield(.unsubscribed(nil, characteristic))
   }
 
@@ -120,12 +124,22 @@ final class NotificationChannel: Sendable {
     }
     socket?.close()
     wakeWaiters(emitReady: false)
+    finishIndications(.closed)
   }
 
   // MARK: - Sending
 
   var isSubscribed: Bool {
     state.withLock { ($0.socket.map { !$0.isClosed } ?? false) || $0.propertySubscribed }
+  }
+
+  /// The central bluetoothd named when the subscription began (`AcquireNotify`'s `device`
+  /// option); nil on the `StartNotify` path, which names nobody.
+  var firstSubscriber: Central? {
+    state.withLock { state in
+      guard let socket = state.socket, !socket.isClosed else { return nil }
+      return socket.central
+    }
   }
 
   /// min(MTU - 3, 512) for the current subscription (MTU 23 when bluetoothd never said).
@@ -239,6 +253,83 @@ final class NotificationChannel: Sendable {
       try? registration.notify(value, characteristic: path)
       roomAvailable()
       try? await Task.sleep(for: Self.pacingInterval)
+    }
+  }
+}
+
+// MARK: - Indications
+
+extension NotificationChannel {
+  /// How an indication ended.
+  enum Confirmation: Sendable, Equatable {
+    case confirmed
+    case timedOut
+    case unsubscribed
+    case closed
+    case cancelled
+    case failed(String)
+  }
+
+  /// bluetoothd called `Confirm`: the oldest pending indication was confirmed.
+  func confirmed() {
+    let waiter = state.withLock { state in
+      state.confirmations.isEmpty ? nil : state.confirmations.removeFirst().waiter
+    }
+    waiter?.resume(returning: .confirmed)
+  }
+
+  /// Ends the pending indication `id`, if it still is.
+  private func finishIndication(_ id: UInt64, _ outcome: Confirmation) {
+    let waiter = state.withLock { state in
+      state.confirmations.firstIndex { $0.id == id }.map { state.confirmations.remove(at: $0) }
+    }
+    waiter?.waiter.resume(returning: outcome)
+  }
+
+  /// Ends every pending indication (the subscription or the manager ended).
+  func finishIndications(_ outcome: Confirmation) {
+    let waiters = state.withLock { state in
+      defer { state.confirmations.removeAll() }
+      return state.confirmations
+    }
+    for entry in waiters { entry.waiter.resume(returning: outcome) }
+  }
+
+  /// Sends `value` as an indication (`PropertiesChanged(Value)`; bluetoothd indicates every
+  /// subscribed central) and waits for the confirmation bluetoothd reports with `Confirm`, at
+  /// most `timeout`. Confirmations are matched to indications in order.
+  func indicate(_ value: [UInt8], timeout: Duration) async -> Confirmation {
+    let target = state.withLock { state -> (GattApplicationRegistration, ObjectPath, UInt64)? in
+      guard state.propertySubscribed, let registration = state.registration,
+        let path = state.path
+      else { return nil }
+      state.nextIndication += 1
+      return (registration, path, state.nextIndication)
+    }
+    guard let (registration, path, id) = target else { return .unsubscribed }
+    let timer = Task {
+      try? await Task.sleep(for: timeout)
+      if !Task.isCancelled { finishIndication(id, .timedOut) }
+    }
+    defer { timer.cancel() }
+    return await withTaskCancellationHandler {
+      await withCheckedContinuation { (waiter: CheckedContinuation<Confirmation, Never>) in
+        // Registered before the value goes out: a confirmation can come back at once.
+        let early = state.withLock { state -> Confirmation? in
+          if Task.isCancelled { return .cancelled }
+          guard state.propertySubscribed else { return .unsubscribed }
+          state.confirmations.append((id, waiter))
+          return nil
+        }
+        if let early { return waiter.resume(returning: early) }
+        do throws(BlueZError) {
+          try registration.notify(value, characteristic: path)
+        } catch {
+          finishIndication(id, .failed(error.message))
+        }
+      }
+    } onCancel: {
+      finishIndication(id, .cancelled)
     }
   }
 }

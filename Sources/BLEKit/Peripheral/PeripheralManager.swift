@@ -251,7 +251,7 @@ public final class PeripheralManager: Sendable {
     (try? channel(for: characteristic))?.isSubscribed ?? false
   }
 
-  private func channel(for characteristic: MutableCharacteristic) throws(BluetoothError)
+  func channel(for characteristic: MutableCharacteristic) throws(BluetoothError)
     -> NotificationChannel
   {
     let channel = state.withLock { $0.channels[ObjectIdentifier(characteristic)] }

@@ -22,7 +22,7 @@ extension PeripheralManager {
             whole = try await onRead(
               ATTReadRequest(
                 characteristic: uuid, central: Central(request.device), offset: request.offset,
-                mtu: request.mtu))
+                mtu: request.mtu, link: LinkType(option: request.link)))
           } catch {
             throw error.gattRequestError
           }
@@ -42,7 +42,8 @@ extension PeripheralManager {
           || (request.type == nil && !properties.contains(.write))
         let write = ATTWriteRequest(
           characteristic: uuid, central: Central(request.device), value: request.value,
-          offset: request.offset, withoutResponse: withoutResponse, mtu: request.mtu)
+          offset: request.offset, withoutResponse: withoutResponse, mtu: request.mtu,
+          link: LinkType(option: request.link))
         if request.prepareAuthorize { return }
         if let onWrite = characteristic.onWrite {
           do throws(ATTError) {
@@ -68,19 +69,66 @@ extension PeripheralManager {
       }
     }
 
+    var flags = properties.gattFlags(permissions: characteristic.permissions)
+    // A writable User Description makes the characteristic "writable auxiliaries" (its
+    // Extended Properties descriptor, which BlueZ adds, says so).
+    if characteristic.descriptors.contains(where: {
+      $0.isWritable && $0.uuid == BluetoothUUID(uint16: 0x2901)
+    }) {
+      flags.append(.writableAuxiliaries)
+    }
     return LocalCharacteristic(
       uuid: uuid.uuidString,
-      flags: properties.gattFlags(permissions: characteristic.permissions),
-      descriptors: characteristic.descriptors.map(localDescriptor),
+      flags: flags,
+      descriptors: characteristic.descriptors.map {
+        localDescriptor($0, of: uuid, channel: channel)
+      },
       read: read, write: write, startNotify: startNotify, stopNotify: stopNotify,
-      acquireNotify: acquireNotify)
+      acquireNotify: acquireNotify,
+      confirm: properties.contains(.indicate) ? { @Sendable in channel.confirmed() } : nil)
   }
 
-  static func localDescriptor(_ descriptor: MutableDescriptor) -> LocalDescriptor {
-    let value = descriptor.value
+  /// The exported descriptor: reads served from its current value; writes, when it is
+  /// writable, vetted by its `onWrite`, stored, and reported on `channel`'s events.
+  static func localDescriptor(
+    _ descriptor: MutableDescriptor, of characteristic: BluetoothUUID,
+    channel: NotificationChannel
+  ) -> LocalDescriptor {
+    let current = descriptor.current
+    var flags: [GattFlag] = [.read]
+    var write: GattWriteHandler?
+    if descriptor.isWritable {
+      flags.append(.write)
+      let onWrite = descriptor.onWrite
+      let uuid = descriptor.uuid
+      write = { request throws(GattRequestError) in
+        let write = ATTWriteRequest(
+          characteristic: characteristic, descriptor: uuid, central: Central(request.device),
+          value: request.value, offset: request.offset, withoutResponse: false,
+          mtu: request.mtu, link: LinkType(option: request.link))
+        if request.prepareAuthorize { return }
+        if let onWrite {
+          do throws(ATTError) {
+            try await onWrite(write)
+          } catch {
+            throw error.gattRequestError
+          }
+        }
+        // A write at an offset (a long write's later piece) continues the stored value.
+        var value = current.get()
+        guard request.offset <= value.count else { throw .invalidOffset }
+        value.replaceSubrange(request.offset..., with: request.value)
+        current.set(value)
+        channel.deliver(write)
+      }
+    }
+    flags += descriptor.permissions.gattFlags(readable: true, writable: descriptor.isWritable)
     return LocalDescriptor(
-      uuid: descriptor.uuid.uuidString, flags: [.read],
-      read: { request throws(GattRequestError) in try slice(value, from: request.offset) })
+      uuid: descriptor.uuid.uuidString, flags: flags,
+      read: { request throws(GattRequestError) in
+        try slice(current.get(), from: request.offset)
+      },
+      write: write)
   }
 }
 

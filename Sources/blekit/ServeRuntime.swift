@@ -1,0 +1,130 @@
+// A loaded profile turned into BLEKit services: each characteristic with its value producer,
+// its stored value (a fixed value a central overwrote), and its blob-read continuations.
+
+import BLEKit
+import Synchronization
+
+/// The published side of one profile characteristic.
+final class ServedCharacteristic: Sendable {
+  let profile: ServeProfile.Characteristic
+  let service: BluetoothUUID
+  let characteristic: MutableCharacteristic
+  /// Values for reads (nil when not readable).
+  let reads: ServeValueProducer?
+  /// Values for the periodic notifier.
+  let pushes: ServeValueProducer?
+
+  struct State {
+    /// A fixed value a central wrote over (reads return it).
+    var stored: [UInt8]?
+    /// The value each central's long read continues (produced at its offset-0 read).
+    var reading: [String: [UInt8]] = [:]
+  }
+  /// Shared with the read and write handlers.
+  final class Box: Sendable {
+    let state = Mutex(State())
+  }
+  private let box = Box()
+
+  init(
+    _ profile: ServeProfile.Characteristic, service: BluetoothUUID, output: ServeOutput
+  ) {
+    self.profile = profile
+    self.service = service
+    let reads = profile.value.map(ServeValueProducer.init)
+    self.reads = reads
+    if case .periodic(_, let value) = profile.notifier {
+      pushes = ServeValueProducer(value)
+    } else {
+      pushes = nil
+    }
+    let box = self.box
+    let storesWrites: Bool
+    if case .fixed = profile.value { storesWrites = true } else { storesWrites = false }
+    var onRead: (@Sendable (ATTReadRequest) async throws(ATTError) -> [UInt8])?
+    if let reads {
+      onRead = { @Sendable request throws(ATTError) in
+        let key = request.central?.identifier ?? ""
+        if request.offset > 0, let continued = box.state.withLock({ $0.reading[key] }) {
+          output.read(request, service: service, length: continued.count)
+          return continued
+        }
+        let value: [UInt8]
+        if let stored = box.state.withLock({ $0.stored }) {
+          value = stored
+        } else {
+          do throws(ServeValueError) {
+            value = try await reads.produce()
+          } catch {
+            writeStandardError(
+              "blekit serve: read of \(profile.path) (\(profile.uuid.shortString)): "
+                + "\(error.description)\n")
+            throw .unlikelyError(error.description)
+          }
+        }
+        box.state.withLock { $0.reading[key] = value }
+        output.read(request, service: service, length: value.count)
+        return value
+      }
+    }
+    let onWrite: @Sendable (ATTWriteRequest) async throws(ATTError) -> Void = {
+      request throws(ATTError) in
+      guard storesWrites else { return }
+      try box.state.withLock { state throws(ATTError) in
+        var value =
+          state.stored ?? profile.value.flatMap { source in
+            if case .fixed(let bytes) = source { return bytes }
+            return nil
+          } ?? []
+        guard request.offset <= value.count else { throw .invalidOffset }
+        value.replaceSubrange(request.offset..., with: request.value)
+        guard value.count <= ServeProfile.maximumValueLength else {
+          throw .invalidAttributeValueLength
+        }
+        state.stored = value
+      }
+    }
+    characteristic = MutableCharacteristic(
+      type: profile.uuid, properties: profile.properties, permissions: profile.permissions,
+      descriptors: profile.descriptors.map {
+        MutableDescriptor(type: $0.uuid, value: $0.value, writable: $0.writable)
+      },
+      onRead: onRead, onWrite: onWrite)
+  }
+}
+
+/// Every service of a profile, ready to add to a ``PeripheralManager``.
+struct ServeRuntime: Sendable {
+  let services: [MutableService]
+  let characteristics: [ServedCharacteristic]
+
+  init(_ profile: ServeProfile, output: ServeOutput) {
+    var services: [MutableService] = []
+    var all: [ServedCharacteristic] = []
+    for service in profile.services {
+      let served = service.characteristics.map {
+        ServedCharacteristic($0, service: service.uuid, output: output)
+      }
+      all += served
+      services.append(
+        MutableService(
+          type: service.uuid, primary: service.primary,
+          characteristics: served.map(\.characteristic)))
+    }
+    self.services = services
+    self.characteristics = all
+  }
+
+  /// The served characteristic behind a published one.
+  func served(_ characteristic: MutableCharacteristic) -> ServedCharacteristic? {
+    characteristics.first { $0.characteristic === characteristic }
+  }
+
+  /// The characteristic fed by standard input, if any.
+  var standardInputFed: (ServedCharacteristic, ServeProfile.LineFormat)? {
+    for served in characteristics {
+      if case .standardInput(let format) = served.profile.notifier { return (served, format) }
+    }
+    return nil
+  }
+}
