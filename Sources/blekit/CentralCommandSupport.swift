@@ -39,12 +39,17 @@ func centralCLIError(_ error: any Error) -> any Error {
     // The same line whichever call or stream noticed first.
     return CLIError(.bluetoothUnavailable, busLostLine)
   case let error as BluetoothError where error.code == .transferInterrupted:
-    guard let cut = error.interruptedTransfer, cut.cause == .busLost else {
+    switch error.interruptedTransfer?.cause {
+    case .busLost?:
+      let bytes = error.interruptedTransfer?.bytesReceived ?? 0
+      return CLIError(
+        .bluetoothUnavailable, "\(busLostLine); the transfer was cut after \(bytes) bytes")
+    case .adapterNotFound?:
+      // The message ends with the cause's: "(adapter hci0 was removed)".
+      return CLIError(.adapterNotFound, error.message)
+    default:
       return CLIError(.disconnected, error.message)
     }
-    return CLIError(
-      .bluetoothUnavailable, "\(busLostLine); the transfer was cut after \(cut.bytesReceived) bytes"
-    )
   case let error as BluetoothError:
     let status: ExitStatus
     switch error.code {

@@ -44,6 +44,12 @@ import Testing
     let silent = BluetoothError.transferInterrupted(
       bytesReceived: 0, chunksReceived: 0, cause: BluetoothError(.timeout, "no notification"))
     #expect(report(centralCLIError(silent)).status == .disconnected)
+    // The adapter removed under the transfer: exit 3, as for any missing adapter.
+    let removed = BluetoothError.transferInterrupted(
+      bytesReceived: 512, chunksReceived: 1,
+      cause: BluetoothError(.adapterNotFound, "adapter hci0 was removed"))
+    #expect(report(centralCLIError(removed)).status == .adapterNotFound)
+    #expect(report(centralCLIError(removed)).message.hasSuffix("(adapter hci0 was removed)"))
   }
 
   @Test func advertiseExitsFour() {

@@ -10,7 +10,8 @@
 # emulation) on a controller of its own in the same air, told each case through FILE. Every blekit command runs under a watchdog (a hang fails its check). For every
 # case the rule is the same: exit 0 with the exact message, or a non-zero exit with one line on
 # standard error and nothing on standard output; never a wrong message with status 0. Cases:
-#   1. two centrals (hci0, hci2) receive from one `advertise` (hci1) at the same time;
+#   1. two centrals (hci0, hci2) receive from one `advertise` (hci1) at the same time, then
+#      from one Bumble peripheral;
 #   2. notification floods: thousands of 20-byte chunks at MTU 23 with chunks after the EOM,
 #      512-byte chunks at MTU 517, chunks of 514 bytes (legal at MTU 517, over ATT's 512-byte
 #      value limit), chunks longer than the MTU allows, and a message that never ends (no EOM:
@@ -102,6 +103,8 @@ outcome() {
   fi
 }
 
+received_exactly() { ((RC == 0)) && outcome "$1" "$2"; }
+
 # receive_from NAME ADDRESS [ARGS...]: one bounded receive on hci0 (90 s; it gives up finding
 # and connecting after 20 s).
 receive_from() {
@@ -145,6 +148,20 @@ kill "$adv" 2>/dev/null
 wait "$adv" 2>/dev/null
 echo "# section 1 took $((SECONDS - started)) s"
 wait_for 90 grep -q '^ready' "$OUT/peer.log" || echo "# the hostile peer was not ready after 90 s"
+
+# The same with one Bumble peripheral: its centrals' bluetoothd is not also its own, so the
+# race above (docs/lab.md, "bleak and two adapters in one bluetoothd") cannot happen.
+set_case chunks --message "$OUT/8k.msg"
+bounded bumble-two-a 90 "$BLEKIT" receive -a hci0 --from "$PEER_ADDRESS" --timeout 30 &
+a=$!
+bounded bumble-two-b 90 "$BLEKIT" receive -a hci2 --from "$PEER_ADDRESS" --timeout 30 &
+b=$!
+wait "$a" "$b"
+for side in a b; do
+  load "bumble-two-$side"
+  check "two centrals and one Bumble peripheral, central $side: exit 0, byte-exact (exit $RC)" \
+    received_exactly "bumble-two-$side" "$OUT/8k.msg"
+done
 
 # --- 2. notification floods ----------------------------------------------------------------
 # chunks_case NAME FILE EXPECT PEER-ARGS...: the peer sends FILE in raw notifications

@@ -137,10 +137,37 @@ public struct TransferCentral: Sendable {
       let received = try await receive(on: peripheral, options: options)
       await peripheral.disconnectOnExit()
       return received
+    } catch let error as BluetoothError {
+      await peripheral.disconnectOnExit()
+      throw await explainCut(error)
     } catch {
       await peripheral.disconnectOnExit()
       throw error
     }
+  }
+
+  /// How long a cut transfer waits to learn that its adapter went away: bluetoothd removes an
+  /// adapter's devices (which ends their transfers) just before the adapter itself.
+  static let adapterRemovalNotice: Duration = .seconds(1)
+
+  /// A cut whose cause is unknown or a disconnection gets ``BluetoothError/Code/adapterNotFound``
+  /// as its cause when the adapter was removed under it (a USB adapter unplugged). A stopping
+  /// bluetoothd removes its adapters too and then leaves the bus, so a removal counts only
+  /// when bluetoothd stays (``PeripheralManager/powerOffGrace``, as for the peripheral).
+  private func explainCut(_ error: BluetoothError) async -> BluetoothError {
+    guard error.code == .transferInterrupted, let cut = error.interruptedTransfer,
+      cut.cause == nil || cut.cause == .disconnected
+    else { return error }
+    let gone: Set<CentralState> = [.unsupported, .serviceUnavailable]
+    guard await manager.becomes(gone, within: Self.adapterRemovalNotice),
+      await manager.state == .unsupported
+    else { return error }
+    let back: Set<CentralState> = [.serviceUnavailable, .poweredOn, .poweredOff]
+    if await manager.becomes(back, within: PeripheralManager.powerOffGrace) { return error }
+    let adapter = await manager.adapterName
+    return .transferInterrupted(
+      bytesReceived: cut.bytesReceived, chunksReceived: cut.chunksReceived,
+      cause: BluetoothError(.adapterNotFound, "adapter \(adapter) was removed"))
   }
 
   /// Receives one message on an already connected peripheral (no disconnect at the end).
