@@ -142,9 +142,9 @@ peer=$!
 "$BLEKIT" advertise -a hci1 --file "$OUT/8k.msg" >"$OUT/adv-two.out" 2>"$OUT/adv-two.err" &
 adv=$!
 sleep 3
-bounded two-a 90 "$BLEKIT" receive -a hci0 --from "$HCI1" --timeout 30 &
+bounded two-a 90 "$BLEKIT" receive -a hci0 --from "$HCI1" --timeout 20 &
 a=$!
-bounded two-b 90 "$BLEKIT" receive -a hci2 --from "$HCI1" --timeout 30 &
+bounded two-b 90 "$BLEKIT" receive -a hci2 --from "$HCI1" --timeout 20 &
 b=$!
 wait "$a" "$b"
 for side in a b; do
@@ -245,9 +245,9 @@ check "connect flood: advertise exits 143 on SIGTERM (exit $status)" test "$stat
 # connection attempt timed out (the peer does not advertise while connected) and bluetoothd
 # 5.66 died in att_connect_cb() right after, under the first central's transfer.
 set_case chunks --message "$OUT/8k.msg"
-bounded bumble-two-a 90 "$BLEKIT" receive -a hci0 --from "$PEER_ADDRESS" --timeout 30 &
+bounded bumble-two-a 90 "$BLEKIT" receive -a hci0 --from "$PEER_ADDRESS" --timeout 20 &
 a=$!
-bounded bumble-two-b 90 "$BLEKIT" receive -a hci2 --from "$PEER_ADDRESS" --timeout 30 &
+bounded bumble-two-b 90 "$BLEKIT" receive -a hci2 --from "$PEER_ADDRESS" --timeout 20 &
 b=$!
 wait "$a" "$b"
 for side in a b; do
