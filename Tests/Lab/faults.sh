@@ -359,7 +359,7 @@ for name in advertise scan receive; do
   # receive draws progress on its terminal first (and script(1) adds a line of its own).
   if [[ $name == receive ]]; then
     check "gone: receive says the transfer was cut as $adapter was removed, and no partial text" \
-      "grep -q 'blekit: transfer cut .*($adapter was removed)' $err && [[ ! -s $OUT/gone-recv.out ]]"
+      "grep -q 'blekit: transfer cut .*(adapter $adapter was removed)' $err && [[ ! -s $OUT/gone-recv.out ]]"
   else
     check "gone: $name says in one line that $adapter was removed" \
       "[[ \$(wc -l <$err) == 1 ]] && grep -q '$adapter was removed' $err"
