@@ -2,7 +2,8 @@
 import BlueZ
 
 /// An error from BLEKit: ``CentralManager``, ``Peripheral``, ``PeripheralManager``,
-/// ``PairingAgent`` and the transfer client (CoreBluetooth's `CBError`).
+/// ``PairingAgent`` and the transfer client (CoreBluetooth's `CBError`). A transfer's own
+/// protocol checks (a corrupt frame, a message over the size limit) throw ``TransferError``.
 ///
 /// The ``code`` says what went wrong in BLEKit's terms; it is open (new codes can be added
 /// without breaking a `switch`, which needs a `default`). ``underlyingName`` and
@@ -56,6 +57,28 @@ public struct BluetoothError: Error, Sendable, CustomStringConvertible {
     public static let cancelled = Code(rawValue: "cancelled")
     /// A system call failed (e.g. reading the notification socket).
     public static let system = Code(rawValue: "system")
+    /// A transfer stopped before the end of its message (the peer disconnected or
+    /// unsubscribed, the link went silent, the bus went away); nothing of the message is
+    /// returned. ``BluetoothError/interruptedTransfer`` says how much arrived and what cut it.
+    public static let transferInterrupted = Code(rawValue: "transferInterrupted")
+  }
+
+  /// How far a transfer got before it was cut (with ``Code/transferInterrupted``).
+  public struct InterruptedTransfer: Hashable, Sendable {
+    /// Message bytes received before the cut.
+    public var bytesReceived: Int
+    /// Data chunks (or frames) received before the cut.
+    public var chunksReceived: Int
+    /// What ended it, when known (e.g. ``Code/disconnected``, ``Code/timeout``,
+    /// ``Code/busLost``); `nil` when the notifications simply stopped.
+    public var cause: Code?
+
+    /// How far a transfer got, and what cut it.
+    public init(bytesReceived: Int, chunksReceived: Int, cause: Code?) {
+      self.bytesReceived = bytesReceived
+      self.chunksReceived = chunksReceived
+      self.cause = cause
+    }
   }
 
   /// What went wrong.
@@ -64,6 +87,9 @@ public struct BluetoothError: Error, Sendable, CustomStringConvertible {
   public var message: String
   /// bluetoothd's error, when there was one.
   package var bluez: BlueZError?
+  /// For ``Code/transferInterrupted``: the bytes and chunks received before the cut, and its
+  /// cause; `nil` for every other code.
+  public var interruptedTransfer: InterruptedTransfer?
 
   /// The D-Bus error name bluetoothd or the bus answered with, e.g.
   /// `org.bluez.Error.NotPermitted`, when there was one.
@@ -80,6 +106,21 @@ public struct BluetoothError: Error, Sendable, CustomStringConvertible {
     self.code = code
     self.message = message
     self.bluez = bluez
+  }
+
+  /// A transfer cut after `bytesReceived` bytes in `chunksReceived` chunks, by `cause` when it
+  /// is known (whose message ends the line, and whose bluetoothd error is kept).
+  package static func transferInterrupted(
+    bytesReceived: Int, chunksReceived: Int, cause: BluetoothError?
+  ) -> BluetoothError {
+    var error = BluetoothError(
+      .transferInterrupted,
+      "transfer cut before the end of the message after \(bytesReceived) bytes in "
+        + "\(chunksReceived) chunks" + (cause.map { " (\($0.message))" } ?? ""),
+      bluez: cause?.bluez)
+    error.interruptedTransfer = InterruptedTransfer(
+      bytesReceived: bytesReceived, chunksReceived: chunksReceived, cause: cause?.code)
+    return error
   }
 
   /// Wraps a BlueZ-layer error, keeping its meaning where blekit has a code for it; the

@@ -9,7 +9,7 @@
 /// Both report ``stopped(waitingUpTo:)`` when bluetoothd leaves the bus and ``resumed`` when it
 /// is back and work goes on. A scan's end is its stream's error (a power-off, bluetoothd gone
 /// for longer than the wait, the bus lost); a supervision stream ends after one of the last
-/// four cases.
+/// five cases.
 public enum BluetoothdInterruption: Sendable, Equatable {
   /// bluetoothd left the bus; the scan or the registrations wait up to this long for it.
   case stopped(waitingUpTo: Duration)
@@ -23,6 +23,9 @@ public enum BluetoothdInterruption: Sendable, Equatable {
   case didNotReturn(Duration)
   /// The adapter was powered off while bluetoothd kept running (the stream ends).
   case adapterPoweredOff
+  /// The adapter was removed (its controller unplugged or unbound) while bluetoothd kept
+  /// running (the stream ends).
+  case adapterRemoved
   /// The connection to the system bus was lost (the bus daemon stopped or restarted): nothing
   /// can be registered again on it (the stream ends).
   case busLost

@@ -8,13 +8,18 @@ public enum BluetoothdEvent: Sendable, Equatable {
   case owner(BusName?)
   /// The adapter's `Powered` changed to false (sent by bluetoothd, the owner of `org.bluez`).
   case adapterPoweredOff
+  /// The adapter object went away (`InterfacesRemoved` of its `Adapter1`, sent by bluetoothd):
+  /// its controller was removed, or bluetoothd is on its way out (it removes its adapters
+  /// before it leaves the bus).
+  case adapterRemoved
   /// The connection to the bus was lost: no event follows.
   case busLost
 }
 
-/// Watches bluetoothd on a connection: `NameOwnerChanged` of `org.bluez` (sent by the bus) and
-/// `PropertiesChanged` of one adapter's `Adapter1` (sent by the owner of `org.bluez` only: the
-/// match rule names the sender, so another client cannot fake a power-off).
+/// Watches bluetoothd on a connection: `NameOwnerChanged` of `org.bluez` (sent by the bus),
+/// `PropertiesChanged` of one adapter's `Adapter1` and `InterfacesRemoved` of it (sent by the
+/// owner of `org.bluez` only: the match rules name the sender, so another client cannot fake a
+/// power-off or a removal).
 public enum BluetoothdWatcher {
   /// The events for `adapter`, in arrival order, from now on. Ending the iteration (or
   /// dropping the stream) removes the match rules; the stream ends after ``BluetoothdEvent/busLost``.
@@ -23,12 +28,18 @@ public enum BluetoothdWatcher {
   {
     let owners: SubscriptionStream<BusName?>
     let adapterChanges: SignalStream
+    let removals: SignalStream
     do throws(DBusError) {
       owners = try await connection.nameOwnerChanges(BlueZ.service)
       adapterChanges = try await connection.signals(
         MatchRule(
           sender: BlueZ.service, path: adapter, interface: .properties,
           member: "PropertiesChanged", arg0: BlueZ.Interface.adapter.rawValue))
+      // The rule cannot name the removed object (arg0 matches strings, not object paths).
+      removals = try await connection.signals(
+        MatchRule(
+          sender: BlueZ.service, path: "/", interface: .objectManager,
+          member: "InterfacesRemoved"))
     } catch {
       throw BlueZError(error)
     }
@@ -60,9 +71,24 @@ public enum BluetoothdWatcher {
         output.finish()
       }
     }
+    let removalFeed = Task {
+      do throws(DBusError) {
+        for try await signal in removals {
+          guard signal.arguments.count > 1, signal.arguments[0].objectPathValue == adapter,
+            signal.arguments[1].stringArrayValue?.contains(BlueZ.Interface.adapter.rawValue)
+              == true
+          else { continue }
+          output.yield(.adapterRemoved)
+        }
+      } catch {
+        output.yield(.busLost)
+        output.finish()
+      }
+    }
     output.onTermination = { _ in
       ownerFeed.cancel()
       powerFeed.cancel()
+      removalFeed.cancel()
     }
     return events
   }

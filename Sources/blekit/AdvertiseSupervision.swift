@@ -63,6 +63,9 @@ final class AdvertiseFaults: Sendable {
       case .adapterPoweredOff:
         ending = CLIError(
           .failure, "adapter \(manager.adapterName) was powered off; advertising stopped")
+      case .adapterRemoved:
+        ending = CLIError(
+          .adapterNotFound, "adapter \(manager.adapterName) was removed; advertising stopped")
       case .busLost:
         ending = CLIError(.bluetoothUnavailable, busLostLine)
       }

@@ -38,6 +38,18 @@ func centralCLIError(_ error: any Error) -> any Error {
   case let error as BluetoothError where error.code == .busLost:
     // The same line whichever call or stream noticed first.
     return CLIError(.bluetoothUnavailable, busLostLine)
+  case let error as BluetoothError where error.code == .transferInterrupted:
+    switch error.interruptedTransfer?.cause {
+    case .busLost?:
+      let bytes = error.interruptedTransfer?.bytesReceived ?? 0
+      return CLIError(
+        .bluetoothUnavailable, "\(busLostLine); the transfer was cut after \(bytes) bytes")
+    case .adapterNotFound?:
+      // The message ends with the cause's: "(adapter hci0 was removed)".
+      return CLIError(.adapterNotFound, error.message)
+    default:
+      return CLIError(.disconnected, error.message)
+    }
   case let error as BluetoothError:
     let status: ExitStatus
     switch error.code {
@@ -52,12 +64,6 @@ func centralCLIError(_ error: any Error) -> any Error {
     default: status = .remoteError
     }
     return CLIError(status, error.message)
-  case let error as TransferInterrupted where error.cause?.code == .busLost:
-    return CLIError(
-      .bluetoothUnavailable,
-      "\(busLostLine); the transfer was cut after \(error.bytesReceived) bytes")
-  case let error as TransferInterrupted:
-    return CLIError(.disconnected, error.description)
   case let error as TransferError:
     switch error {
     case .orderNotGuaranteed, .lengthMismatch, .checksumMismatch, .malformedFrame,

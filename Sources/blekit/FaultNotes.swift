@@ -9,6 +9,6 @@ import BLEKit
     writeStandardError("blekit: scan paused: bluetoothd stopped; waiting up to \(limit) for it\n")
   case .resumed: writeStandardError("blekit: bluetoothd is back; scan resumed\n")
   // A scan ends with an error instead of these.
-  case .resumeFailed, .didNotReturn, .adapterPoweredOff, .busLost: break
+  case .resumeFailed, .didNotReturn, .adapterPoweredOff, .adapterRemoved, .busLost: break
   }
 }

@@ -27,16 +27,29 @@ import Testing
   }
 
   @Test func aTransferCutByTheBusLossExitsFour() {
-    let cut = TransferInterrupted(
+    let cut = BluetoothError.transferInterrupted(
       bytesReceived: 40, chunksReceived: 2,
       cause: BluetoothError(.busLost, "lost the connection to the system bus"))
     let mapped = report(centralCLIError(cut))
     #expect(mapped.status == .bluetoothUnavailable)
     #expect(mapped.message.contains("cut after 40 bytes"))
     #expect(mapped.message.contains("system bus"))
-    let byPeer = TransferInterrupted(
+    let byPeer = BluetoothError.transferInterrupted(
       bytesReceived: 40, chunksReceived: 2, cause: BluetoothError(.disconnected, "gone"))
     #expect(report(centralCLIError(byPeer)).status == .disconnected)
+    #expect(byPeer.code == .transferInterrupted)
+    #expect(byPeer.interruptedTransfer?.cause == .disconnected)
+    #expect(byPeer.message.hasPrefix("transfer cut before the end of the message after 40 bytes"))
+    // Silence past the idle timeout is a cut too (exit 7), not a timeout of the command (3).
+    let silent = BluetoothError.transferInterrupted(
+      bytesReceived: 0, chunksReceived: 0, cause: BluetoothError(.timeout, "no notification"))
+    #expect(report(centralCLIError(silent)).status == .disconnected)
+    // The adapter removed under the transfer: exit 3, as for any missing adapter.
+    let removed = BluetoothError.transferInterrupted(
+      bytesReceived: 512, chunksReceived: 1,
+      cause: BluetoothError(.adapterNotFound, "adapter hci0 was removed"))
+    #expect(report(centralCLIError(removed)).status == .adapterNotFound)
+    #expect(report(centralCLIError(removed)).message.hasSuffix("(adapter hci0 was removed)"))
   }
 
   @Test func advertiseExitsFour() {

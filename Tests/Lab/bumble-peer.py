@@ -35,6 +35,24 @@
 #       "ready ADDRESS"). Numeric comparisons are confirmed; a passkey to
 #       display is printed ("passkey NNNNNN") and one to enter is read from $LAB_SHARED/passkey.
 #       Prints "paired sc=yes|no bonded=yes|no" or "pairing failed: ...".
+#   hostile --control FILE [--address A]
+#       A peer that misbehaves, for Tests/Lab/hostile.sh: one process for every case (Python
+#       starts slowly under emulation). The case is the last line of FILE, read at each
+#       connection: KIND [--mtu M] (the MTU its GATT server offers, default 517) and
+#         chunks --message F [--chunk N] [--after N] [--no-eom]
+#                              on subscription, F in raw notifications of --chunk bytes
+#                              (default min(MTU-3, 512); more is an ATT violation committed on
+#                              purpose), all queued at once (a flood), then EOM (unless
+#                              --no-eom), then --after more chunks past the EOM
+#         disconnect-at-connect        drops each link as soon as it is up
+#         disconnect-at-discovery      drops the link at the first service discovery request
+#         malformed-discovery          answers service discovery with a malformed response
+#                                      (a length field that does not divide the data)
+#         connect-flood --target A [--count N] [--timeout S]
+#                              connects to A as a central N times as fast as it can,
+#                              disconnecting each time; prints "connects C/N"
+#       It serves the transfer service like `sensor` and advertises it all along. Prints
+#       "ready ADDRESS", "case LINE" when the case changes, and one line per event.
 import argparse
 import asyncio
 import os
@@ -396,6 +414,137 @@ async def pair_peripheral(args):
         await asyncio.get_running_loop().create_future()
 
 
+# -----------------------------------------------------------------------------------------
+# hostile
+
+
+def notification(handle, value):
+    """A raw ATT Handle Value Notification: no size check, no subscription check."""
+    return bytes([att.Opcode.ATT_HANDLE_VALUE_NOTIFICATION]) + handle.to_bytes(2, "little") + value
+
+
+def hostile_case_parser():
+    parser = argparse.ArgumentParser(prog="hostile case", exit_on_error=False)
+    parser.add_argument("kind", choices=[
+        "chunks", "disconnect-at-connect", "disconnect-at-discovery", "malformed-discovery",
+        "connect-flood"])
+    parser.add_argument("--message", help="chunks: the file to send")
+    parser.add_argument("--chunk", type=int, help="chunks: bytes per notification")
+    parser.add_argument("--after", type=int, default=0, help="chunks: notifications after EOM")
+    parser.add_argument("--no-eom", action="store_true", help="chunks: never send EOM")
+    parser.add_argument("--mtu", type=int, default=517, help="the MTU its GATT server offers")
+    parser.add_argument("--target", help="connect-flood: the address to connect to")
+    parser.add_argument("--count", type=int, default=20, help="connect-flood: how many")
+    parser.add_argument("--timeout", type=float, default=10, help="connect-flood: per connect")
+    return parser
+
+
+async def hostile(args):
+    """One Bumble process for every case (Python starts slowly under emulation): the case is
+    the last line of the --control file, read at each connection (a retried connect gets the
+    same behaviour) and polled for connect-flood."""
+    parse_case = hostile_case_parser()
+    current = {"line": None, "case": None}
+
+    def case():
+        try:
+            line = open(args.control).read().strip().splitlines()[-1]
+        except (OSError, IndexError):
+            line = "chunks"
+        if line != current["line"]:
+            current["line"] = line
+            current["case"] = parse_case.parse_args(line.split())
+            say(f"case {line}")
+        return current["case"]
+
+    transport, device = await open_device(args.name, args.address)
+    async with transport:
+        transfer = Characteristic(
+            TRANSFER_CHAR,
+            Characteristic.Properties.NOTIFY | Characteristic.Properties.WRITE_WITHOUT_RESPONSE,
+            Characteristic.WRITEABLE,
+            CharacteristicValue(read=not_readable, write=lambda connection, value: say(
+                f"reply {bytes(value).decode(errors='replace')}")))
+        device.add_services([Service(TRANSFER_SERVICE, [transfer])])
+        server = device.gatt_server
+        answer = server.on_gatt_pdu
+
+        def on_request(bearer, pdu):
+            if pdu.op_code == att.Opcode.ATT_READ_BY_GROUP_TYPE_REQUEST:
+                if case().kind == "disconnect-at-discovery":
+                    say("discovery request: disconnecting")
+                    asyncio.ensure_future(bearer.disconnect())
+                    return
+                if case().kind == "malformed-discovery":
+                    # Each entry claims 6 bytes (start, end, 16-bit UUID) but 7 follow.
+                    say("discovery request: answering with a malformed response")
+                    server.send_gatt_pdu(bearer, bytes([
+                        att.Opcode.ATT_READ_BY_GROUP_TYPE_RESPONSE, 6,
+                        0x01, 0x00, 0xff, 0xff, 0x0d, 0x18, 0x00]))
+                    return
+            answer(bearer, pdu)
+
+        server.on_gatt_pdu = on_request
+
+        def send_chunks(connection, c):
+            message = open(c.message, "rb").read() if c.message else b""
+            size = c.chunk or min(connection.att_mtu - 3, 512)
+            values = [message[i:i + size] for i in range(0, len(message), size)]
+            if not c.no_eom:
+                values.append(b"EOM")
+            values += [(b"after EOM %d " % i + bytes(size))[:size] for i in range(c.after)]
+            for value in values:
+                device.send_l2cap_pdu(connection.handle, att.ATT_CID,
+                                      notification(transfer.handle, value))
+            say(f"queued {len(values)} notifications of up to {size} bytes "
+                f"({len(message)} message bytes, eom {'no' if c.no_eom else 'yes'}, "
+                f"{c.after} after it) at MTU {connection.att_mtu}")
+
+        def on_subscription(connection, characteristic, notify_enabled, indicate_enabled):
+            c = case()
+            if notify_enabled and characteristic is transfer and c.kind == "chunks":
+                say(f"subscribed mtu {connection.att_mtu}")
+                # After the Write Response to the CCCD (sent once the write is handled): a
+                # client that has not seen it yet drops notifications (and bluetoothd 5.66 then
+                # answered AcquireNotify only after the whole flood).
+                asyncio.get_running_loop().call_later(0.5, send_chunks, connection, c)
+
+        def on_connection(connection):
+            c = case()
+            say(f"connected {connection.peer_address}")
+            if c.kind == "disconnect-at-connect":
+                asyncio.ensure_future(connection.disconnect())
+
+        device.on("characteristic_subscription", on_subscription)
+        device.on("connection", on_connection)
+        await device.power_on()
+        advertising = ad_structure(0x01, bytes([0x06])) + ad_structure(0x07, uuid_le(TRANSFER_SERVICE))
+        await device.start_advertising(auto_restart=True, advertising_data=advertising,
+                                       scan_response_data=ad_structure(0x09, args.name.encode()))
+        say(f"ready {args.address}")
+        flooded = None
+        while True:
+            c = case()
+            server.max_mtu = c.mtu  # what the server offers in the next MTU exchange
+            if c.kind == "connect-flood" and flooded != current["line"]:
+                flooded = current["line"]
+                await connect_flood(device, c)
+            await asyncio.sleep(0.2)
+
+
+async def connect_flood(device, c):
+    target = hci.Address(c.target, hci.Address.PUBLIC_DEVICE_ADDRESS)
+    connects = 0
+    for i in range(c.count):
+        try:
+            connection = await device.connect(target, timeout=c.timeout)
+            connects += 1
+            await connection.disconnect()
+        except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001
+            say(f"connect {i + 1} failed: {type(error).__name__}: {error}")
+    say(f"connects {connects}/{c.count}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -428,9 +577,13 @@ def main():
             p.add_argument("--address", required=True)
             p.add_argument("--reconnect", action="store_true")
             p.add_argument("--random", action="store_true", help="A is a random address")
+    h = sub.add_parser("hostile")
+    h.add_argument("--control", required=True, help="the file whose last line is the case")
+    h.add_argument("--name", default="bumble-hostile")
+    h.add_argument("--address", default="C0:FF:EE:00:10:01")
     args = parser.parse_args()
     run = {"sensor": sensor, "central": central, "pair-central": pair_central,
-           "pair-peripheral": pair_peripheral}[args.mode]
+           "pair-peripheral": pair_peripheral, "hostile": hostile}[args.mode]
     sys.exit(asyncio.run(run(args)) or 0)
 
 

@@ -5,8 +5,8 @@
 # interrupted (SIGINT) mid-transfer, which must still call Device1.Disconnect; `advertise`
 # killed mid-transfer; and a soak of 20 receives from one long-running `advertise` whose file
 # descriptors, bus match rules and exported objects must not grow; last, the system bus
-# (dbus-daemon) restarted under `advertise`, `scan`, `monitor` and `receive` (issue 17). Runs
-# inside the lab:
+# (dbus-daemon) restarted under `advertise`, `scan`, `monitor` and `receive` (issue 17), after
+# the adapters were removed (btvirt, their owner, killed) under the same. Runs inside the lab:
 #
 #   scripts/lab run --env BLEKIT=$PWD/.build/debug/blekit --timeout 900 -- Tests/Lab/faults.sh
 #
@@ -314,6 +314,61 @@ else
   echo "# bluetoothd died during the cut (a bluetoothd bug, see dmesg.log); restarting it"
   lab-bluetoothd start >/dev/null 2>&1
 fi
+
+# --- 4b. the adapters removed (their controllers gone, not powered off) ---------------------
+# btvirt owns both emulated controllers: killed, it takes hci0 and hci1 away from the kernel,
+# and bluetoothd removes both adapters, under a scan on hci0, advertise on hci1 and receive on
+# hci0 mid-transfer. Each must end by itself within 15 s, with one line that says the adapter
+# is gone and exit status 3 (no such adapter), distinct from a power-off's 1. Then btvirt
+# runs again (as the lab's init starts it) and bluetoothd powers the new controllers.
+"$BLEKIT" scan -a hci0 --json >"$OUT/gone-scan.out" 2>"$OUT/gone-scan.err" &
+scan=$!
+wait_for 20 discovering || echo "# hci0 not discovering after 20 s"
+sleep 1
+"$BLEKIT" advertise -a hci1 --file "$OUT/1m.msg" >"$OUT/gone-adv.out" 2>"$OUT/gone-adv.err" &
+adv=$!
+wait_for 20 instances_are 1 || echo "# advertisement not active after 20 s"
+check "gone: the scan heard the advertiser" "wait_for 30 grep -q $HCI1_ADDR $OUT/gone-scan.out"
+script -qfec "$BLEKIT receive -a hci0 --from $HCI1_ADDR --timeout 60 >$OUT/gone-recv.out" \
+  "$OUT/gone-recv.err" >/dev/null 2>&1 &
+recv=$!
+check "gone: the transfer is under way" \
+  "wait_for 90 grep -qsE 'received [1-9][0-9]* bytes' $OUT/gone-recv.err"
+radio=$(pidof btvirt)
+echo "# killing btvirt (pid $radio), the owner of hci0 and hci1"
+kill -KILL $radio
+gone_at=$SECONDS
+declare -A gone_status gone_took
+for name in advertise scan receive; do
+  case $name in advertise) pid=$adv ;; scan) pid=$scan ;; receive) pid=$recv ;; esac
+  left=$((gone_at + 15 - SECONDS))
+  ((left > 0)) || left=1
+  wait_exit "$pid" "$left"
+  gone_status[$name]=$STATUS
+  gone_took[$name]=$((SECONDS - gone_at))
+done
+for name in advertise scan receive; do
+  case $name in
+    advertise) err=$OUT/gone-adv.err adapter=hci1 ;;
+    scan) err=$OUT/gone-scan.err adapter=hci0 ;;
+    receive) err=$OUT/gone-recv.err adapter=hci0 ;;
+  esac
+  echo "# $name stderr: $(tail -c 300 "$err" | tr '\r\n' '  ')"
+  check "gone: $name exits 3 within 15 s of its adapter's removal (exit ${gone_status[$name]} after ~${gone_took[$name]} s)" \
+    "((gone_status[$name] == 3))"
+  # receive draws progress on its terminal first (and script(1) adds a line of its own).
+  if [[ $name == receive ]]; then
+    check "gone: receive says the transfer was cut as $adapter was removed, and no partial text" \
+      "grep -q 'blekit: transfer cut .*(adapter $adapter was removed)' $err && [[ ! -s $OUT/gone-recv.out ]]"
+  else
+    check "gone: $name says in one line that $adapter was removed" \
+      "[[ \$(wc -l <$err) == 1 ]] && grep -q '$adapter was removed' $err"
+  fi
+done
+chrt -f 10 btvirt -L -l2 </dev/null >>"$OUT/gone-btvirt.log" 2>&1 &
+lab-bluetoothd wait 40 >"$OUT/gone-ready.log" 2>&1 || echo "# the new controllers were not powered within 40 s"
+check "gone: after btvirt returns, blekit sees both adapters powered" \
+  "$BLEKIT adapters >$OUT/gone-adapters.out 2>&1 && grep -q hci1 $OUT/gone-adapters.out && wait_for 20 powered hci1 && powered hci0"
 
 # --- 5. the system bus restarts under advertise, scan, monitor and receive -----------------
 # Last: bluetoothd goes with the bus (it exits when its connection is lost) and both are

@@ -3,6 +3,11 @@
 import BlueZ
 import DBus
 
+/// What a look at the adapter found.
+private enum AdapterPresence {
+  case poweredOn, poweredOff, absent, unknown
+}
+
 /// The inputs the supervisor reacts to, in arrival order.
 private enum SupervisionInput: Sendable {
   case owner(BusName?)
@@ -22,7 +27,7 @@ extension PeripheralManager {
   ///
   /// When bluetoothd leaves, the exported objects stay; when it returns within `returnWithin`
   /// and the adapter is powered again, every published service and the current advertisement
-  /// are registered again. The stream ends after a terminal event (power-off, no return,
+  /// are registered again. The stream ends after a terminal event (power-off, removal, no return,
   /// failed registration, the bus lost), or when the iteration ends; ending it removes its
   /// match rules.
   public func supervise(returnWithin: Duration = .seconds(30)) async throws(BluetoothError)
@@ -41,7 +46,7 @@ extension PeripheralManager {
       for await event in watched {
         switch event {
         case .owner(let owner): input.yield(.owner(owner))
-        case .adapterPoweredOff: input.yield(.poweredOff)
+        case .adapterPoweredOff, .adapterRemoved: input.yield(.poweredOff)
         case .busLost: input.yield(.busLost)
         }
       }
@@ -94,11 +99,15 @@ extension PeripheralManager {
             })
         case .powerCheck:
           guard !stopped else { continue }
-          // Still owned, the adapter still there and off: a real power-off (bluetoothd on its
-          // way out removes the adapter first, then leaves the bus).
+          // Still owned, the adapter still there and off: a real power-off; still owned and
+          // the adapter gone: a removal (bluetoothd on its way out powers its adapters off and
+          // removes them first, then leaves the bus).
           if await BluetoothdWatcher.owner(on: connection) == nil { continue }
-          guard await adapterIsPresentAndOff() else { continue }
-          output.yield(.adapterPoweredOff)
+          switch await adapterPresence() {
+          case .poweredOff: output.yield(.adapterPoweredOff)
+          case .absent: output.yield(.adapterRemoved)
+          case .poweredOn, .unknown: continue
+          }
           output.finish()
           return
         case .deadline(let of):
@@ -122,13 +131,17 @@ extension PeripheralManager {
     return events
   }
 
-  /// Whether the adapter object exists with `Powered` false.
-  private func adapterIsPresentAndOff() async -> Bool {
+  /// Whether the adapter object exists, and whether it is powered.
+  private func adapterPresence() async -> AdapterPresence {
     do {
       _ = try await Self.findAdapter(adapterName, on: connection)
-      return false
+      return .poweredOn
     } catch {
-      return error.code == .notReady
+      switch error.code {
+      case .notReady: return .poweredOff
+      case .adapterNotFound: return .absent
+      default: return .unknown
+      }
     }
   }
 

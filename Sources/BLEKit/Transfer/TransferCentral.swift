@@ -124,8 +124,9 @@ public struct TransferCentral: Sendable {
   /// Connects to `peer`, subscribes, receives one message, writes the reply (if any), then
   /// unsubscribes and disconnects, whatever happened.
   ///
-  /// - Throws: ``TransferInterrupted`` when the transfer stops before its end (with the bytes
-  ///   received so far); ``BluetoothError`` for connection and GATT failures; `TransferError`
+  /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/transferInterrupted`` when the
+  ///   transfer stops before its end (``BluetoothError/interruptedTransfer`` holds the bytes
+  ///   received so far), with other codes for connection and GATT failures; `TransferError`
   ///   for a message that fails its checks, or for plain chunks whose order is not guaranteed
   ///   (``TransferError/orderNotGuaranteed(_:)``, unless ``Options/acceptUnordered``).
   public func receive(from peer: PeripheralIdentifier, options: Options = Options())
@@ -136,10 +137,37 @@ public struct TransferCentral: Sendable {
       let received = try await receive(on: peripheral, options: options)
       await peripheral.disconnectOnExit()
       return received
+    } catch let error as BluetoothError {
+      await peripheral.disconnectOnExit()
+      throw await explainCut(error)
     } catch {
       await peripheral.disconnectOnExit()
       throw error
     }
+  }
+
+  /// How long a cut transfer waits to learn that its adapter went away: bluetoothd removes an
+  /// adapter's devices (which ends their transfers) just before the adapter itself.
+  static let adapterRemovalNotice: Duration = .seconds(1)
+
+  /// A cut whose cause is unknown or a disconnection gets ``BluetoothError/Code/adapterNotFound``
+  /// as its cause when the adapter was removed under it (a USB adapter unplugged). A stopping
+  /// bluetoothd removes its adapters too and then leaves the bus, so a removal counts only
+  /// when bluetoothd stays (``PeripheralManager/powerOffGrace``, as for the peripheral).
+  private func explainCut(_ error: BluetoothError) async -> BluetoothError {
+    guard error.code == .transferInterrupted, let cut = error.interruptedTransfer,
+      cut.cause == nil || cut.cause == .disconnected
+    else { return error }
+    let gone: Set<CentralState> = [.unsupported, .serviceUnavailable]
+    guard await manager.becomes(gone, within: Self.adapterRemovalNotice),
+      await manager.state == .unsupported
+    else { return error }
+    let back: Set<CentralState> = [.serviceUnavailable, .poweredOn, .poweredOff]
+    if await manager.becomes(back, within: PeripheralManager.powerOffGrace) { return error }
+    let adapter = await manager.adapterName
+    return .transferInterrupted(
+      bytesReceived: cut.bytesReceived, chunksReceived: cut.chunksReceived,
+      cause: BluetoothError(.adapterNotFound, "adapter \(adapter) was removed"))
   }
 
   /// Receives one message on an already connected peripheral (no disconnect at the end).
@@ -278,7 +306,7 @@ public struct TransferCentral: Sendable {
   }
 
   /// Reads notifications until the message is complete; a stop before that, or a silence
-  /// longer than the idle timeout, is ``TransferInterrupted``.
+  /// longer than the idle timeout, is ``BluetoothError/Code/transferInterrupted``.
   private func collect(
     _ notifications: NotificationStream, framing: Framing, options: Options,
     peer: PeripheralIdentifier
@@ -298,10 +326,10 @@ public struct TransferCentral: Sendable {
             if let result { return result }
             if let progress { progress(shared.state.withLock { $0.bytesReceived(framing) }) }
           }
-          throw shared.state.withLock { $0.interrupted(framing, cause: nil) }
         } catch let error as BluetoothError {
           throw shared.state.withLock { $0.interrupted(framing, cause: error) }
         }
+        throw shared.state.withLock { $0.interrupted(framing, cause: nil) }
       }
       group.addTask {
         while true {
@@ -320,22 +348,6 @@ public struct TransferCentral: Sendable {
       }
       throw CancellationError()
     }
-  }
-}
-
-/// The transfer stopped before the end of the message (disconnect, unsubscribe, silence).
-/// Partial text is never returned as the message; this says how much arrived.
-public struct TransferInterrupted: Error, Sendable, CustomStringConvertible {
-  /// Message bytes received before the cut.
-  public var bytesReceived: Int
-  /// Data chunks (or frames) received before the cut.
-  public var chunksReceived: Int
-  /// What ended it, when known (e.g. ``BluetoothError/Code/disconnected``).
-  public var cause: BluetoothError?
-
-  public var description: String {
-    "transfer cut before the end of the message after \(bytesReceived) bytes in "
-      + "\(chunksReceived) chunks" + (cause.map { " (\($0.message))" } ?? "")
   }
 }
 
@@ -368,14 +380,14 @@ private struct CollectState: Sendable {
   }
 
   func interrupted(_ framing: TransferCentral.Framing, cause: BluetoothError?)
-    -> TransferInterrupted
+    -> BluetoothError
   {
     switch framing {
     case .plain:
-      TransferInterrupted(
+      .transferInterrupted(
         bytesReceived: plain.bytesReceived, chunksReceived: plain.chunksReceived, cause: cause)
     case .sequenced:
-      TransferInterrupted(
+      .transferInterrupted(
         bytesReceived: sequenced.bytesReceived, chunksReceived: sequenced.framesReceived,
         cause: cause)
     }

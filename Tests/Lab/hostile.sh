@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# Hostile peers in the Bumble air (issue 17): blekit against peers that misbehave, and two
+# centrals receiving from one `advertise` at once. Runs inside the lab:
+#
+#   scripts/lab run --controllers 0 --bumble 3 --env BLEKIT=$PWD/.build/debug/blekit \
+#     --timeout 420 -- Tests/Lab/hostile.sh
+#
+# hci0, hci1 and hci2 are Bumble controllers managed by the lab's bluetoothd; the hostile peer
+# is one Tests/Lab/bumble-peer.py process (`hostile --control FILE`, Python starts slowly under
+# emulation) on a controller of its own in the same air, told each case through FILE. Every blekit command runs under a watchdog (a hang fails its check). For every
+# case the rule is the same: exit 0 with the exact message, or a non-zero exit with one line on
+# standard error and nothing on standard output; never a wrong message with status 0. Cases:
+#   1. two centrals (hci0, hci2) receive from one `advertise` (hci1) at the same time (and, in
+#      5, from one Bumble peripheral);
+#   2. notification floods: thousands of 20-byte chunks at MTU 23 with chunks after the EOM,
+#      512-byte chunks at MTU 517, chunks of 514 bytes (legal at MTU 517, over ATT's 512-byte
+#      value limit), chunks longer than the MTU allows (a known limit of the plain protocol,
+#      pinned down), and a message that never ends (no EOM: receive's memory stays bounded and
+#      it ends with a cut, exit 7);
+#   3. a peer that drops the link as soon as it is up, one that drops it at the first service
+#      discovery request, and one that answers discovery with a malformed response;
+#   4. a flood of connections against `advertise`, which then still serves a receive;
+#   5. two centrals receive from one Bumble peripheral at once.
+# bluetoothd 5.66 itself dies in some of these (a link dropped during its MTU exchange, a
+# connection attempt that timed out); the suite says so and starts it again.
+# Prints "ok" or "FAIL" per check, then "N passed, M failed"; exits 1 if any failed.
+set -u
+cd "$(dirname "$0")/../.."
+source Tests/Lab/common.sh
+BLEKIT=${BLEKIT:-$PWD/.build/debug/blekit}
+OUT=${LAB_RESULTS:-/tmp}/hostile
+mkdir -p "$OUT"
+export PYTHONPATH=${LAB_PYLIB:-$PWD/.build-lab/pylib}
+PEER_ADDRESS=C0:FF:EE:00:10:01
+CONTROL=$OUT/control
+passed=0
+failed=0
+
+ok() { echo "ok   $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+check() { # check DESCRIPTION COMMAND...
+  local what=$1
+  shift
+  if "$@"; then ok "$what"; else fail "$what"; fi
+}
+address_of() { # address_of hciN: from LAB_ADDRESSES
+  local pair
+  for pair in ${LAB_ADDRESSES-}; do [[ ${pair%%=*} == "$1" ]] && echo "${pair#*=}"; done
+}
+HCI1=$(address_of hci1)
+
+# forget_peer: removes the peer from hci0's bluetoothd (and its GATT cache), so the next
+# receive finds it anew and discovers its services again.
+forget_peer() {
+  busctl --system call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o \
+    "/org/bluez/hci0/dev_${PEER_ADDRESS//:/_}" >/dev/null 2>&1
+}
+# set_case LINE: what the hostile peer does from its next connection on (bumble-peer.py).
+set_case() { echo "$*" >>"$CONTROL"; }
+peer_says() { grep -v '^ready' "$OUT/peer.log" | tail -n +"$1" | head -4 | tr '\n' ' '; }
+# bluetoothd_survived NAME: says whether bluetoothd still runs after case NAME; if not (a
+# bluetoothd 5.66 bug, not blekit's: it died when a link dropped during its own MTU exchange,
+# and when a second connection attempt timed out), says so, counts it and starts it again.
+BLUETOOTHD_DEATHS=()
+bluetoothd_survived() {
+  lab-bluetoothd status >/dev/null 2>&1 && return
+  echo "# bluetoothd died during '$1' (its own bug: see bluetoothd.log); starting it again"
+  BLUETOOTHD_DEATHS+=("$1")
+  lab-bluetoothd start >>"$OUT/bluetoothd-restarts.log" 2>&1
+}
+
+# bounded NAME LIMIT COMMAND...: runs COMMAND (stdout $OUT/NAME.out, stderr $OUT/NAME.err) and
+# waits at most LIMIT seconds; sets RC (255: it hung and was killed), TOOK (seconds) and
+# PEAK_KB (its peak resident memory, VmHWM, polled every 0.2 s), also written to
+# $OUT/NAME.status for a caller that ran it in the background (see load).
+bounded() {
+  local name=$1 limit=$2 pid start=$SECONDS hwm
+  shift 2
+  "$@" >"$OUT/$name.out" 2>"$OUT/$name.err" &
+  pid=$!
+  PEAK_KB=0
+  while kill -0 "$pid" 2>/dev/null && ((SECONDS - start < limit)); do
+    hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+    ((${hwm:-0} > PEAK_KB)) && PEAK_KB=$hwm
+    sleep 0.2
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid"
+    sleep 2
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    RC=255
+  else
+    wait "$pid"
+    RC=$?
+  fi
+  TOOK=$((SECONDS - start))
+  echo "$RC $TOOK $PEAK_KB" >"$OUT/$name.status"
+}
+load() { read -r RC TOOK PEAK_KB <"$OUT/$1.status"; }
+
+# outcome NAME EXPECTED: the rule of every case. Exit 0 with stdout equal to EXPECTED (a file)
+# and nothing on stderr; or a non-zero exit (not a hang, not a crash) with one line on stderr
+# and nothing on stdout. Prints what happened.
+outcome() {
+  local name=$1 expected=$2
+  echo "# $name: exit $RC after ${TOOK} s, peak RSS ${PEAK_KB} kB, stdout $(wc -c <"$OUT/$name.out") bytes, stderr: $(head -c 300 "$OUT/$name.err" | tr '\n' ' ')"
+  if ((RC == 0)); then
+    cmp -s "$expected" "$OUT/$name.out" && [[ ! -s $OUT/$name.err ]]
+  else
+    ((RC != 255 && RC < 128)) && [[ ! -s $OUT/$name.out ]] \
+      && [[ $(wc -l <"$OUT/$name.err") == 1 ]] && grep -q '^blekit: ' "$OUT/$name.err"
+  fi
+}
+
+# receive_from NAME ADDRESS [ARGS...]: one bounded receive on hci0 (120 s; it gives up finding
+# and connecting after 20 s).
+receive_from() {
+  local name=$1 address=$2
+  shift 2
+  bounded "$name" 120 "$BLEKIT" receive -a hci0 --from "$address" --timeout 20 "$@"
+}
+
+/usr/bin/python3 -c 'import sys; sys.stdout.buffer.write(bytes((i * 31 + 7) % 256 for i in range(8192)))' >"$OUT/8k.msg"
+for i in $(seq 1 3000); do printf 'chunk %04d ..\n' "$i"; done | head -c 40000 >"$OUT/40k.msg"
+head -c 262144 /dev/urandom >"$OUT/256k.msg"
+head -c 51400 /dev/urandom >"$OUT/514.msg"
+head -c 6000 /dev/urandom >"$OUT/600.msg"
+/usr/bin/python3 -c 'import sys; d = open(sys.argv[1], "rb").read()
+sys.stdout.buffer.write(b"".join(d[i:i + 244] for i in range(0, len(d), 600)))' "$OUT/600.msg" \
+  >"$OUT/600.cut"
+head -c 524288 /dev/urandom >"$OUT/512k.msg"
+started=$SECONDS
+
+# The hostile peer starts now and is ready by section 2.
+set_case chunks --message "$OUT/8k.msg"
+/usr/bin/python3 Tests/Lab/bumble-peer.py hostile --control "$CONTROL" --address "$PEER_ADDRESS" \
+  >"$OUT/peer.log" 2>&1 &
+peer=$!
+
+# --- 1. two centrals receive from one advertise at once ------------------------------------
+"$BLEKIT" advertise -a hci1 --file "$OUT/8k.msg" >"$OUT/adv-two.out" 2>"$OUT/adv-two.err" &
+adv=$!
+sleep 3
+bounded two-a 90 "$BLEKIT" receive -a hci0 --from "$HCI1" --timeout 20 &
+a=$!
+bounded two-b 90 "$BLEKIT" receive -a hci2 --from "$HCI1" --timeout 20 &
+b=$!
+wait "$a" "$b"
+for side in a b; do
+  load "two-$side"
+  exact=no
+  cmp -s "$OUT/8k.msg" "$OUT/two-$side.out" && exact=yes
+  check "two centrals, central $side: the exact message or a clear error (exact: $exact)" \
+    outcome "two-$side" "$OUT/8k.msg"
+done
+check "two centrals: advertise still running" kill -0 "$adv"
+kill "$adv" 2>/dev/null
+wait "$adv" 2>/dev/null
+echo "# section 1 took $((SECONDS - started)) s"
+wait_for 90 grep -q '^ready' "$OUT/peer.log" || echo "# the hostile peer was not ready after 90 s"
+
+# --- 2. notification floods ----------------------------------------------------------------
+# chunks_case NAME FILE EXPECT PEER-ARGS...: the peer sends FILE in raw notifications
+# (PEER-ARGS: --chunk, --mtu, --after, --no-eom); EXPECT is "exact" (exit 0, byte-exact), "cut"
+# (exit 7, saying how many bytes arrived) or "rule" (the general rule only).
+chunks_case() {
+  local name=$1 file=$2 expect=$3 from
+  shift 3
+  from=$(($(grep -vc '^ready' "$OUT/peer.log") + 1))
+  set_case chunks --message "$file" "$@"
+  forget_peer
+  receive_from "$name" "$PEER_ADDRESS"
+  [[ $expect == known ]] ||
+    check "$name: the exact message or a clear error, no hang" outcome "$name" "$file"
+  case $expect in
+    exact) check "$name: exit 0, byte-exact (exit $RC)" \
+      bash -c "(($RC == 0)) && cmp -s '$file' '$OUT/$name.out'" ;;
+    known) check "$name: known limit: exit 0 with the first 244 bytes (MTU-3) of each value (exit $RC)" \
+      bash -c "(($RC == 0)) && cmp -s '$OUT/$name.out' '$OUT/600.cut'" ;;
+    cut) check "$name: exit 7, a cut that says how many bytes arrived (exit $RC)" \
+      bash -c "(($RC == 7)) && grep -qE 'after [1-9][0-9]* bytes' '$OUT/$name.err'" ;;
+  esac
+  echo "# peer: $(peer_says "$from")"
+  bluetoothd_survived "$name"
+}
+chunks_case mtu23-flood "$OUT/40k.msg" exact --mtu 23 --after 300
+chunks_case values-512 "$OUT/256k.msg" exact --mtu 517 --after 20
+chunks_case values-514 "$OUT/514.msg" rule --mtu 517 --chunk 514
+# Values longer than the MTU allows: bluetoothd reads the ATT PDU into an MTU-sized buffer and
+# hands on MTU-3 bytes of each, saying nothing; the plain protocol has no length or checksum,
+# so receive cannot tell (a known limit: blekit's sequenced framing checks length and CRC).
+# The check pins that behaviour down, so a change in it is seen.
+chunks_case over-mtu "$OUT/600.msg" known --mtu 247 --chunk 600
+chunks_case no-eom "$OUT/512k.msg" cut --mtu 517 --no-eom
+check "no-eom: receive's peak memory stays under 64 MiB for a 512 KiB message that never ends (${PEAK_KB} kB)" \
+  test "$PEAK_KB" -lt 65536
+echo "# section 2 took $((SECONDS - started)) s in all"
+
+# --- 3. links dropped during connect and discovery, a malformed discovery response ----------
+failed_clearly() { ((RC != 0)) && outcome "$1" /dev/null; }
+# link_case NAME KIND: the peer misbehaves; receive must end with a clear error.
+link_case() {
+  local name=$1 kind=$2 from
+  from=$(($(grep -vc '^ready' "$OUT/peer.log") + 1))
+  set_case "$kind"
+  forget_peer
+  receive_from "$name" "$PEER_ADDRESS"
+  check "$name: a clear error (a non-zero exit, one line), no hang" failed_clearly "$name"
+  echo "# peer: $(peer_says "$from")"
+  bluetoothd_survived "$name"
+}
+link_case drop-at-connect disconnect-at-connect
+link_case drop-at-discovery disconnect-at-discovery
+link_case malformed-discovery malformed-discovery
+echo "# section 3 took $((SECONDS - started)) s in all"
+
+# --- 4. a flood of connections against advertise -------------------------------------------
+"$BLEKIT" advertise -a hci1 --message "still serving" >"$OUT/adv-flood.out" 2>"$OUT/adv-flood.err" &
+adv=$!
+sleep 3
+fds_before=$(ls "/proc/$adv/fd" | wc -l)
+from=$(($(grep -vc '^ready' "$OUT/peer.log") + 1))
+set_case connect-flood --target "$HCI1" --count 20 --timeout 5
+wait_for 150 grep -q '^connects ' "$OUT/peer.log" || echo "# the connect flood did not end in 150 s"
+echo "# peer: $(peer_says "$from")"
+connects=$(sed -n 's/^connects \([0-9]*\)\/.*/\1/p' "$OUT/peer.log" | tail -n 1)
+check "connect flood: the peer connected and dropped the link ${connects:-0} times of 20" \
+  test "${connects:-0}" -gt 0
+check "connect flood: advertise still running" kill -0 "$adv"
+printf 'still serving' >"$OUT/still.msg"
+receive_from after-flood "$HCI1"
+check "connect flood: a receive afterwards gets the message (exit $RC)" \
+  bash -c "(($RC == 0)) && cmp -s '$OUT/still.msg' '$OUT/after-flood.out'"
+sleep 1
+fds_after=$(ls "/proc/$adv/fd" | wc -l)
+check "connect flood: advertise's fd count did not grow ($fds_before -> $fds_after)" \
+  test "$fds_after" -le "$fds_before"
+kill "$adv" 2>/dev/null
+wait "$adv"
+status=$?
+check "connect flood: advertise exits 143 on SIGTERM (exit $status)" test "$status" == 143
+# --- 5. two centrals receive from one Bumble peripheral at once --------------------------------
+# Its centrals' bluetoothd is not also its own, so the race of section 1 (docs/lab.md, "bleak
+# and two adapters in one bluetoothd") cannot happen. Last: seen twice, the second central's
+# connection attempt timed out (the peer does not advertise while connected) and bluetoothd
+# 5.66 died in att_connect_cb() right after, under the first central's transfer.
+set_case chunks --message "$OUT/8k.msg"
+bounded bumble-two-a 90 "$BLEKIT" receive -a hci0 --from "$PEER_ADDRESS" --timeout 20 &
+a=$!
+bounded bumble-two-b 90 "$BLEKIT" receive -a hci2 --from "$PEER_ADDRESS" --timeout 20 &
+b=$!
+wait "$a" "$b"
+for side in a b; do
+  load "bumble-two-$side"
+  check "two centrals and one Bumble peripheral, central $side: the exact message or a clear error (exit $RC)" \
+    outcome "bumble-two-$side" "$OUT/8k.msg"
+done
+
+bluetoothd_survived "two centrals and one Bumble peripheral"
+
+kill "$peer" 2>/dev/null
+wait "$peer" 2>/dev/null
+echo "# the suite took $((SECONDS - started)) s"
+echo "# bluetoothd died ${#BLUETOOTHD_DEATHS[@]} times: ${BLUETOOTHD_DEATHS[*]}"
+
+echo "$passed passed, $failed failed"
+((failed == 0))
