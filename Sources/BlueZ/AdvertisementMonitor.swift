@@ -122,40 +122,44 @@ public enum AdvertisementMonitorEvent: Sendable, Hashable {
 }
 
 extension AdvertisementMonitorManager1 {
-  /// Exports `monitor` at `<root>/monitor0` with an ObjectManager at `root`, then registers
-  /// `root`. Only callers `callerCheck` admits (bluetoothd) may call or read them.
+  /// Exports `monitors` at `<root>/monitor0`, `monitor1`, ... with an ObjectManager at
+  /// `root`, then registers `root`. Only callers `callerCheck` admits (bluetoothd) may call
+  /// or read them.
   ///
-  /// `events` gets bluetoothd's calls, on the connection's queue; it must return quickly. If
-  /// registration fails, nothing stays exported.
+  /// `events` gets bluetoothd's calls to every monitor, on the connection's queue; it must
+  /// return quickly. If registration fails, nothing stays exported.
   public func register(
-    _ monitor: AdvertisementMonitor, at root: ObjectPath, callerCheck: BluetoothdCallerCheck,
+    _ monitors: [AdvertisementMonitor], at root: ObjectPath, callerCheck: BluetoothdCallerCheck,
     events: @escaping @Sendable (AdvertisementMonitorEvent) -> Void
   ) async throws(BlueZError) -> AdvertisementMonitorRegistration {
-    let path = root.appending("monitor0")
     let admit: @Sendable (BusName) throws(DBusError) -> Void = { sender throws(DBusError) in
       try callerCheck.check(sender)
     }
-    var object = monitor.exportedObject(events: events)
-    object.admit = admit
+    var exported: [ObjectPath] = []
+    func rollBack() {
+      for path in exported.reversed() { connection.unexport(path) }
+      connection.removeObjectManager(at: root)
+    }
     do throws(DBusError) {
-      try connection.export(object, at: path)
-      do throws(DBusError) {
-        try connection.addObjectManager(at: root, admit: admit)
-      } catch {
-        connection.unexport(path)
-        throw error
+      for (index, monitor) in monitors.enumerated() {
+        let path = root.appending("monitor\(index)")
+        var object = monitor.exportedObject(events: events)
+        object.admit = admit
+        try connection.export(object, at: path)
+        exported.append(path)
       }
+      try connection.addObjectManager(at: root, admit: admit)
     } catch {
+      rollBack()
       throw BlueZError(error)
     }
     do {
       try await registerMonitor(root)
     } catch {
-      connection.unexport(path)
-      connection.removeObjectManager(at: root)
+      rollBack()
       throw error
     }
-    return AdvertisementMonitorRegistration(manager: self, root: root, monitor: path)
+    return AdvertisementMonitorRegistration(manager: self, root: root, monitors: exported)
   }
 }
 
@@ -163,14 +167,15 @@ extension AdvertisementMonitorManager1 {
 public final class AdvertisementMonitorRegistration: Sendable {
   /// The ObjectManager root that was registered.
   public let root: ObjectPath
+  /// The exported monitors' paths.
+  public let monitors: [ObjectPath]
   private let manager: AdvertisementMonitorManager1
-  private let monitor: ObjectPath
   private let done = Mutex(false)
 
-  init(manager: AdvertisementMonitorManager1, root: ObjectPath, monitor: ObjectPath) {
+  init(manager: AdvertisementMonitorManager1, root: ObjectPath, monitors: [ObjectPath]) {
     self.manager = manager
     self.root = root
-    self.monitor = monitor
+    self.monitors = monitors
   }
 
   /// Unregisters (`UnregisterMonitor`) and unexports. Idempotent; returns bluetoothd's error
@@ -188,7 +193,7 @@ public final class AdvertisementMonitorRegistration: Sendable {
     } catch {
       failure = error
     }
-    manager.connection.unexport(monitor)
+    for path in monitors.reversed() { manager.connection.unexport(path) }
     manager.connection.removeObjectManager(at: root)
     return failure
   }

@@ -127,14 +127,14 @@ struct ScanCommand: ParsableCommand {
     // to do then.
     live?.redrawIfNeeded(force: true)
     live?.startRedrawing()
-    var piped: DiscoveryStream?
+    // One stream for the table and for lines: a terminal's table is fed like a pipe.
+    var discoveries: DiscoveryStream?
     do {
-      piped = try await manager.scan(options, onInterruption: noteScanInterruption)
-      try await withThrowingTaskGroup(of: Void.self) { [piped] group in
-        if let piped {
-          group.addTask {
-            for try await discovery in piped { printer.handle(discovery) }
-          }
+      let scan = try await manager.scan(options, onInterruption: noteScanInterruption)
+      discoveries = scan
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask {
+          for try await discovery in scan { printer.handle(discovery) }
         }
         if let timeout {
           group.addTask { try await Task.sleep(for: timeout) }
@@ -146,13 +146,13 @@ struct ScanCommand: ParsableCommand {
       live?.stopRedrawing()
       await manager.close()
       await gateway?.finish()
-      noteDroppedDiscoveries(piped)
+      noteDroppedDiscoveries(discoveries)
       throw centralCLIError(error)
     }
     live?.stopRedrawing()
     await manager.close()
     await gateway?.finish()
-    noteDroppedDiscoveries(piped)
+    noteDroppedDiscoveries(discoveries)
   }
 
   /// Turns each discovery into output: a row of the live table, a line, or a JSON object.

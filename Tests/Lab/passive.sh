@@ -21,6 +21,7 @@ ID1=0102030405060708090a0b0c0d0e0f10
 SERVICE=b5b2a3c4-7f1e-4c55-9d5e-7a0c1f2e3d41
 
 ok() { echo "ok   $*"; passed=$((passed + 1)); }
+absent() { ! grep -q "$@"; } # absent PATTERN FILE
 fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 check() { # check DESCRIPTION COMMAND...
   local what=$1
@@ -36,16 +37,28 @@ advertise() {
   "$BLEKIT" advertise -a hci1 --message x --timeout "$seconds" "$@" >>"$OUT/advertise.log" 2>&1
 }
 
+# bluetoothd's log (debug): it says when it activates a monitor.
+BLUETOOTHD_LOG=$(source /run/lab/state && echo "$LAB_BLUETOOTHD_LOG")
+activations() { grep -c "Calling Activate() on Adv Monitor" "$BLUETOOTHD_LOG"; }
+activated_since() { (($(activations) > $1)); }
+
 # passive_scan NAME ARGS...: starts `blekit scan --passive` on hci0 in the background, JSON
-# Lines to $OUT/NAME.json; waits until bluetoothd activated the monitor.
+# Lines to $OUT/NAME.json, and waits until bluetoothd activated its monitor (the scan's start
+# returns then). Under load a fixed wait was not enough: an advertisement that started before
+# the monitor was missed. stop_scan ends it with SIGINT, as Ctrl-C does.
 passive_scan() {
-  local name=$1
+  local name=$1 before
   shift
+  before=$(activations)
   "$BLEKIT" scan -a hci0 --passive --json "$@" >"$OUT/$name.json" 2>"$OUT/$name.err" &
   SCAN=$!
-  # The scan returns from its start only once the monitor is active; give it that long.
-  sleep 4
-  prop /org/bluez/hci0 org.bluez.Adapter1 Discovering >"$OUT/$name.discovering"
+  wait_for 60 activated_since "$before" || echo "# $name: no monitor activated within 60 s"
+  sleep 1
+}
+stop_scan() {
+  kill -INT "$SCAN" 2>/dev/null
+  wait "$SCAN"
+  echo "# scan $1 ended with exit $?"
 }
 
 # --- facts first: what bluetoothd offers with --experimental --------------------------------
@@ -69,54 +82,114 @@ check "adapters --json reports the secondary channels and the maximum advertisin
   grep -q '"secondaryChannels":\[' "$OUT/adapters.json"
 
 # --- passive scan filtered by company ID --------------------------------------------------
-passive_scan company --company 0xFFFF --timeout 20
-advertise 6 --no-service-uuid --manufacturer "0xFFFF:0210$ID1"
-wait $SCAN
-echo "# scan --passive --company 0xFFFF exited $?"
+passive_scan company --company 0xFFFF
+advertise 6 --no-service-uuid --manufacturer "0xFFFF:0210$ID1" &
+ADV=$!
+sleep 3
+prop /org/bluez/hci0 org.bluez.Adapter1 Discovering >"$OUT/company.discovering"
+wait $ADV
+stop_scan company
 check "scan --passive --company 0xFFFF finds hci1's manufacturer data" \
   grep -q "\"address\":\"$HCI1\".*\"companyID\":65535" "$OUT/company.json"
 check "scan --passive stayed passive (hci0 not discovering during the scan)" \
   grep -qx "boolean false" "$OUT/company.discovering"
 
 # A company ID nobody advertises: nothing is reported.
-passive_scan other-company --company 0x1234 --timeout 12
+passive_scan other-company --company 0x1234
 advertise 6 --no-service-uuid --manufacturer "0xFFFF:0210$ID1"
-wait $SCAN
+stop_scan other-company
 check "scan --passive --company 0x1234 reports nothing for 0xFFFF data" \
   test ! -s "$OUT/other-company.json"
 
 # --- passive scan filtered by a 128-bit service UUID ---------------------------------------
-passive_scan service --service "$SERVICE" --timeout 20
+passive_scan service --service "$SERVICE"
 advertise 6 --no-service-uuid --service-data "$SERVICE:01"
-advertise 6 --no-service-uuid --manufacturer "0xFFFF:01"
-wait $SCAN
+stop_scan service
 check "scan --passive --service finds the advertiser of that service (service data)" \
-  grep -q "\"address\":\"$HCI1\".*\"uuid\":\"$SERVICE\"" "$OUT/service.json"
+  grep -qi "\"address\":\"$HCI1\".*\"uuid\":\"$SERVICE\"" "$OUT/service.json"
+# The transfer service's UUID in the complete 128-bit list (advertise's default).
+TRANSFER=e20a39f4-73f5-4bc4-a12f-17d1ad07a961
+passive_scan service-list --service "$TRANSFER"
+advertise 6
+stop_scan service-list
+check "scan --passive --service finds the advertiser of that service (UUID list)" \
+  grep -qi "\"address\":\"$HCI1\".*\"serviceUUIDs\":\[\"$TRANSFER\"" "$OUT/service-list.json"
 
 # No filter: the catch-all flags patterns.
-passive_scan any --timeout 15
+passive_scan any
 advertise 6 --no-service-uuid --manufacturer "0xFFFF:02"
-wait $SCAN
-check "scan --passive without filters finds hci1 (flags patterns)" \
+stop_scan any
+check "scan --passive without filters finds hci1 (16 flags patterns in 3 monitors)" \
   grep -q "\"address\":\"$HCI1\"" "$OUT/any.json"
 
 # --- monitor --passive counts a FolkBears ID ----------------------------------------------
-"$BLEKIT" monitor -a hci0 --passive --json --timeout 18 >"$OUT/monitor.json" \
-  2>"$OUT/monitor.err" &
+"$BLEKIT" monitor -a hci0 --passive --json >"$OUT/monitor.json" 2>"$OUT/monitor.err" &
 MON=$!
-sleep 4
+# Its JSON start line comes once the monitor is active.
+wait_for 60 grep -q '"type":"start"' "$OUT/monitor.json"
 advertise 6 --no-service-uuid --manufacturer "0xFFFF:0210$ID1"
+kill -INT "$MON"
 wait $MON
-echo "# monitor --passive exited $?"
+echo "# monitor --passive exited $? after Ctrl-C"
 check "monitor --passive sees the FolkBears ID" \
   grep -q "\"id\":\"$ID1\"" "$OUT/monitor.json"
+
+# --- the size check's limit on the lab's LE-only controllers ----------------------------------
+# 40 bytes of manufacturer data: 3 + 44 = 47 bytes of advertising data.
+BIG=$(printf '%080d' 0)
+advertise 5 --no-service-uuid --manufacturer "0xFFFF:$BIG" 2>/dev/null
+status=$?
+tail -n1 "$OUT/advertise.log" >"$OUT/too-large.err"
+echo "# 47-byte advertisement on hci1: exit $status, $(cat "$OUT/too-large.err")"
+if grep -q '"maxAdvertisingLength":null' <(grep -o '{"name":"hci1"[^]]*' "$OUT/adapters.json"); then
+  check "hci1 reports no MaxAdvLen: the 47-byte advertisement exits 9 (legacy limit 31)" \
+    test "$status" -eq 9 -a "$(grep -c "legacy limit is 31" "$OUT/too-large.err")" -eq 1
+else
+  check "hci1 reports MaxAdvLen: its limit is named when too large" \
+    grep -q "MaxAdvLen\|advertising the transfer service" "$OUT/too-large.err"
+fi
+
+# --- extended advertising: dual-mode 5.2 controllers (a second btvirt, its own air) ---------
+# btvirt without -L gives controllers with extended advertising; bluetoothd takes them as
+# hci2 and hci3. They share an air with each other only.
+btvirt -l2 </dev/null >"$OUT/btvirt-dual.log" 2>&1 &
+DUAL=$!
+dual_powered() {
+  [[ $(prop /org/bluez/hci2 org.bluez.Adapter1 Powered) == "boolean true" &&
+    $(prop /org/bluez/hci3 org.bluez.Adapter1 Powered) == "boolean true" ]]
+}
+if wait_for 60 dual_powered; then
+  "$BLEKIT" adapters >"$OUT/adapters-dual.txt" 2>&1
+  "$BLEKIT" adapters --json -a hci3 >"$OUT/adapters-dual.json" 2>&1
+  echo "# adapters with dual-mode controllers:"
+  sed 's/^/#   /' "$OUT/adapters-dual.txt" "$OUT/adapters-dual.json"
+  check "adapters reports hci3's secondary channels (extended advertising)" \
+    grep -q '"secondaryChannels":\["1M"' "$OUT/adapters-dual.json"
+  limit=$(grep -o '"advertisingLimit":[0-9]*' "$OUT/adapters-dual.json" | cut -d: -f2)
+  echo "# hci3: advertising limit ${limit:-?} bytes"
+  "$BLEKIT" scan -a hci2 --json >"$OUT/extended.json" 2>"$OUT/extended.err" &
+  SCAN=$!
+  wait_discovering hci2 20
+  "$BLEKIT" advertise -a hci3 --message x --timeout 8 --no-service-uuid \
+    --secondary-channel 1M --manufacturer "0xFFFF:$BIG" >"$OUT/extended-advertise.log" 2>&1
+  status=$?
+  echo "# advertise -a hci3 --secondary-channel 1M, 47 bytes: exit $status; $(tail -n2 "$OUT/extended-advertise.log" | tr '\n' ' ')"
+  stop_scan extended
+  check "a 47-byte extended advertisement on hci3 (1M secondary channel) is registered" \
+    test "$status" -eq 0
+  check "... and hci2 receives all 40 bytes of its manufacturer data" \
+    grep -q "\"data\":\"$BIG\"" "$OUT/extended.json"
+else
+  fail "the dual-mode controllers hci2 and hci3 did not come up (see btvirt-dual.log)"
+fi
+kill "$DUAL" 2>/dev/null
 
 # --- without --experimental: one clear line, exit 15, no discovery -------------------------
 sed -i 's/^LAB_BLUETOOTHD_EXPERIMENTAL=.*/LAB_BLUETOOTHD_EXPERIMENTAL=/' /run/lab/state
 lab-bluetoothd restart >"$OUT/restart.log" 2>&1
 busctl --system introspect org.bluez /org/bluez/hci0 >"$OUT/hci0-introspect-plain.txt" 2>&1
 check "bluetoothd without -E has no AdvertisementMonitorManager1" \
-  ! grep -q "org.bluez.AdvertisementMonitorManager1" "$OUT/hci0-introspect-plain.txt"
+  absent "org.bluez.AdvertisementMonitorManager1" "$OUT/hci0-introspect-plain.txt"
 "$BLEKIT" adapters --json >"$OUT/adapters-plain.json" 2>&1
 echo "# adapters without -E: $(cat "$OUT/adapters-plain.json")"
 check "adapters says passive scanning is unavailable without -E" \

@@ -44,14 +44,33 @@ public struct AdvertisingPayload: Hashable, Sendable {
   public var includesTxPower: Bool
   /// Whether a Flags field is counted; `nil` applies BlueZ's rule (`includesFlags`).
   public var flagsOverride: Bool?
+  /// `SecondaryChannel`: advertise with extended advertising on this PHY (`nil`: legacy, or
+  /// bluetoothd's choice). The adapter must list it (``AdvertisingCapabilities``).
+  public var secondaryChannel: SecondaryChannel?
+  /// `MinInterval` and `MaxInterval`, rounded down to milliseconds (`nil`: the controller's
+  /// default). BlueZ 5.66 ignores both unless bluetoothd runs with `--experimental`.
+  public var minInterval: Duration?
+  public var maxInterval: Duration?
+
+  /// The PHY of the secondary advertising channel (`LEAdvertisement1.SecondaryChannel`).
+  public enum SecondaryChannel: String, Hashable, Sendable, CaseIterable {
+    case oneM = "1M"
+    case twoM = "2M"
+    case coded = "Coded"
+  }
 
   /// Creates a payload description.
   public init(
     kind: Kind = .peripheral, discoverable: Bool? = nil, serviceUUIDs: [BluetoothUUID] = [],
     solicitUUIDs: [BluetoothUUID] = [], manufacturerData: [UInt16: [UInt8]] = [:],
     serviceData: [BluetoothUUID: [UInt8]] = [:], localName: String? = nil,
-    appearance: UInt16? = nil, includesTxPower: Bool = false, flagsOverride: Bool? = nil
+    appearance: UInt16? = nil, includesTxPower: Bool = false, flagsOverride: Bool? = nil,
+    secondaryChannel: SecondaryChannel? = nil, minInterval: Duration? = nil,
+    maxInterval: Duration? = nil
   ) {
+    self.secondaryChannel = secondaryChannel
+    self.minInterval = minInterval
+    self.maxInterval = maxInterval
     self.kind = kind
     self.discoverable = discoverable
     self.serviceUUIDs = serviceUUIDs
@@ -175,7 +194,10 @@ public struct AdvertisingPayloadSize: Hashable, Sendable, CustomStringConvertibl
   }
 
   public var description: String {
-    "advertisement is \(advertisingDataLength) bytes, legacy limit is \(limit): \(breakdown)"
+    let limitText =
+      limit == AdvertisingPayload.legacyLimit
+      ? "legacy limit is \(limit)" : "the adapter's limit (MaxAdvLen) is \(limit)"
+    return "advertisement is \(advertisingDataLength) bytes, \(limitText): \(breakdown)"
   }
 }
 

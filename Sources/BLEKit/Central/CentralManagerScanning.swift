@@ -66,7 +66,13 @@ public struct ScanOptions: Sendable, Hashable {
   /// so it may report more than we asked for).
   func admits(_ discovery: Discovery) -> Bool {
     // A handful of UUIDs on each side: comparing them beats hashing them into a set.
-    if !services.isEmpty, !services.contains(where: discovery.serviceUUIDs.contains) {
+    // A service is advertised in a UUID list or as the key of service data (which bluetoothd
+    // does not add to the device's UUIDs).
+    if !services.isEmpty,
+      !services.contains(where: {
+        discovery.serviceUUIDs.contains($0) || discovery.serviceData[$0] != nil
+      })
+    {
       return false
     }
     if !manufacturerIDs.isEmpty,

@@ -26,8 +26,9 @@ extension ScanOptions {
   ///   list of its size (0x02/0x03, 0x04/0x05, 0x06/0x07) starting with it, and service data
   ///   of its size (0x16, 0x20, 0x21), which always starts with the UUID. A pattern matches
   ///   at a fixed position, so a service that is not the first of its list is not matched.
-  /// - Neither: the flags field (0x01) with any of the 32 values of its defined bits, so any
-  ///   advertisement carrying flags matches (bluetoothd refuses an empty pattern).
+  /// - Neither: the flags field (0x01) with any of the 16 values that have the two
+  ///   "simultaneous LE and BR/EDR" bits both clear or both set (the others are not in use),
+  ///   so any advertisement carrying flags matches (bluetoothd refuses an empty pattern).
   var monitorPatterns: [AdvertisementMonitor.Pattern] {
     var patterns: [AdvertisementMonitor.Pattern] = []
     for company in manufacturerIDs {
@@ -47,16 +48,38 @@ extension ScanOptions {
       for type in types { patterns.append(.init(adType: type, content: bytes)) }
     }
     if patterns.isEmpty {
-      patterns = (0..<32).map { .init(adType: ADType.flags, content: [UInt8($0)]) }
+      patterns = (Array(0x00...0x07) + Array(0x18...0x1F)).map {
+        .init(adType: ADType.flags, content: [UInt8($0)])
+      }
     }
     return patterns
   }
 
-  /// The monitor a passive scan registers: ``monitorPatterns``, and RSSI thresholds only when
+  /// The most patterns one monitor may hold. The kernel takes 16 (`max_num_patterns` of Read
+  /// Advertisement Monitor Features, Linux 6.1), but bluetoothd 5.66 computes the length of
+  /// its Add Adv Patterns Monitor command in a byte: with 34 bytes per pattern, 8 or more
+  /// patterns wrap it, the kernel answers Invalid Parameters, bluetoothd releases the monitor
+  /// and then aborts while removing it. So patterns are spread over several monitors of one
+  /// registration, 7 each (the kernel takes up to 32 monitors).
+  static let patternsPerMonitor = 7
+
+  /// The monitors a passive scan registers: ``monitorPatterns``, at most
+  /// ``patternsPerMonitor`` each, and RSSI thresholds only when
   /// asked for. With an RSSI minimum, a peripheral is found when heard at or above it and lost
   /// after ``ScanMode/lostAfter`` below it; with only `lostAfter`, any RSSI counts (-127). An
   /// unknown RSSI (127) is above every threshold for bluetoothd; ``RSSIFilter``'s policy for it
   /// applies again here, after bluetoothd.
+  var advertisementMonitors: [AdvertisementMonitor] {
+    let patterns = monitorPatterns
+    return stride(from: 0, to: patterns.count, by: Self.patternsPerMonitor).map { start in
+      var monitor = advertisementMonitor
+      monitor.patterns = Array(
+        patterns[start..<min(start + Self.patternsPerMonitor, patterns.count)])
+      return monitor
+    }
+  }
+
+  /// One monitor with every pattern and the RSSI settings (see ``advertisementMonitors``).
   var advertisementMonitor: AdvertisementMonitor {
     var monitor = AdvertisementMonitor(patterns: monitorPatterns)
     let lostAfter = mode.lostAfter.map { limit in

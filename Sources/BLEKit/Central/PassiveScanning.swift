@@ -51,10 +51,13 @@ extension CentralManager {
       } catch {
         throw BluetoothError(error, while: "following bluetoothd's bus name")
       }
+      let monitors = options.advertisementMonitors
+      // Before registering: bluetoothd may call Activate before RegisterMonitor's reply.
+      session.expectMonitors(monitors.count)
       let registration: AdvertisementMonitorRegistration
       do {
         registration = try await manager.register(
-          options.advertisementMonitor, at: root, callerCheck: callerCheck,
+          monitors, at: root, callerCheck: callerCheck,
           events: { [weak session] event in session?.monitorEvent(event) })
       } catch {
         throw BluetoothError(error, while: "registering an advertisement monitor on \(adapterName)")
@@ -81,15 +84,23 @@ extension ObjectPath {
   static let monitorRoot: ObjectPath = "/org/blekit/monitor"
 }
 
-/// A passive session's monitor: its registration, and whether bluetoothd activated it.
+/// A passive session's monitors: their registration, and whether bluetoothd activated them.
 final class MonitorLink: Sendable {
   private struct State {
     var registration: AdvertisementMonitorRegistration?
-    /// `true` once activated, `false` if released first, `nil` while neither came.
+    /// `true` once all are activated, `false` if one was released first, `nil` until then.
     var activated: Bool?
+    /// Monitors registered, and activated so far.
+    var expected = 1
+    var activations = 0
     var waiter: CheckedContinuation<Bool, Never>?
   }
   private let state = Mutex(State())
+
+  /// How many `Activate` calls make the monitors active.
+  func expect(_ count: Int) {
+    state.withLock { $0.expected = count }
+  }
 
   func hold(_ registration: AdvertisementMonitorRegistration) {
     state.withLock { $0.registration = registration }
@@ -109,6 +120,10 @@ final class MonitorLink: Sendable {
   func settle(_ activated: Bool) {
     let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
       guard state.activated == nil else { return nil }
+      if activated {
+        state.activations += 1
+        guard state.activations >= state.expected else { return nil }
+      }
       state.activated = activated
       defer { state.waiter = nil }
       return state.waiter

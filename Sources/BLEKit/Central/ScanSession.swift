@@ -167,6 +167,11 @@ final class ScanSession: Sendable {
     monitor.hold(registration)
   }
 
+  /// How many monitors bluetoothd must activate before the session counts as started.
+  func expectMonitors(_ count: Int) {
+    monitor.expect(count)
+  }
+
   /// Unregisters the monitor now (a start that failed).
   func releaseMonitor() async {
     await monitor.take()?.unregister()
