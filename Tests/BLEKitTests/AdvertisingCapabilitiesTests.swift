@@ -73,6 +73,25 @@ import Testing
         + "manufacturer data 0xFFFF 254")
   }
 
+  @Test func aFieldLongerThan31BytesDoesNotFitEvenWithMaxAdvLen() throws {
+    // 40 bytes of manufacturer data: a 44-byte field, which bluetoothd 5.66 refuses.
+    let one = AdvertisingPayload(manufacturerData: [0xFFFF: Array(repeating: 0, count: 40)])
+    let error = #expect(throws: AdvertisementTooLarge.self) {
+      try one.validateLegacySize(limit: 251)
+    }
+    #expect(
+      error?.description
+        == "advertisement is 47 bytes, the adapter's limit (MaxAdvLen) is 251, but manufacturer "
+        + "data 0xFFFF takes 44 and bluetoothd builds at most 31 per field: flags 3, "
+        + "manufacturer data 0xFFFF 44")
+    // The same bytes in two fields fit.
+    let two = AdvertisingPayload(manufacturerData: [
+      0xFFFF: Array(repeating: 0, count: 24), 0x1234: Array(repeating: 1, count: 20),
+    ])
+    #expect(try two.validateLegacySize(limit: 251).advertisingDataLength == 55)
+    #expect(throws: AdvertisementTooLarge.self) { try two.validateLegacySize() }
+  }
+
   @Test func withoutInstanceCountsThereAreNoCapabilities() {
     #expect(
       LEAdvertisingManager1.Properties(["SupportedIncludes": .array(element: "s", [])]) == nil)

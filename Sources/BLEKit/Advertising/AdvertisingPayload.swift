@@ -183,9 +183,17 @@ public struct AdvertisingPayloadSize: Hashable, Sendable, CustomStringConvertibl
   public var advertisingDataLength: Int { advertisingData.reduce(0) { $0 + $1.length } }
   /// The bytes of the scan response.
   public var scanResponseLength: Int { scanResponse.reduce(0) { $0 + $1.length } }
-  /// Whether the advertising data fits the limit (the scan response always does: the name
-  /// is truncated).
-  public var fits: Bool { advertisingDataLength <= limit }
+  /// The longest single AD structure bluetoothd builds, whatever the adapter's limit: BlueZ
+  /// 5.66 refuses manufacturer or service data of more than 27 bytes (31 with its length,
+  /// type and key) with `org.bluez.Error.Failed` even for extended advertising.
+  public static let fieldLimit = 31
+
+  /// The fields longer than ``fieldLimit``.
+  public var oversizedFields: [Field] { advertisingData.filter { $0.length > Self.fieldLimit } }
+
+  /// Whether the advertising data fits the limit and each field fits ``fieldLimit`` (the scan
+  /// response always does: the name is truncated).
+  public var fits: Bool { advertisingDataLength <= limit && oversizedFields.isEmpty }
 
   /// The advertising data fields in one line, e.g. `flags 3, 128-bit service UUID 18`.
   public var breakdown: String {
@@ -197,6 +205,11 @@ public struct AdvertisingPayloadSize: Hashable, Sendable, CustomStringConvertibl
     let limitText =
       limit == AdvertisingPayload.legacyLimit
       ? "legacy limit is \(limit)" : "the adapter's limit (MaxAdvLen) is \(limit)"
+    if advertisingDataLength <= limit, let field = oversizedFields.first {
+      return "advertisement is \(advertisingDataLength) bytes, \(limitText), but \(field.name) "
+        + "takes \(field.length) and bluetoothd builds at most \(Self.fieldLimit) per field: "
+        + breakdown
+    }
     return "advertisement is \(advertisingDataLength) bytes, \(limitText): \(breakdown)"
   }
 }
