@@ -20,6 +20,7 @@
 /// |     12 | `unverified`            | The message's order is not guaranteed or it failed its checks. |
 /// |     13 | `outputFailed`          | Standard output could not be written.                    |
 /// |     14 | `brokerUnavailable`     | The MQTT broker is unreachable or refused the client.    |
+/// |     15 | `passiveScanUnavailable`| bluetoothd offers no passive scanning (needs --experimental). |
 /// |    129 | `hangUp`                | Stopped by SIGHUP (its terminal or session went away).   |
 /// |    130 | `interrupted`           | Stopped by SIGINT (Ctrl-C).                              |
 /// |    143 | `terminated`            | Stopped by SIGTERM.                                      |
@@ -70,6 +71,10 @@ public struct ExitStatus: RawRepresentable, Hashable, Sendable, CustomStringConv
   /// 14: the MQTT broker named by `--mqtt` could not be reached at the start, or refused the
   /// connection (bad credentials, a client ID it rejects).
   public static let brokerUnavailable = ExitStatus(rawValue: 14)
+  /// 15: a passive scan (`--passive`) was asked for, but bluetoothd offers no advertisement
+  /// monitor (`AdvertisementMonitorManager1` needs `bluetoothd --experimental` in BlueZ 5.66)
+  /// or did not activate it. Nothing was scanned: there is no fall-back to active scanning.
+  public static let passiveScanUnavailable = ExitStatus(rawValue: 15)
   /// 129 (128 + SIGHUP): stopped because its terminal or login session went away.
   public static let hangUp = ExitStatus(rawValue: 129)
   /// 130 (128 + SIGINT): stopped by Ctrl-C.
@@ -97,6 +102,10 @@ public struct ExitStatus: RawRepresentable, Hashable, Sendable, CustomStringConv
     ),
     (.outputFailed, "Standard output could not be written (closed pipe, full disk)."),
     (.brokerUnavailable, "The MQTT broker is unreachable or refused the connection."),
+    (
+      .passiveScanUnavailable,
+      "No passive scanning: bluetoothd lacks AdvertisementMonitorManager1 (--experimental).",
+    ),
     (.hangUp, "Hung up (SIGHUP: the terminal or session went away)."),
     (.interrupted, "Interrupted (SIGINT, Ctrl-C)."),
     (.terminated, "Terminated (SIGTERM)."),

@@ -33,14 +33,25 @@ public struct LEAdvertisement: Sendable, Hashable {
   public var appearance: UInt16?
   /// Lifetime of the advertisement in seconds.
   public var timeout: UInt16?
+  /// `SecondaryChannel`: "1M", "2M" or "Coded" (extended advertising; one of
+  /// ``LEAdvertisingManager1/Properties/supportedSecondaryChannels``).
+  public var secondaryChannel: String?
+  /// `MinInterval` and `MaxInterval` in milliseconds. BlueZ 5.66 ignores both, and
+  /// ``txPower``, unless bluetoothd runs with `--experimental`.
+  public var minInterval: UInt32?
+  public var maxInterval: UInt32?
 
   public init(
     type: Kind = .peripheral, serviceUUIDs: [String]? = nil,
     manufacturerData: [UInt16: [UInt8]]? = nil, serviceData: [String: [UInt8]]? = nil,
     solicitUUIDs: [String]? = nil, localName: String? = nil, includes: [String]? = nil,
     discoverable: Bool? = nil, txPower: Int16? = nil, appearance: UInt16? = nil,
-    timeout: UInt16? = nil
+    timeout: UInt16? = nil, secondaryChannel: String? = nil, minInterval: UInt32? = nil,
+    maxInterval: UInt32? = nil
   ) {
+    self.secondaryChannel = secondaryChannel
+    self.minInterval = minInterval
+    self.maxInterval = maxInterval
     self.type = type
     self.serviceUUIDs = serviceUUIDs
     self.manufacturerData = manufacturerData
@@ -83,6 +94,9 @@ public struct LEAdvertisement: Sendable, Hashable {
     if let txPower { table.append(("TxPower", "n", .int16(txPower))) }
     if let appearance { table.append(("Appearance", "q", .uint16(appearance))) }
     if let timeout { table.append(("Timeout", "q", .uint16(timeout))) }
+    if let secondaryChannel { table.append(("SecondaryChannel", "s", .string(secondaryChannel))) }
+    if let minInterval { table.append(("MinInterval", "u", .uint32(minInterval))) }
+    if let maxInterval { table.append(("MaxInterval", "u", .uint32(maxInterval))) }
     return table.map { (name: $0.0, signature: $0.1, value: $0.2) }
   }
 

@@ -30,23 +30,41 @@ public struct LEAdvertisingManager1: Sendable {
     /// The longest advertising data the controller takes (`SupportedCapabilities.MaxAdvLen`),
     /// when reported; 31 for legacy advertising.
     public var maxAdvertisingDataLength: Int?
+    /// The longest scan response (`SupportedCapabilities.MaxScnRspLen`), when reported.
+    public var maxScanResponseLength: Int?
+    /// The TX power range in dBm (`SupportedCapabilities.MinTxPower`/`MaxTxPower`), when
+    /// reported.
+    public var minTxPower: Int?
+    public var maxTxPower: Int?
+
+    /// Decodes the interface's properties as `GetAll` or the object tree holds them; `nil`
+    /// without the two instance counts. `SupportedSecondaryChannels`, `SupportedFeatures`
+    /// and `SupportedCapabilities` are experimental in BlueZ 5.66: absent (empty, `nil`)
+    /// unless bluetoothd runs with `--experimental`.
+    public init?(_ all: [String: DBusValue]) {
+      guard let active = all["ActiveInstances"]?.uint8Value,
+        let supported = all["SupportedInstances"]?.uint8Value
+      else { return nil }
+      let capabilities = all["SupportedCapabilities"]?.stringVariantDictionary
+      activeInstances = Int(active)
+      supportedInstances = Int(supported)
+      supportedIncludes = all["SupportedIncludes"]?.stringArrayValue ?? []
+      supportedSecondaryChannels = all["SupportedSecondaryChannels"]?.stringArrayValue ?? []
+      supportedFeatures = all["SupportedFeatures"]?.stringArrayValue ?? []
+      maxAdvertisingDataLength = capabilities?["MaxAdvLen"]?.uint8Value.map(Int.init)
+      maxScanResponseLength = capabilities?["MaxScnRspLen"]?.uint8Value.map(Int.init)
+      minTxPower = capabilities?["MinTxPower"]?.int16Value.map(Int.init)
+      maxTxPower = capabilities?["MaxTxPower"]?.int16Value.map(Int.init)
+    }
   }
 
   /// Reads all properties at once (`org.freedesktop.DBus.Properties.GetAll`).
   public func properties() async throws(BlueZError) -> Properties {
     let all = try await allProperties(of: Self.interface, at: path, on: connection)
-    guard let active = all["ActiveInstances"]?.uint8Value,
-      let supported = all["SupportedInstances"]?.uint8Value
-    else {
+    guard let properties = Properties(all) else {
       throw BlueZError(.unexpectedValue, "\(Self.interface) on \(path) lacks the instance counts")
     }
-    let capabilities = all["SupportedCapabilities"]?.stringVariantDictionary
-    return Properties(
-      activeInstances: Int(active), supportedInstances: Int(supported),
-      supportedIncludes: all["SupportedIncludes"]?.stringArrayValue ?? [],
-      supportedSecondaryChannels: all["SupportedSecondaryChannels"]?.stringArrayValue ?? [],
-      supportedFeatures: all["SupportedFeatures"]?.stringArrayValue ?? [],
-      maxAdvertisingDataLength: capabilities?["MaxAdvLen"]?.uint8Value.map(Int.init))
+    return properties
   }
 
   /// Asks bluetoothd to advertise the `org.bluez.LEAdvertisement1` object at `advertisement`.

@@ -7,9 +7,16 @@ import BLEKit
 struct AdaptersCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     name: "adapters",
-    abstract: "List Bluetooth adapters: address, powered, discovering, roles.",
+    abstract: "List Bluetooth adapters: address, powered, discovering, roles, advertising.",
     discussion: """
-      One line per adapter bluetoothd manages, as an aligned table on standard output. With \
+      One line per adapter bluetoothd manages, as an aligned table on standard output. \
+      PASSIVE says whether bluetoothd offers passive scanning (scan --passive: its \
+      AdvertisementMonitorManager1, only with bluetoothd --experimental in BlueZ 5.66); \
+      ADV-MAX is the longest advertising data the controller takes (its MaxAdvLen, or \
+      "31 (legacy)" when bluetoothd does not report it, as 5.66 without --experimental); \
+      SECONDARY lists the secondary channels of extended advertising (advertise \
+      --secondary-channel). --json also gives the instances, includes, features and TX \
+      power range. With \
       --power on|off, switches the adapter given by --adapter (default hci0) and waits until \
       bluetoothd reports the change, then lists that adapter. --json prints one JSON array.
       """
@@ -62,29 +69,61 @@ struct AdaptersCommand: ParsableCommand {
         list = list.filter { $0.name == name }
       }
       await manager.close()
-      printLine(json ? JSON.text(.array(list.map(Self.json))) : Self.table(list))
+      let rows = list.map { adapter in
+        Row(
+          adapter: adapter, advertising: manager.advertisingCapabilities(of: adapter),
+          passive: manager.supportsPassiveScanning(adapter))
+      }
+      printLine(json ? JSON.text(.array(rows.map(Self.json))) : Self.table(rows))
     } catch {
       await manager.close()
       throw centralCLIError(error)
     }
   }
 
+  /// One adapter with what bluetoothd says about its advertising and passive scanning.
+  struct Row {
+    var adapter: AdapterInfo
+    var advertising: AdvertisingCapabilities?
+    var passive: Bool
+  }
+
   /// The aligned table, header first; "no adapters" when the list is empty.
-  static func table(_ adapters: [AdapterInfo]) -> String {
-    guard !adapters.isEmpty else { return "no adapters" }
-    let header = ["NAME", "ADDRESS", "TYPE", "POWERED", "DISCOVERING", "ROLES", "ALIAS"]
-    let rows = adapters.map { adapter in
-      [
+  static func table(_ rows: [Row]) -> String {
+    guard !rows.isEmpty else { return "no adapters" }
+    let header = [
+      "NAME", "ADDRESS", "TYPE", "POWERED", "DISCOVERING", "ROLES", "PASSIVE", "ADV-MAX",
+      "SECONDARY", "ALIAS",
+    ]
+    let cells = rows.map { row in
+      let adapter = row.adapter
+      return [
         adapter.name,
         adapter.address?.rawValue ?? "?",
         adapter.addressType?.rawValue ?? "-",
         poweredCell(adapter),
         adapter.isDiscovering ? "yes" : "no",
         adapter.roles.isEmpty ? "-" : adapter.roles.joined(separator: ","),
+        row.passive ? "yes" : "no",
+        advertisingLimitCell(row.advertising),
+        secondaryCell(row.advertising),
         adapter.alias ?? "",
       ]
     }
-    return alignedTable([header] + rows)
+    return alignedTable([header] + cells)
+  }
+
+  /// `251`, `31 (legacy)` when bluetoothd does not report MaxAdvLen, `-` without advertising.
+  static func advertisingLimitCell(_ advertising: AdvertisingCapabilities?) -> String {
+    guard let advertising else { return "-" }
+    return advertising.maxAdvertisingDataLength.map(String.init)
+      ?? "\(advertising.advertisingDataLimit) (legacy)"
+  }
+
+  /// `1M,2M,Coded`, or `-` when none is reported.
+  static func secondaryCell(_ advertising: AdvertisingCapabilities?) -> String {
+    let channels = advertising?.secondaryChannels.map(\.rawValue) ?? []
+    return channels.isEmpty ? "-" : channels.joined(separator: ",")
   }
 
   /// `yes` or `no`, with BlueZ's power state when it says more (`no (off-blocked)`).
@@ -95,8 +134,10 @@ struct AdaptersCommand: ParsableCommand {
   }
 
   /// One adapter as a JSON object.
-  static func json(_ adapter: AdapterInfo) -> JSON.Value {
-    .object([
+  static func json(_ row: Row) -> JSON.Value {
+    let adapter = row.adapter
+    let advertising = row.advertising
+    return .object([
       ("name", .string(adapter.name)),
       ("path", .string(adapter.objectPath)),
       ("address", adapter.address.map { .string($0.rawValue) } ?? .null),
@@ -108,6 +149,24 @@ struct AdaptersCommand: ParsableCommand {
       ("discoverable", adapter.isDiscoverable.map { .bool($0) } ?? .null),
       ("pairable", adapter.isPairable.map { .bool($0) } ?? .null),
       ("roles", .array(adapter.roles.map { .string($0) })),
+      ("passiveScanning", .bool(row.passive)),
+      (
+        "secondaryChannels",
+        .array((advertising?.secondaryChannels ?? []).map { .string($0.rawValue) })
+      ),
+      ("maxAdvertisingLength", advertising?.maxAdvertisingDataLength.map { .int($0) } ?? .null),
+      ("advertisingLimit", advertising.map { .int($0.advertisingDataLimit) } ?? .null),
+      (
+        "maxScanResponseLength", advertising?.maxScanResponseLength.map { .int($0) } ?? .null
+      ),
+      ("txPowerMin", advertising?.txPowerRange.map { .int($0.lowerBound) } ?? .null),
+      ("txPowerMax", advertising?.txPowerRange.map { .int($0.upperBound) } ?? .null),
+      (
+        "advertisingInstances",
+        advertising.map { .int($0.supportedInstances + $0.activeInstances) } ?? .null
+      ),
+      ("supportedIncludes", .array((advertising?.supportedIncludes ?? []).map { .string($0) })),
+      ("advertisingFeatures", .array((advertising?.features ?? []).map { .string($0) })),
     ])
   }
 }

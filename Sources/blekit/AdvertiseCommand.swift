@@ -32,9 +32,14 @@ struct AdvertiseCommand: ParsableCommand {
       for the services served here. The agent is NoInputNoOutput ("just works") with \
       --confirm auto alone, else DisplayYesNo, so that Linux asks it about every pairing. \
       --manufacturer and --service-data add fields to \
-      the advertisement (--no-service-uuid leaves the service UUID out to make room); the \
-      size is checked against the 31-byte legacy limit before bluetoothd is asked (exit 9 \
-      with a breakdown). --read-value or --read-clock adds blekit's read service, whose \
+      the advertisement (--no-service-uuid leaves the service UUID out to make room); so do \
+      --appearance and --include-tx-power (the TX power field bluetoothd fills in). The size \
+      is checked before bluetoothd is asked (exit 9 with a breakdown), against the adapter's \
+      MaxAdvLen when bluetoothd reports it (BlueZ 5.66: only with --experimental) and the \
+      31-byte legacy limit otherwise. --secondary-channel asks for extended advertising on \
+      that PHY (the adapter must list it: see blekit adapters). --min-interval, \
+      --max-interval and --tx-power are requests that BlueZ 5.66 honours only with \
+      --experimental and ignores silently without it. --read-value or --read-clock adds blekit's read service, whose \
       characteristic's value is produced at each read (offsets honoured, long values read \
       in pieces).
       """
@@ -54,6 +59,19 @@ struct AdvertiseCommand: ParsableCommand {
       help: "Advertise manufacturer data, e.g. 0xFFFF:0210... (bytes after the company ID).")
     let serviceData = RepeatedOption<String>(
       "--service-data", value: "UUID:HEX", help: "Advertise service data, e.g. 180f:64.")
+    let appearance = Option<UInt16>(
+      "--appearance", value: "VALUE", help: "Advertise this GAP appearance, e.g. 0x0340.")
+    let includeTxPower = Flag(
+      "--include-tx-power", help: "Include the TX power field (filled in by bluetoothd).")
+    let txPower = Option<Int>(
+      "--tx-power", value: "DBM", help: "Request this TX power, -127...20 (needs -E in 5.66).")
+    let minInterval = Option<Int>(
+      "--min-interval", value: "MS", help: "Shortest advertising interval, ms (needs -E).")
+    let maxInterval = Option<Int>(
+      "--max-interval", value: "MS", help: "Longest advertising interval, ms (needs -E).")
+    let secondaryChannel = Option<String>(
+      "--secondary-channel", value: "PHY",
+      help: "Extended advertising on 1M, 2M or Coded (see blekit adapters).")
     let noServiceUUID = Flag(
       "--no-service-uuid", help: "Leave the transfer service UUID out of the advertisement.")
     let readValue = Option<String>(
@@ -95,6 +113,8 @@ struct AdvertiseCommand: ParsableCommand {
   let once: Bool
   let timeout: Duration?
   let payload: AdvertisingPayload
+  /// `--tx-power`, requested from bluetoothd.
+  let txPower: Int16?
   let readSource: ReadSource?
   /// The pairing agent's policy, with `--pairable`.
   let pairing: PairingPolicy?
@@ -149,11 +169,38 @@ struct AdvertiseCommand: ParsableCommand {
       }
       serviceData[uuid] = bytes
     }
+    if let power = arguments.txPower, !(-127...20).contains(power) {
+      throw .invalid("--tx-power must be within -127...20 dBm")
+    }
+    txPower = arguments.txPower.map(Int16.init)
+    for (option, value) in [
+      ("--min-interval", arguments.minInterval), ("--max-interval", arguments.maxInterval),
+    ] {
+      // The HCI range: 0x20 to 0xFFFFFF units of 0.625 ms.
+      if let value, !(20...10_485_759).contains(value) {
+        throw .invalid("\(option) must be within 20...10485759 ms")
+      }
+    }
+    if let low = arguments.minInterval, let high = arguments.maxInterval, low > high {
+      throw .invalid("--min-interval must not exceed --max-interval")
+    }
+    var channel: AdvertisingPayload.SecondaryChannel?
+    if let text = arguments.secondaryChannel {
+      guard
+        let parsed = AdvertisingPayload.SecondaryChannel.allCases.first(where: {
+          $0.rawValue.lowercased() == text.lowercased()
+        })
+      else { throw .invalid("--secondary-channel must be 1M, 2M or Coded") }
+      channel = parsed
+    }
     // General discoverable (Flags 0x06), as TransferPeripheral.publish advertises.
     payload = AdvertisingPayload(
       discoverable: true,
       serviceUUIDs: arguments.noServiceUUID ? [] : [BlekitUUID.transferService],
-      manufacturerData: manufacturerData, serviceData: serviceData, localName: name)
+      manufacturerData: manufacturerData, serviceData: serviceData, localName: name,
+      appearance: arguments.appearance, includesTxPower: arguments.includeTxPower,
+      secondaryChannel: channel, minInterval: arguments.minInterval.map { .milliseconds($0) },
+      maxInterval: arguments.maxInterval.map { .milliseconds($0) })
     switch (arguments.readValue, arguments.readClock) {
     case (let text?, false):
       guard text.utf8.count <= 512 else {
@@ -198,12 +245,6 @@ struct AdvertiseCommand: ParsableCommand {
   }
 
   func run() async throws {
-    // Before bluetoothd is asked: an advertisement that cannot fit fails here, with its sizes.
-    do {
-      _ = try payload.validateLegacySize()
-    } catch {
-      throw CLIError(.advertisementTooLarge, error.description)
-    }
     let bytes: [UInt8]
     switch source {
     case .text(let text): bytes = Array(text.utf8)
@@ -214,6 +255,18 @@ struct AdvertiseCommand: ParsableCommand {
     do {
       manager = try await PeripheralManager.open(adapter: adapter)
     } catch {
+      throw Self.cliError(error)
+    }
+    // Before anything is registered: an advertisement that cannot fit fails here, with its
+    // sizes, against the adapter's limit.
+    do {
+      let limit = try await manager.advertisingCapabilities().advertisingDataLimit
+      _ = try payload.validateLegacySize(limit: limit)
+    } catch let error as AdvertisementTooLarge {
+      await manager.close()
+      throw CLIError(.advertisementTooLarge, error.description)
+    } catch {
+      await manager.close()
       throw Self.cliError(error)
     }
     var agent: PairingAgent?
@@ -235,7 +288,7 @@ struct AdvertiseCommand: ParsableCommand {
       if let readSource {
         try await manager.add(Self.readService(readSource, secure: secure).service)
       }
-      try await manager.startAdvertising(payload)
+      try await manager.startAdvertising(payload, txPower: txPower)
       let supervision = try await manager.supervise(returnWithin: AdvertiseFaults.returnWithin)
       let watcher = Task { [agent] in
         await faults.follow(supervision, manager: manager, agent: agent)

@@ -60,6 +60,7 @@ func centralCLIError(_ error: any Error) -> any Error {
     case .disconnected: status = .disconnected
     case .cancelled: return CancellationError()
     case .notPermitted: status = .permissionDenied
+    case .passiveScanUnavailable: status = .passiveScanUnavailable
     case .poweredOff, .scanInProgress, .peripheralNotFound, .system: status = .failure
     default: status = .remoteError
     }

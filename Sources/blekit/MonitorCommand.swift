@@ -28,7 +28,7 @@ struct MonitorCommand: ParsableCommand {
       IDs are kept; the least recently seen is evicted first. If bluetoothd stops or the \
       adapter is powered off, the summary is printed and the command fails. With --mqtt each \
       sighting is also published to the broker (blekit/GATEWAY/ids/ID, rate limited per ID), \
-      every ID's summary every --mqtt-summary seconds and at the end; see docs/fleet.md.
+      every ID's summary every --mqtt-summary seconds and at the end; see docs/fleet.md.       With --passive the controller only listens: bluetoothd's advertisement monitor reports       advertisers whose manufacturer data starts with the company ID (or that advertise the       service), --restart does not apply, and a rotated ID is a new sighting when the data       changes. It needs bluetoothd --experimental (BlueZ 5.66); without it blekit exits 15       and does not fall back to an active scan.
       """
   )
 
@@ -45,6 +45,9 @@ struct MonitorCommand: ParsableCommand {
     let timeout = Option<Duration>(
       "--timeout", short: "t", value: "SECONDS", help: "Stop after this long.")
     let adapter: Option<String> = .adapter(example: "hci1")
+    let passive = Flag(
+      "--passive",
+      help: "Listen only, through an advertisement monitor (needs bluetoothd --experimental).")
     let restart = Option<Duration>(
       "--restart", value: "SECONDS", help: "Restart discovery this often (default 2).")
     let maxIDs = Option<Int>(
@@ -72,6 +75,7 @@ struct MonitorCommand: ParsableCommand {
   let timeout: Duration?
   let adapter: String?
   let restart: Duration
+  let passive: Bool
   let maxIDs: Int
   let json: Bool
   let mqtt: GatewaySettings?
@@ -96,6 +100,10 @@ struct MonitorCommand: ParsableCommand {
     timeout = arguments.timeout
     adapter = arguments.adapter
     restart = arguments.restart ?? .seconds(2)
+    passive = arguments.passive
+    if passive, arguments.restart != nil {
+      throw .invalid("--restart restarts active discovery; a --passive monitor has none")
+    }
     maxIDs = arguments.maxIDs ?? 4096
     json = arguments.json
     mqtt = try GatewayOptions.settings(arguments)
@@ -114,10 +122,15 @@ struct MonitorCommand: ParsableCommand {
   func run() async throws {
     let manager = try await openPoweredCentral(adapter: adapter)
     var services: [BluetoothUUID] = []
-    if case .service(let uuid) = target { services = [uuid] }
+    var companies: [UInt16] = []
+    switch target {
+    case .service(let uuid): services = [uuid]
+    case .manufacturer(let company, _): if passive { companies = [company] }
+    }
     let options = ScanOptions(
       services: services, allowDuplicates: true, includeKnownPeripherals: false,
-      restartInterval: restart, resumeWithin: .seconds(30))
+      restartInterval: passive ? nil : restart, resumeWithin: .seconds(30),
+      manufacturerIDs: companies, mode: passive ? .passive : .active)
     let scan: DiscoveryStream
     do {
       scan = try await manager.scan(options, onInterruption: noteScanInterruption)

@@ -26,7 +26,7 @@ struct ScanCommand: ParsableCommand {
       second, with duplicates on; piped, each discovery is one line, with known company IDs \
       and 16-bit UUIDs named. With --mqtt each discovery is also published to the broker \
       (blekit/GATEWAY/devices/ADDRESS, on change or every --mqtt-interval seconds); a broker \
-      that goes away never stops the scan (see docs/fleet.md).
+      that goes away never stops the scan (see docs/fleet.md). With --passive the controller       only listens: bluetoothd's advertisement monitor reports the advertisers whose data       matches --company (manufacturer data starting with the ID) or --service (first UUID of       its list, or its service data), or any advertisement carrying flags without either; no       scan responses, so fewer names. It needs bluetoothd --experimental (BlueZ 5.66);       without it blekit exits 15 and does not fall back to an active scan.
       """
   )
 
@@ -39,6 +39,12 @@ struct ScanCommand: ParsableCommand {
     let timeout = Option<Duration>(
       "--timeout", short: "t", value: "SECONDS", help: "Stop after this long.")
     let adapter: Option<String> = .adapter(example: "hci1")
+    let company = RepeatedOption<UInt16>(
+      "--company", short: "c", value: "ID",
+      help: "Only peripherals with manufacturer data of this company ID (e.g. 0xFFFF).")
+    let passive = Flag(
+      "--passive",
+      help: "Listen only, through an advertisement monitor (needs bluetoothd --experimental).")
     let duplicates = Flag(
       "--duplicates", help: "Report every advertisement, not each peripheral once.")
     let json = Flag("--json", help: "Print JSON Lines instead of text.")
@@ -62,6 +68,8 @@ struct ScanCommand: ParsableCommand {
   static let restartInterval: Duration = .seconds(2)
 
   let services: [BluetoothUUID]
+  let companies: [UInt16]
+  let passive: Bool
   let rssi: RSSIFilter
   let timeout: Duration?
   let adapter: String?
@@ -72,6 +80,8 @@ struct ScanCommand: ParsableCommand {
 
   init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
     services = try parseServiceUUIDs(arguments.service)
+    companies = arguments.company
+    passive = arguments.passive
     rssi = try parseRSSIFilter(arguments.minRSSI)
     if let timeout = arguments.timeout, timeout <= .zero {
       throw .invalid("--timeout must be more than 0 seconds")
@@ -105,7 +115,8 @@ struct ScanCommand: ParsableCommand {
     // gives every report, and each address is printed once here unless --duplicates.
     let options = ScanOptions(
       services: services, allowDuplicates: duplicates || live != nil || name != nil, rssi: rssi,
-      restartInterval: Self.restartInterval, resumeWithin: .seconds(30))
+      restartInterval: Self.restartInterval, resumeWithin: .seconds(30),
+      manufacturerIDs: companies, mode: passive ? .passive : .active)
     let timeout = self.timeout
     let printOnce = !duplicates && live == nil && name != nil
     let printer = DiscoveryPrinter(
@@ -116,23 +127,14 @@ struct ScanCommand: ParsableCommand {
     // to do then.
     live?.redrawIfNeeded(force: true)
     live?.startRedrawing()
-    var piped: DiscoveryStream?
+    // One stream for the table and for lines: a terminal's table is fed like a pipe.
+    var discoveries: DiscoveryStream?
     do {
-      if live == nil {
-        piped = try await manager.scan(options, onInterruption: noteScanInterruption)
-      }
-      try await withThrowingTaskGroup(of: Void.self) { [piped] group in
-        if live != nil {
-          // The table is drawn where each discovery is made (the D-Bus queue): a new
-          // peripheral shows without waking another thread. A terminal is a safe place to
-          // write from there; a pipe that may fill is not, so piped output takes the stream.
-          let run = try await manager.scan(
-            options, onInterruption: noteScanInterruption, onDiscovery: printer.handle)
-          group.addTask { try await run.wait() }
-        } else if let piped {
-          group.addTask {
-            for try await discovery in piped { printer.handle(discovery) }
-          }
+      let scan = try await manager.scan(options, onInterruption: noteScanInterruption)
+      discoveries = scan
+      try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask {
+          for try await discovery in scan { printer.handle(discovery) }
         }
         if let timeout {
           group.addTask { try await Task.sleep(for: timeout) }
@@ -144,13 +146,13 @@ struct ScanCommand: ParsableCommand {
       live?.stopRedrawing()
       await manager.close()
       await gateway?.finish()
-      noteDroppedDiscoveries(piped)
+      noteDroppedDiscoveries(discoveries)
       throw centralCLIError(error)
     }
     live?.stopRedrawing()
     await manager.close()
     await gateway?.finish()
-    noteDroppedDiscoveries(piped)
+    noteDroppedDiscoveries(discoveries)
   }
 
   /// Turns each discovery into output: a row of the live table, a line, or a JSON object.

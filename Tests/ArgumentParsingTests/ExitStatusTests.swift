@@ -10,6 +10,7 @@ import Testing
       (.bluetoothUnavailable, 4), (.permissionDenied, 5), (.timedOut, 6), (.disconnected, 7),
       (.remoteError, 8), (.advertisementTooLarge, 9), (.notFound, 10), (.notSupported, 11),
       (.unverified, 12), (.outputFailed, 13), (.brokerUnavailable, 14),
+      (.passiveScanUnavailable, 15),
       (.hangUp, 129), (.interrupted, 130), (.terminated, 143),
     ]
     for (status, value) in table {

@@ -277,27 +277,6 @@ private func withFakeBlueZ(
     await central.close()
   }
 
-  @Test func handlerScanEndsWhenTheBusIsLost() async throws {
-    let bus = try ClientTestBus()
-    defer { bus.stop() }
-    let bluez = try await FakeScanningBlueZ(bus: bus)
-    _ = bluez
-    let central = try await CentralManager.open(connection: try bus.connect())
-    // What `blekit scan` on a terminal runs.
-    let run = try await central.scan(ScanOptions(resumeWithin: .seconds(30)), onDiscovery: { _ in })
-    bus.stop()
-    let ending = await within(.seconds(10)) { () -> BluetoothError? in
-      do {
-        try await run.wait()
-        return nil
-      } catch {
-        return error as? BluetoothError
-      }
-    }
-    #expect(ending.value??.code == .busLost)
-    await central.close()
-  }
-
   @Test func anObserverMayCancelItselfFromItsHandler() async throws {
     let bus = try ClientTestBus()
     defer { bus.stop() }
@@ -333,37 +312,6 @@ private func withFakeBlueZ(
     tree.stop()
     #expect(ended.withLock { $0 })
     #expect(other.isCancelled)
-  }
-
-  @Test func handlerScanDeliversWhereMadeAndStopsOnRequest() async throws {
-    try await withFakeBlueZ { bluez, central in
-      let seen = Mutex<[String]>([])
-      let run = try await central.scan(
-        ScanOptions(services: [Self.wanted], resumeWithin: .seconds(30))
-      ) {
-        discovery in
-        seen.withLock { $0.append(discovery.address.rawValue) }
-      }
-      try bluez.advertise(1, uuids: [FakeScanningBlueZ.other])
-      try bluez.advertise(2, uuids: [FakeScanningBlueZ.wanted])
-      #expect(await eventually { seen.withLock { $0 } == ["00:AA:01:01:00:02"] })
-      run.stop()
-      try await run.wait()  // returns: stopped is not an error
-      #expect(await eventually { bluez.count("StopDiscovery") == 1 })
-      try bluez.advertise(3, uuids: [FakeScanningBlueZ.wanted])
-      try await Task.sleep(for: .milliseconds(100))
-      #expect(seen.withLock { $0 } == ["00:AA:01:01:00:02"])
-    }
-  }
-
-  @Test func handlerScanEndsWithThePowerOff() async throws {
-    try await withFakeBlueZ { bluez, central in
-      let run = try await central.scan(
-        ScanOptions(resumeWithin: .seconds(30)), onDiscovery: { _ in })
-      try bluez.powerOff()
-      let error = await #expect(throws: BluetoothError.self) { try await run.wait() }
-      #expect(error?.code == .poweredOff)
-    }
   }
 
   @Test func treeReplayReportsTheChangesOfItsSignals() throws {

@@ -44,14 +44,33 @@ public struct AdvertisingPayload: Hashable, Sendable {
   public var includesTxPower: Bool
   /// Whether a Flags field is counted; `nil` applies BlueZ's rule (`includesFlags`).
   public var flagsOverride: Bool?
+  /// `SecondaryChannel`: advertise with extended advertising on this PHY (`nil`: legacy, or
+  /// bluetoothd's choice). The adapter must list it (``AdvertisingCapabilities``).
+  public var secondaryChannel: SecondaryChannel?
+  /// `MinInterval` and `MaxInterval`, rounded down to milliseconds (`nil`: the controller's
+  /// default). BlueZ 5.66 ignores both unless bluetoothd runs with `--experimental`.
+  public var minInterval: Duration?
+  public var maxInterval: Duration?
+
+  /// The PHY of the secondary advertising channel (`LEAdvertisement1.SecondaryChannel`).
+  public enum SecondaryChannel: String, Hashable, Sendable, CaseIterable {
+    case oneM = "1M"
+    case twoM = "2M"
+    case coded = "Coded"
+  }
 
   /// Creates a payload description.
   public init(
     kind: Kind = .peripheral, discoverable: Bool? = nil, serviceUUIDs: [BluetoothUUID] = [],
     solicitUUIDs: [BluetoothUUID] = [], manufacturerData: [UInt16: [UInt8]] = [:],
     serviceData: [BluetoothUUID: [UInt8]] = [:], localName: String? = nil,
-    appearance: UInt16? = nil, includesTxPower: Bool = false, flagsOverride: Bool? = nil
+    appearance: UInt16? = nil, includesTxPower: Bool = false, flagsOverride: Bool? = nil,
+    secondaryChannel: SecondaryChannel? = nil, minInterval: Duration? = nil,
+    maxInterval: Duration? = nil
   ) {
+    self.secondaryChannel = secondaryChannel
+    self.minInterval = minInterval
+    self.maxInterval = maxInterval
     self.kind = kind
     self.discoverable = discoverable
     self.serviceUUIDs = serviceUUIDs
@@ -164,9 +183,17 @@ public struct AdvertisingPayloadSize: Hashable, Sendable, CustomStringConvertibl
   public var advertisingDataLength: Int { advertisingData.reduce(0) { $0 + $1.length } }
   /// The bytes of the scan response.
   public var scanResponseLength: Int { scanResponse.reduce(0) { $0 + $1.length } }
-  /// Whether the advertising data fits the limit (the scan response always does: the name
-  /// is truncated).
-  public var fits: Bool { advertisingDataLength <= limit }
+  /// The longest single AD structure bluetoothd builds, whatever the adapter's limit: BlueZ
+  /// 5.66 refuses manufacturer or service data of more than 27 bytes (31 with its length,
+  /// type and key) with `org.bluez.Error.Failed` even for extended advertising.
+  public static let fieldLimit = 31
+
+  /// The fields longer than ``fieldLimit``.
+  public var oversizedFields: [Field] { advertisingData.filter { $0.length > Self.fieldLimit } }
+
+  /// Whether the advertising data fits the limit and each field fits ``fieldLimit`` (the scan
+  /// response always does: the name is truncated).
+  public var fits: Bool { advertisingDataLength <= limit && oversizedFields.isEmpty }
 
   /// The advertising data fields in one line, e.g. `flags 3, 128-bit service UUID 18`.
   public var breakdown: String {
@@ -175,7 +202,15 @@ public struct AdvertisingPayloadSize: Hashable, Sendable, CustomStringConvertibl
   }
 
   public var description: String {
-    "advertisement is \(advertisingDataLength) bytes, legacy limit is \(limit): \(breakdown)"
+    let limitText =
+      limit == AdvertisingPayload.legacyLimit
+      ? "legacy limit is \(limit)" : "the adapter's limit (MaxAdvLen) is \(limit)"
+    if advertisingDataLength <= limit, let field = oversizedFields.first {
+      return "advertisement is \(advertisingDataLength) bytes, \(limitText), but \(field.name) "
+        + "takes \(field.length) and bluetoothd builds at most \(Self.fieldLimit) per field: "
+        + breakdown
+    }
+    return "advertisement is \(advertisingDataLength) bytes, \(limitText): \(breakdown)"
   }
 }
 

@@ -29,12 +29,22 @@ public struct ScanOptions: Sendable, Hashable {
   /// scan again (`nil`: the scan ends with bluetoothd's leaving). Peripherals are reported again
   /// after the restart (bluetoothd forgot them).
   public var resumeWithin: Duration?
+  /// Report only peripherals whose manufacturer data carries one of these company IDs; empty
+  /// means any.
+  public var manufacturerIDs: [UInt16]
+  /// Active discovery (default) or passive monitoring (see ``ScanMode``). A passive scan
+  /// ignores ``restartInterval`` and ``includeKnownPeripherals`` (it reports what bluetoothd's
+  /// monitor finds from its start on).
+  public var mode: ScanMode
 
   public init(
     services: [BluetoothUUID] = [], allowDuplicates: Bool = false, rssi: RSSIFilter = .none,
     includeKnownPeripherals: Bool = true, restartInterval: Duration? = nil,
-    timeout: Duration? = nil, resumeWithin: Duration? = nil
+    timeout: Duration? = nil, resumeWithin: Duration? = nil, manufacturerIDs: [UInt16] = [],
+    mode: ScanMode = .active
   ) {
+    self.manufacturerIDs = manufacturerIDs
+    self.mode = mode
     self.services = services
     self.allowDuplicates = allowDuplicates
     self.rssi = rssi
@@ -56,7 +66,18 @@ public struct ScanOptions: Sendable, Hashable {
   /// so it may report more than we asked for).
   func admits(_ discovery: Discovery) -> Bool {
     // A handful of UUIDs on each side: comparing them beats hashing them into a set.
-    if !services.isEmpty, !services.contains(where: discovery.serviceUUIDs.contains) {
+    // A service is advertised in a UUID list or as the key of service data (which bluetoothd
+    // does not add to the device's UUIDs).
+    if !services.isEmpty,
+      !services.contains(where: {
+        discovery.serviceUUIDs.contains($0) || discovery.serviceData[$0] != nil
+      })
+    {
+      return false
+    }
+    if !manufacturerIDs.isEmpty,
+      !manufacturerIDs.contains(where: { discovery.manufacturerData[$0] != nil })
+    {
       return false
     }
     return rssi.admits(discovery.reportedRSSI)
@@ -175,6 +196,7 @@ extension CentralManager {
   func startScan(_ options: ScanOptions, sink: ScanSink) async throws(BluetoothError)
     -> ScanSession
   {
+    if options.mode.isPassive { return try await startPassiveScan(options, sink: sink) }
     let adapter = try await adapter()
     guard !isScanning else {
       throw BluetoothError(.scanInProgress, "a scan is already running on this central")
@@ -239,6 +261,9 @@ struct DiscoveryFilterState {
   let options: ScanOptions
   let adapter: ObjectPath
   var reported: Set<ObjectPath> = []
+  /// A passive session's devices found by its monitor (only these are reported); `nil` for an
+  /// active session.
+  var monitored: Set<ObjectPath>?
 
   init(options: ScanOptions, adapter: ObjectPath) {
     self.options = options
@@ -251,6 +276,7 @@ struct DiscoveryFilterState {
     -> Discovery?
   {
     guard path.isDescendant(of: adapter) else { return nil }
+    if let monitored, !monitored.contains(path) { return nil }
     guard !options.allowDuplicates ? !reported.contains(path) : true else { return nil }
     guard
       let advertised = advertisement(),

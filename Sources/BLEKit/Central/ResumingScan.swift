@@ -4,67 +4,10 @@ import BlueZ
 import DBus
 import Synchronization
 
-/// A scan started with ``CentralManager/scan(_:onInterruption:onDiscovery:)``.
-public struct ScanRun: Sendable {
-  let ends: AsyncThrowingStream<Never, any Error>
-  let continuation: AsyncThrowingStream<Never, any Error>.Continuation
-
-  /// Waits for the end of the scan: returns once it is stopped (by ``stop()``, or by cancelling
-  /// the waiting task, which also stops it) or the central closed; throws the scan's error (a
-  /// power-off, a removed adapter, bluetoothd gone for longer than the wait).
-  public func wait() async throws {
-    for try await _ in ends {}
-  }
-
-  /// Stops the scan: no more discoveries; this client's discovery session ends shortly after.
-  public func stop() { continuation.finish() }
-}
-
-/// Whether a handler-driven scan still wants its discoveries.
-private final class RunningFlag: Sendable {
-  private let on = Atomic(true)
-  var isOn: Bool { on.load(ordering: .acquiring) }
-  func turnOff() { on.store(false, ordering: .releasing) }
-}
-
 extension CentralManager {
   /// How long a power-off waits to see whether bluetoothd is stopping: it powers its adapters
   /// off, then removes them, then leaves the bus, and on a loaded machine that takes seconds.
   static let serviceStopGrace: Duration = .seconds(10)
-
-  /// Scans like ``scan(_:onInterruption:)``, but calls `onDiscovery` with each discovery where
-  /// it is made (on the D-Bus connection's queue, as bluetoothd's signal is read) instead of
-  /// handing it to a stream: no task is woken per discovery, which is what a live display
-  /// wants. The handler runs with the scan locked, one discovery at a time: it must return
-  /// quickly, must not block (a write to a terminal is fine; to a pipe that may fill, use the
-  /// stream) and must not call this central.
-  ///
-  /// The returned ``ScanRun`` ends the way the stream would.
-  public func scan(
-    _ options: ScanOptions = ScanOptions(),
-    onInterruption: @escaping @Sendable (BluetoothdInterruption) -> Void = { _ in },
-    onDiscovery: @escaping @Sendable (Discovery) -> Void
-  ) async throws(BluetoothError) -> ScanRun {
-    let (stream, continuation) = AsyncThrowingStream.makeStream(
-      of: Never.self, throwing: (any Error).self)
-    let running = RunningFlag()
-    let supervisor = try await superviseScan(
-      options, onInterruption: onInterruption,
-      deliver: { discovery in if running.isOn { onDiscovery(discovery) } },
-      finish: { error in continuation.finish(throwing: error) })
-    let timer = options.timeout.map { limit in
-      Task {
-        try? await Task.sleep(for: limit)
-        if !Task.isCancelled { continuation.finish() }
-      }
-    }
-    continuation.onTermination = { _ in
-      running.turnOff()
-      timer?.cancel()
-      supervisor.cancel()
-    }
-    return ScanRun(ends: stream, continuation: continuation)
-  }
 
   /// Starts a scan whose sessions hand their discoveries straight to `deliver`, and a task that
   /// waits for each session's end: it starts the next session after a bluetoothd restart (when

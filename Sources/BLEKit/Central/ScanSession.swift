@@ -54,6 +54,10 @@ final class ScanSession: Sendable {
   private let sink: ScanSink
   private let state: Mutex<State>
   private let observation = Mutex<BlueZObjectObservation?>(nil)
+  /// The tree observed (a passive session reads a found device's properties from it).
+  private let tree = Mutex<BlueZObjectTree?>(nil)
+  /// A passive session's advertisement monitor.
+  private let monitor = MonitorLink()
 
   /// A session; it holds back what it finds until ``started()``.
   init(
@@ -66,10 +70,12 @@ final class ScanSession: Sendable {
     self.options = options
     self.sink = sink
     state = Mutex(State(filter: DiscoveryFilterState(options: options, adapter: adapter.path)))
+    if options.mode.isPassive { state.withLock { $0.filter.monitored = [] } }
   }
 
   /// Starts observing `tree`; peripherals it already knows are reported first, if asked.
   func observe(_ tree: BlueZObjectTree) {
+    self.tree.withLock { $0 = tree }
     let observation = tree.observe(
       { [weak self] event in self?.handle(event) },
       startingWith: { [self] objects, _ in
@@ -142,11 +148,57 @@ final class ScanSession: Sendable {
     restarter?.cancel()
     // A task of its own: a cancelled caller's StopDiscovery call would be cancelled before
     // it is sent.
-    await Task { [adapter, manager] in
+    let passive = options.mode.isPassive
+    await Task { [adapter, manager, monitor] in
       await restarter?.value
-      try? await adapter.stopDiscovery()
+      if passive {
+        await monitor.take()?.unregister()
+      } else {
+        try? await adapter.stopDiscovery()
+      }
       await manager.scanEnded()
     }.value
+  }
+
+  // MARK: Passive sessions
+
+  /// Keeps the registered monitor, to unregister it at the stop.
+  func holdMonitor(_ registration: AdvertisementMonitorRegistration) {
+    monitor.hold(registration)
+  }
+
+  /// How many monitors bluetoothd must activate before the session counts as started.
+  func expectMonitors(_ count: Int) {
+    monitor.expect(count)
+  }
+
+  /// Unregisters the monitor now (a start that failed).
+  func releaseMonitor() async {
+    await monitor.take()?.unregister()
+  }
+
+  /// Whether bluetoothd activated the monitor within `limit`.
+  func waitForActivation(within limit: Duration) async -> Bool {
+    await monitor.waitForActivation(within: limit)
+  }
+
+  /// bluetoothd's call to the monitor: a found device is reported (with the properties the
+  /// tree holds; if its object is not there yet, it is reported when it arrives); a lost one
+  /// is reported again when found again.
+  func monitorEvent(_ event: AdvertisementMonitorEvent) {
+    switch event {
+    case .activated: monitor.settle(true)
+    case .released: monitor.settle(false)
+    case .deviceFound(let path):
+      state.withLock { _ = $0.filter.monitored?.insert(path) }
+      let properties = tree.withLock { $0?.objects[path]?[Device1.interface] }
+      if let properties { report(path) { DeviceAdvertisement(properties) } }
+    case .deviceLost(let path):
+      state.withLock { state in
+        state.filter.monitored?.remove(path)
+        state.filter.forget(path)
+      }
+    }
   }
 
   // MARK: On the D-Bus queue

@@ -8,29 +8,37 @@ extension PeripheralManager {
   /// Starts advertising `payload` (`LEAdvertisingManager1.RegisterAdvertisement`), replacing
   /// the current advertisement.
   ///
-  /// The legacy size (31 bytes) is computed first: when the advertising data does not fit, the
+  /// The size is computed first, against the adapter's
+  /// ``AdvertisingCapabilities/advertisingDataLimit`` (its `MaxAdvLen` when bluetoothd reports
+  /// it, else the 31 bytes of legacy advertising): when the advertising data does not fit, the
   /// error lists which fields take how many bytes instead of bluetoothd's bare
-  /// `org.bluez.Error.Failed`.
-  /// - Throws: ``BluetoothError/Code/advertisementTooLarge``; bluetoothd's error
-  ///   (e.g. `notSupported` when the adapter cannot include the TX power).
+  /// `org.bluez.Error.Failed`. `txPower` (dBm) and the payload's intervals are requests that
+  /// BlueZ 5.66 honours only with `--experimental`, and ignores silently otherwise.
+  /// - Throws: ``BluetoothError/Code/advertisementTooLarge``; ``BluetoothError/Code/notSupported``
+  ///   for a secondary channel or an included TX power the adapter does not offer;
+  ///   bluetoothd's error.
   public func startAdvertising(_ payload: AdvertisingPayload, txPower: Int16? = nil)
     async
     throws(BluetoothError)
   {
+    let capabilities = try await advertisingCapabilities()
     let size: AdvertisingPayloadSize
     do {
-      size = try payload.validateLegacySize()
+      size = try payload.validateLegacySize(limit: capabilities.advertisingDataLimit)
     } catch {
       throw .advertisementTooLarge(error.description)
     }
     let manager = LEAdvertisingManager1(connection: connection, adapter: adapterPath)
+    if let channel = payload.secondaryChannel, !capabilities.secondaryChannels.contains(channel) {
+      let offered = capabilities.secondaryChannels.map(\.rawValue)
+      throw BluetoothError(
+        .notSupported,
+        "adapter \(adapterName) offers no \(channel.rawValue) secondary channel (supported: "
+          + "\(offered.isEmpty ? "none" : offered.joined(separator: ", ")); BlueZ 5.66 lists "
+          + "them only with --experimental, and only for controllers with extended advertising)")
+    }
     if payload.includesTxPower {
-      let supported: [String]
-      do {
-        supported = try await manager.properties().supportedIncludes
-      } catch {
-        throw .bluez(error)
-      }
+      let supported = capabilities.supportedIncludes
       guard supported.contains("tx-power") else {
         throw .bluez(
           BlueZError(
@@ -91,6 +99,18 @@ extension PeripheralManager {
     state.withLock { $0.advertisement?.isRegistered ?? false }
   }
 
+  /// The adapter's advertising capabilities (`LEAdvertisingManager1`'s properties).
+  /// The corresponding D-Bus member is `org.freedesktop.DBus.Properties.GetAll`.
+  public func advertisingCapabilities() async throws(BluetoothError) -> AdvertisingCapabilities {
+    do {
+      return AdvertisingCapabilities(
+        try await LEAdvertisingManager1(connection: connection, adapter: adapterPath)
+          .properties())
+    } catch {
+      throw .bluez(error)
+    }
+  }
+
   /// BlueZ's advertisement object for a payload.
   static func advertisement(_ payload: AdvertisingPayload, txPower: Int16?) -> LEAdvertisement {
     LEAdvertisement(
@@ -106,6 +126,15 @@ extension PeripheralManager {
       includes: payload.includesTxPower ? ["tx-power"] : nil,
       discoverable: payload.kind == .broadcast ? nil : payload.discoverable,
       txPower: txPower,
-      appearance: payload.appearance)
+      appearance: payload.appearance,
+      secondaryChannel: payload.secondaryChannel?.rawValue,
+      minInterval: payload.minInterval.map(milliseconds),
+      maxInterval: payload.maxInterval.map(milliseconds))
+  }
+
+  /// Whole milliseconds, as `MinInterval`/`MaxInterval` take them.
+  private static func milliseconds(_ duration: Duration) -> UInt32 {
+    let (seconds, attoseconds) = duration.components
+    return UInt32(clamping: max(0, seconds * 1000 + attoseconds / 1_000_000_000_000_000))
   }
 }
