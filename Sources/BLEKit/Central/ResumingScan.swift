@@ -69,12 +69,15 @@ extension CentralManager {
     }
   }
 
-  /// Whether a scan's error means bluetoothd left or took the adapter away (rather than a
-  /// power-off that stays). A removed adapter counts: bluetoothd removes its adapters as it
-  /// stops, and an adapter that comes back within the wait is scanned again.
+  /// Whether a scan's error means bluetoothd left (rather than a power-off or an adapter
+  /// removal that stays). bluetoothd removes its adapters as it stops, so a removed adapter
+  /// counts only when bluetoothd leaves the bus within ``serviceStopGrace``; a controller
+  /// unplugged under a running bluetoothd ends the scan with ``BluetoothError/Code/adapterNotFound``.
   private func bluetoothdLeft(after error: BluetoothError) async -> Bool {
     switch error.code {
-    case .serviceUnavailable, .adapterNotFound: return true
+    case .serviceUnavailable: return true
+    case .adapterNotFound:
+      return await becomes([.serviceUnavailable], within: Self.serviceStopGrace)
     case .poweredOff:
       return await becomes([.serviceUnavailable, .unsupported], within: Self.serviceStopGrace)
     default: return false
