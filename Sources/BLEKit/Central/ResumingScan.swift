@@ -35,10 +35,12 @@ extension CentralManager {
           finish(nil)
           return
         case .failed(let error)?:
-          guard options.resumeWithin != nil, let error = error as? BluetoothError,
-            await bluetoothdLeft(after: error)
-          else {
+          guard options.resumeWithin != nil, let error = error as? BluetoothError else {
             finish(error)
+            return
+          }
+          if let ending = await endingUnlessBluetoothdLeft(after: error) {
+            finish(ending)
             return
           }
         }
@@ -69,18 +71,25 @@ extension CentralManager {
     }
   }
 
-  /// Whether a scan's error means bluetoothd left (rather than a power-off or an adapter
-  /// removal that stays). bluetoothd removes its adapters as it stops, so a removed adapter
-  /// counts only when bluetoothd leaves the bus within ``serviceStopGrace``; a controller
-  /// unplugged under a running bluetoothd ends the scan with ``BluetoothError/Code/adapterNotFound``.
-  private func bluetoothdLeft(after error: BluetoothError) async -> Bool {
+  /// The error a scan ends with, or nil when its error means bluetoothd left (and the scan
+  /// waits for its return). bluetoothd powers its adapters off, removes them, then leaves the
+  /// bus as it stops, and on a loaded machine that takes seconds: a power-off or a removal
+  /// counts as bluetoothd leaving only when org.bluez leaves the bus within
+  /// ``serviceStopGrace``. A controller unplugged under a running bluetoothd is first seen as a
+  /// power-off, then as the adapter's removal: that ends the scan with
+  /// ``BluetoothError/Code/adapterNotFound``, not with the power-off.
+  private func endingUnlessBluetoothdLeft(after error: BluetoothError) async -> BluetoothError? {
     switch error.code {
-    case .serviceUnavailable: return true
-    case .adapterNotFound:
-      return await becomes([.serviceUnavailable], within: Self.serviceStopGrace)
-    case .poweredOff:
-      return await becomes([.serviceUnavailable, .unsupported], within: Self.serviceStopGrace)
-    default: return false
+    case .serviceUnavailable:
+      return nil
+    case .adapterNotFound, .poweredOff:
+      if await becomes([.serviceUnavailable], within: Self.serviceStopGrace) { return nil }
+      if error.code == .poweredOff, state == .unsupported {
+        return BluetoothError(.adapterNotFound, "adapter \(adapterName) was removed")
+      }
+      return error
+    default:
+      return error
     }
   }
 
