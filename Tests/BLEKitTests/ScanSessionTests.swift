@@ -83,6 +83,12 @@ final class FakeScanningBlueZ: Sendable {
       path: Self.adapter, interface: Adapter1.interface, changed: ["Powered": .bool(false)])
   }
 
+  /// The controller unplugged: bluetoothd reports the power-off first, then removes the adapter.
+  func unplug() throws {
+    try powerOff()
+    connection.unexport(Self.adapter)
+  }
+
   func count(_ member: String) -> Int {
     record.calls.withLock { $0.filter { $0 == member }.count }
   }
@@ -240,6 +246,29 @@ private func withFakeBlueZ(
     #expect(seen.count == 2)
     #expect(seen.last == .resumed)
     await central.close()
+  }
+
+  @Test func resumingScansEndWithTheRemovalWhenTheControllerIsUnplugged() async throws {
+    try await withFakeBlueZ { bluez, central in
+      let interruptions = Mutex<[BluetoothdInterruption]>([])
+      let scan = try await central.scan(ScanOptions(resumeWithin: .seconds(30))) {
+        interruption in interruptions.withLock { $0.append(interruption) }
+      }
+      try bluez.advertise(1, uuids: [])
+      var iterator = scan.makeAsyncIterator()
+      #expect(try await iterator.next()?.address.rawValue == "00:AA:01:01:00:01")
+      let start = ContinuousClock.now
+      try bluez.unplug()
+      let error = await #expect(throws: BluetoothError.self) {
+        while try await iterator.next() != nil {}
+      }
+      // The removal, not the power-off that came first, and no wait for a bluetoothd return
+      // beyond the grace in which a stopping bluetoothd would have left the bus.
+      #expect(error?.code == .adapterNotFound)
+      #expect(error?.message.contains("hci0 was removed") == true)
+      #expect(ContinuousClock.now - start < CentralManager.serviceStopGrace + .seconds(5))
+      #expect(interruptions.withLock { $0 }.isEmpty)
+    }
   }
 
   @Test func resumingScansEndAtOnceWhenTheBusIsLost() async throws {
