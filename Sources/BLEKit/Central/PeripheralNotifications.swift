@@ -15,8 +15,13 @@ public enum NotificationMethod: Sendable, Hashable {
 /// The notifications (or indications) of one characteristic, in arrival order
 /// (CoreBluetooth's `setNotifyValue(true, for:)` and `didUpdateValueFor`).
 ///
-/// Nothing is dropped: values are buffered until read. Ending the iteration, cancelling it, or
-/// ``stop()`` unsubscribes. If the peripheral disconnects, values already received are still
+/// Nothing this stream has received is dropped: values are buffered until read. Values can be
+/// lost before they reach it, without a sign, when the peer sends faster than the host takes
+/// them: the kernel drops ATT notifications that do not fit bluetoothd's socket (ATT has no
+/// flow control), and bluetoothd drops a value it cannot write to a full AcquireNotify socket
+/// (it logs `sendmsg: Resource temporarily unavailable`). Values that must all arrive need
+/// numbers of their own (as blekit's sequenced transfer frames have). Ending the iteration,
+/// cancelling it, or ``stop()`` unsubscribes. If the peripheral disconnects, values already received are still
 /// delivered, then the sequence throws ``BluetoothError/Code/disconnected``; it never hangs.
 public struct NotificationStream: AsyncSequence, Sendable {
   public typealias Element = [UInt8]
