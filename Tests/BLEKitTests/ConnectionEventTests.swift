@@ -62,6 +62,48 @@ import Testing
     await central.close()
   }
 
+  @Test func anMTUExchangeIsOneEventPerNewValue() async throws {
+    let bus = try ClientTestBus()
+    defer { bus.stop() }
+    let bluez = try await FakeBlueZObjects(bus: bus)
+    try bluez.exportAdapter("hci0", powered: true)
+    try bluez.exportDevice(Self.first, address: "00:AA:01:01:00:01", uuids: [])
+    // Two characteristics of the device's one service, as bluetoothd exports them.
+    let service = Self.first.appending("service000a")
+    let characteristics = [service.appending("char000b"), service.appending("char000d")]
+    for path in characteristics {
+      try bluez.connection.export(
+        ExportedObject(interfaces: [
+          FakeBlueZObjects.interface(
+            GattCharacteristic1.interface,
+            [
+              "UUID": .string("00002a37-0000-1000-8000-00805f9b34fb"),
+              "Service": .objectPath(service), "MTU": .uint16(23),
+            ])
+        ]), at: path)
+    }
+    let central = try await CentralManager.open(connection: try bus.connect())
+    let one = try #require(await central.peripheral(address: BluetoothAddress("00:AA:01:01:00:01")))
+    let events = await central.connectionEvents()
+
+    // bluetoothd signals each exchange on every characteristic of the link.
+    func exchange(_ mtu: UInt16) throws {
+      for path in characteristics {
+        try bluez.connection.emitPropertiesChanged(
+          path: path, interface: GattCharacteristic1.interface, changed: ["MTU": .uint16(mtu)])
+      }
+    }
+    try exchange(185)
+    try exchange(185)  // the same value again: no event
+    try exchange(517)
+    try bluez.connection.emitPropertiesChanged(
+      path: Self.first, interface: Device1.interface, changed: ["Connected": .bool(true)])
+
+    let seen = await Self.take(3, from: events)
+    #expect(seen == [.mtuChanged(one, mtu: 185), .mtuChanged(one, mtu: 517), .connected(one)])
+    await central.close()
+  }
+
   @Test func aLinkUpBeforeTheStreamIsReportedWhenItGoesDown() async throws {
     let bus = try ClientTestBus()
     defer { bus.stop() }

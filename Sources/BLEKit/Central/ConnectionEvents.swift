@@ -16,6 +16,10 @@ public enum ConnectionEvent: Sendable, Hashable {
   /// peripheral's Service Changed indication): look them up again, as CoreBluetooth's
   /// `didModifyServices` asks.
   case servicesResolved(PeripheralIdentifier)
+  /// The link's ATT MTU is now `mtu` (an MTU exchange). bluetoothd (5.62 and later) reports it
+  /// on each of the peripheral's characteristics once its services are resolved; this comes
+  /// once per new value. Values then hold up to `mtu - 3` bytes in one notification or write.
+  case mtuChanged(PeripheralIdentifier, mtu: Int)
 }
 
 extension CentralManager {
@@ -45,13 +49,16 @@ enum ConnectionEventRelay {
     onEnd: @escaping @Sendable () -> Void = {}
   ) -> AsyncStream<ConnectionEvent> {
     let device = Device1.interface
+    let characteristic = GattCharacteristic1.interface
     let connection = objects.connection
     let (snapshot, _, events) = objects.subscribe { event in
       switch event {
       case .propertiesChanged(let path, let interface, let changed, _, _):
-        interface == device && path.parent == adapter
+        (interface == device && path.parent == adapter
           && (changed[Device1.connected.name] != nil
-            || changed[Device1.servicesResolved.name] != nil)
+            || changed[Device1.servicesResolved.name] != nil))
+          || (interface == characteristic && changed[GattCharacteristic1.mtu.name] != nil
+            && Self.device(of: path)?.parent == adapter)
       case .interfacesRemoved(let path, let interfaces):
         interfaces.contains(device) && path.parent == adapter
       case .connectionLost: true
@@ -74,8 +81,23 @@ enum ConnectionEventRelay {
     }
     let relay = Task { [alreadyUp] in
       var connected = alreadyUp
+      // The last MTU reported per device, so that one exchange (signalled on every
+      // characteristic) is one event.
+      var mtus: [ObjectPath: Int] = [:]
       for await event in events {
         switch event {
+        case .propertiesChanged(let path, let interface, let changed, _, _)
+        where interface == characteristic:
+          guard let value = changed[GattCharacteristic1.mtu.name]?.uint16Value,
+            let devicePath = Self.device(of: path), mtus[devicePath] != Int(value),
+            let properties = try? objects.proxy(Device1.self, at: devicePath),
+            let text = properties[Device1.address],
+            let address = BluetoothAddress(rawValue: text)
+          else { continue }
+          mtus[devicePath] = Int(value)
+          let peripheral = PeripheralIdentifier(
+            address: address, adapter: adapter, path: devicePath)
+          continuation.yield(.mtuChanged(peripheral, mtu: Int(value)))
         case .propertiesChanged(let path, _, let changed, _, let current):
           let properties = Device1(uncheckedPath: path, properties: current, connection: connection)
           guard let text = properties[Device1.address],
@@ -86,6 +108,7 @@ enum ConnectionEventRelay {
             if isUp, connected.insert(peripheral).inserted {
               continuation.yield(.connected(peripheral))
             } else if !isUp, connected.remove(peripheral) != nil {
+              mtus[path] = nil
               continuation.yield(.disconnected(peripheral))
             }
           }
@@ -93,6 +116,7 @@ enum ConnectionEventRelay {
             continuation.yield(.servicesResolved(peripheral))
           }
         case .interfacesRemoved(let path, _):
+          mtus[path] = nil
           for peripheral in connected where peripheral.path == path {
             connected.remove(peripheral)
             continuation.yield(.disconnected(peripheral))
@@ -112,5 +136,11 @@ enum ConnectionEventRelay {
       onEnd()
     }
     return stream
+  }
+
+  /// The device a characteristic's path belongs to (`/org/bluez/hci0/dev_…/service000a/
+  /// char000b` → `/org/bluez/hci0/dev_…`).
+  static func device(of characteristic: ObjectPath) -> ObjectPath? {
+    characteristic.parent?.parent
   }
 }

@@ -46,7 +46,7 @@ extension PeripheralManager {
         switch link {
         case .connected(let peer): continuation.yield(.connected(Central(peer)))
         case .disconnected(let peer): continuation.yield(.disconnected(Central(peer)))
-        case .servicesResolved: continue
+        case .servicesResolved, .mtuChanged: continue
         }
       }
       continuation.finish()
