@@ -165,10 +165,21 @@ func pipeStandardStreams(
     return first
   }
   switch result {
-  case .success: return
+  case .success:
+    break
   case .failure(let error as L2CAPError) where error.code == .closed:
     // Our input still had bytes when the peer closed: what it sent was all written out.
-    return
+    break
   case .failure(let error): throw l2capCLIError(error)
+  }
+  // The kernel's receive queue came near full: the kernels named in L2CAPChannel's
+  // documentation may then reorder SDUs or drop the last ones. The bytes are out; the status
+  // says they may be wrong.
+  let nearlyFull = channel.receiveQueueNearlyFull
+  if nearlyFull > 0 {
+    throw CLIError(
+      .unverified,
+      "the kernel's receive queue was nearly full (\(nearlyFull) reads); this kernel may "
+        + "then reorder or drop SDUs, so the output is unverified (docs/l2cap.md)")
   }
 }

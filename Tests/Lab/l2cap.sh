@@ -98,6 +98,10 @@ rc=$?
 finish_listener
 if ((rc == 0 && LISTEN_RC == 0)) && cmp -s "$OUT/1m.bin" "$OUT/up.listen.out"; then
   ok "connect -> listen: 1 MiB byte-exact, PSM $PSM from the characteristic ($((SECONDS - start)) s)"
+elif ((rc == 0 && LISTEN_RC == 12)) && grep -q unverified "$OUT/up.listen.err"; then
+  # The kernel's receive queue came near full (a late reader on this loaded emulator): the
+  # output may be wrong and listen said so (docs/l2cap.md). Which of the two, is printed.
+  ok "connect -> listen: listen exit 12, unverified (exact: $(cmp -s "$OUT/1m.bin" "$OUT/up.listen.out" && echo yes || echo no); $(first_line "$OUT/up.listen.err" | tail -c 160))"
 else
   fail "connect -> listen: connect exit $rc ($(first_line "$OUT/up.connect.err")), listen exit" \
     "$LISTEN_RC ($(first_line "$OUT/up.listen.err")); $(cmp "$OUT/1m.bin" "$OUT/up.listen.out" 2>&1)"
@@ -112,9 +116,32 @@ rc=$?
 finish_listener
 if ((rc == 0 && LISTEN_RC == 0)) && [[ $PSM == 201 ]] && cmp -s "$OUT/256k.bin" "$OUT/down.connect.out"; then
   ok "listen --psm 201 -> connect --psm 201: 256 KiB byte-exact ($((SECONDS - start)) s)"
+elif ((rc == 12 && LISTEN_RC == 0)) && [[ $PSM == 201 ]] && grep -q unverified "$OUT/down.connect.err"; then
+  ok "listen --psm 201 -> connect --psm 201: connect exit 12, unverified (exact: $(cmp -s "$OUT/256k.bin" "$OUT/down.connect.out" && echo yes || echo no))"
 else
   fail "listen -> connect: connect exit $rc ($(first_line "$OUT/down.connect.err")), listen exit" \
     "$LISTEN_RC ($(first_line "$OUT/down.listen.err")); PSM '$PSM'"
+fi
+
+# --- a consumer far behind: 2 MiB into a reader that sleeps first ------------------------------
+# connect's standard output is a pipe to a process that reads nothing for 40 s, so the channel's
+# buffer (1,024 SDUs) fills, reading pauses and the kernel's receive queue fills. The kernel may
+# then reorder or drop SDUs (docs/l2cap.md), so the rule is: exit 0 with the exact bytes, or
+# exit 12 (unverified) with one line that says why; never exit 0 with other bytes. (The pipes
+# above follow the same rule.)
+start=$SECONDS
+LISTEN_IN=$OUT/2m.bin listen slow --psm 202
+"$BLEKIT" l2cap connect -a hci0 --timeout 60 --psm 202 --receive-only "$PERIPHERAL" \
+  2>"$OUT/slow.connect.err" | { sleep 40; cat >"$FAST/slow.connect.out"; }
+rc=${PIPESTATUS[0]}
+finish_listener
+exact=no
+cmp -s "$OUT/2m.bin" "$OUT/slow.connect.out" && exact=yes
+if { ((rc == 0)) && [[ $exact == yes ]]; } \
+  || { ((rc == 12)) && grep -q 'unverified' "$OUT/slow.connect.err"; }; then
+  ok "slow consumer: exit $rc, exact: $exact ($(first_line "$OUT/slow.connect.err" | tail -c 200)) ($((SECONDS - start)) s)"
+else
+  fail "slow consumer: exit $rc, exact: $exact, listen exit $LISTEN_RC ($(first_line "$OUT/slow.connect.err")); $(cmp "$OUT/2m.bin" "$OUT/slow.connect.out" 2>&1)"
 fi
 
 # --- EOF at once: connect with empty stdin closes; listen prints nothing, both exit 0 ------------
@@ -254,6 +281,11 @@ wait "$recv"
 rc=$?
 if ((rc == 7)) && [[ ! -s $OUT/kill.out ]] && grep -q "ended after [0-9]* of 2097152 bytes" "$OUT/kill.err"; then
   ok "sender killed mid-stream: receive --l2cap exit 7 within $((SECONDS - start)) s, nothing printed:" \
+    "$(first_line "$OUT/kill.err")"
+elif ((rc == 12)) && [[ ! -s $OUT/kill.out ]] && grep -q "the message is corrupt" "$OUT/kill.err"; then
+  # All the bytes came (the killed sender's kernel sent what it held) but not in order: the
+  # kernel's receive path after a full queue (docs/l2cap.md). Refused too, nothing printed.
+  ok "sender killed mid-stream: receive --l2cap refused a reordered message (exit 12), nothing printed:" \
     "$(first_line "$OUT/kill.err")"
 else
   fail "sender killed: receive exit $rc, $(stat -c %s "$OUT/kill.out") bytes printed: $(first_line "$OUT/kill.err")"

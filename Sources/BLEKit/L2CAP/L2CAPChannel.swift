@@ -14,6 +14,18 @@ import Synchronization
 /// - Incoming SDUs arrive in ``incoming`` (one consumer). At most ``bufferedSDUs`` wait
 ///   there; while the buffer is full the channel stops reading, the kernel stops granting
 ///   credits, and the peer's sends wait: back-pressure end to end.
+///
+///   Linux kernels with "Bluetooth: compute LE flow credits based on recvbuf space" (mainline
+///   ce60b9231b66; backported to Debian 12's 6.1.0-57 and others) can deliver SDUs out of
+///   order, and lose the last ones, once the socket's receive queue has filled: the SDUs that
+///   do not fit are parked, an SDU arriving after the reader made room is queued at once
+///   ahead of them (the parking is honoured only for ERTM channels in `l2cap_sock_recv_cb`),
+///   and parked SDUs still there when the channel closes are freed. The queue fills when this
+///   side reads too late (a busy machine, or reading paused): the buffer here is large (1,024
+///   SDUs by default), and after every read the channel checks how full the kernel's queue
+///   was (`SO_MEMINFO`); ``receiveQueueNearlyFull`` counts the reads that found it at least
+///   three-quarters full. Where the order matters, treat a non-zero count as "the order and
+///   the end may be wrong" (blekit's `l2cap` pipe exits 12 then) or frame the messages.
 /// - ``send(_:)`` hands one SDU to the kernel and returns when it is accepted; it waits
 ///   while the kernel's send buffer is full (the peer has granted no credits). Blocking
 ///   system calls run on the channel's own dispatch queues, never on Swift's cooperative pool.
@@ -48,7 +60,7 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
 
   /// Takes over a connected socket.
   init(
-    fd: Int32, peer: L2CAPSocketAddress, psm: L2CAPPSM, bufferedSDUs: Int = 16
+    fd: Int32, peer: L2CAPSocketAddress, psm: L2CAPPSM, bufferedSDUs: Int = 1024
   ) throws(L2CAPError) {
     do {
       sendMTU = try L2CAPSocket.mtu(fd, option: L2CAPSocket.optionSendMTU)
@@ -116,6 +128,11 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
   /// Whether the channel has ended (closed by either side, or the link lost).
   public var isClosed: Bool { core.isEnded }
 
+  /// How many reads found the kernel's receive queue at least three-quarters full. Zero means
+  /// the queue never came near the point where the kernels named above park SDUs (and may
+  /// reorder or drop them); non-zero means it may have reached it.
+  public var receiveQueueNearlyFull: Int { core.nearlyFull }
+
   /// The received SDUs of one channel, as an AsyncSequence with a bounded buffer.
   public struct SDUs: AsyncSequence, Sendable {
     public typealias Element = [UInt8]
@@ -153,6 +170,8 @@ final class L2CAPChannelCore: Sendable {
     var ended = false
     /// What ended the incoming side, for sends that fail after it.
     var endError: L2CAPError?
+    /// Reads after which the kernel's receive queue was at least three-quarters full.
+    var nearlyFull = 0
   }
   private let state: Mutex<State>
   private let fd: Int32
@@ -172,6 +191,8 @@ final class L2CAPChannelCore: Sendable {
   }
 
   var isEnded: Bool { state.withLock { $0.ended || $0.closing } }
+
+  var nearlyFull: Int { state.withLock { $0.nearlyFull } }
 
   /// Starts the reader; the stream holds what it read.
   func start(receiveMTU: Int) -> AsyncThrowingStream<[UInt8], any Error> {
@@ -193,11 +214,24 @@ final class L2CAPChannelCore: Sendable {
       room.wait()
       if state.withLock({ $0.closing }) { break }
       let count = L2CAPSocket.read(fd, into: &buffer)
+      // Still this full after a read: it may have been full before (see L2CAPChannel).
+      if let fill = L2CAPSocket.receiveQueueFill(fd), fill.held * 4 >= fill.limit * 3 {
+        state.withLock { $0.nearlyFull += 1 }
+      }
       if count > 0 {
         continuation.yield(Array(buffer[..<count]))
         continue
       }
-      if count == 0 { break }
+      // The end, unless SDUs the kernel had parked (see L2CAPChannel) were moved into the
+      // queue by the read that found it empty: then the next read returns them.
+      if count == 0 {
+        let again = L2CAPSocket.read(fd, into: &buffer)
+        if again > 0 {
+          continuation.yield(Array(buffer[..<again]))
+          continue
+        }
+        break
+      }
       let number = errno
       if state.withLock({ $0.closing }) { break }
       // ECONNRESET: the peer's L2CAP Disconnect Request (its close), or its host ending the

@@ -137,6 +137,22 @@ enum L2CAPSocket {
     return max(0, Int(size) - Int(free))
   }
 
+  /// `SO_MEMINFO`: the socket's memory counters (`u32[SK_MEMINFO_VARS]`), of which the first
+  /// two are `SK_MEMINFO_RMEM_ALLOC` (what the receive queue holds, with each buffer's overhead)
+  /// and `SK_MEMINFO_RCVBUF` (the limit beyond which the kernel stops queueing).
+  static let optionMemoryInfo: Int32 = 55
+
+  /// How full the receive queue is: (bytes held, limit), both as the kernel counts them.
+  static func receiveQueueFill(_ fd: Int32) -> (held: Int, limit: Int)? {
+    var counters = [UInt32](repeating: 0, count: 16)
+    var length = socklen_t(counters.count * MemoryLayout<UInt32>.size)
+    let result = counters.withUnsafeMutableBytes {
+      getsockopt(fd, SOL_SOCKET, optionMemoryInfo, $0.baseAddress, &length)
+    }
+    guard result == 0, length >= 2 * socklen_t(MemoryLayout<UInt32>.size) else { return nil }
+    return (Int(counters[0]), Int(counters[1]))
+  }
+
   /// One SDU into `buffer`; 0 at the end of the channel. Retries EINTR.
   static func read(_ fd: Int32, into buffer: inout [UInt8]) -> Int {
     var count = 0
