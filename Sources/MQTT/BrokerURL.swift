@@ -79,8 +79,8 @@ public struct BrokerURL: Sendable, Hashable, CustomStringConvertible {
   public var description: String {
     let scheme = usesTLS ? "mqtts" : "mqtt"
     let who = user.map { "\($0)@" } ?? ""
-    let where_ = host.contains(":") ? "[\(host)]" : host
-    return "\(scheme)://\(who)\(where_):\(port)"
+    let hostPart = host.contains(":") ? "[\(host)]" : host
+    return "\(scheme)://\(who)\(hostPart):\(port)"
   }
 
   private static func percentDecoded(_ text: Substring, in url: String) throws(MQTTError)

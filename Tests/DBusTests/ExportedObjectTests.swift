@@ -243,7 +243,7 @@ func parseIntrospection(_ xml: String) async throws -> String {
       let server = try bus.connect()
       let allowed = try bus.connect()
       let stranger = try bus.connect()
-      defer { [server, allowed, stranger].forEach { $0.close() } }
+      defer { for connection in [server, allowed, stranger] { connection.close() } }
       let state = TreeState(allowed: allowed.uniqueName)
       let admit: @Sendable (BusName) throws(DBusError) -> Void = {
         [name = allowed.uniqueName] sender throws(DBusError) in
