@@ -178,6 +178,25 @@ struct GattSession: Sendable {
     throw CLIError(
       .notFound, "\(peripheral.identifier) has no characteristic \(uuidLabel(uuid))\(place)")
   }
+
+  /// The descriptor `uuid` of `characteristic`; exit 10 when it has none.
+  func descriptor(_ uuid: BluetoothUUID, of characteristic: RemoteCharacteristic) async throws
+    -> RemoteDescriptor
+  {
+    let found: RemoteDescriptor?
+    do {
+      found = try await peripheral.descriptors(for: characteristic).first { $0.uuid == uuid }
+    } catch {
+      throw gattCLIError(error)
+    }
+    guard let found else {
+      throw CLIError(
+        .notFound,
+        "characteristic \(uuidLabel(characteristic.uuid)) of \(peripheral.identifier) has no "
+          + "descriptor \(uuidLabel(uuid))")
+    }
+    return found
+  }
 }
 
 /// Runs `work` in a task of its own, so cancellation of the caller does not cut it short;

@@ -14,8 +14,10 @@ struct ReadCommand: ParsableCommand {
       value on standard output: lowercase hex and a newline, the value as UTF-8 text with \
       --text, or the bytes exactly with --raw. Long values are read whole (bluetoothd uses \
       read-blob requests). The connection is closed afterwards unless it was already open. \
-      A device not seen within --timeout exits 6, no such characteristic 10, a \
-      characteristic without the read property 11, a read the device refuses 5 or 8.
+      With --descriptor it reads that descriptor of CHAR-UUID instead (e.g. 2901, the user \
+      description). A device not seen within --timeout exits 6, no such characteristic or \
+      descriptor 10, a characteristic without the read property 11, a read the device \
+      refuses 5 or 8.
       """
   )
 
@@ -23,6 +25,7 @@ struct ReadCommand: ParsableCommand {
     let device: Argument<String> = .peripheral
     let characteristic = Argument<String>("CHAR-UUID", help: "The characteristic, e.g. 2a00.")
     let service: Option<String> = .characteristicService
+    let descriptor: Option<String> = .descriptor
     let text = Flag("--text", help: "Print the value as UTF-8 text.")
     let raw = Flag("--raw", help: "Write the value's bytes exactly, without a newline.")
     let adapter: Option<String> = .adapter()
@@ -32,6 +35,7 @@ struct ReadCommand: ParsableCommand {
   let target: PeripheralTarget
   let characteristic: BluetoothUUID
   let service: BluetoothUUID?
+  let descriptor: BluetoothUUID?
   let format: ValueFormat
   let adapter: String?
   let timeout: Duration
@@ -40,6 +44,9 @@ struct ReadCommand: ParsableCommand {
     target = try parsePeripheralTarget(arguments.device)
     characteristic = try parseAttributeUUID(arguments.characteristic, label: "CHAR-UUID")
     service = try parseCharacteristicService(arguments.service)
+    descriptor = try arguments.descriptor.map { text throws(UsageError) in
+      try parseAttributeUUID(text, label: "--descriptor")
+    }
     format = try ValueFormat.from(text: arguments.text, raw: arguments.raw)
     adapter = arguments.adapter
     timeout = arguments.timeout
@@ -69,6 +76,18 @@ struct ReadCommand: ParsableCommand {
       target, adapter: adapter, timeout: timeout, progress: ProgressReport().callAsFunction)
     do {
       let found = try await session.characteristic(characteristic, service: service)
+      if let descriptor {
+        let target = try await session.descriptor(descriptor, of: found)
+        let value: [UInt8]
+        do {
+          value = try await session.peripheral.readValue(for: target)
+        } catch {
+          throw gattCLIError(error)
+        }
+        await session.close()
+        writeStandardOutput(format.render(value))
+        return
+      }
       guard found.properties.contains(.read) else {
         throw CLIError(
           .notSupported,

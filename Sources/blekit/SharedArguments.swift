@@ -18,6 +18,13 @@ extension Option where Value == String {
       "--service", short: "s", value: "UUID",
       help: "Look for the characteristic in this service only.")
   }
+
+  /// `--descriptor UUID` (`-d`): read or write this descriptor of the characteristic.
+  static var descriptor: Self {
+    Self(
+      "--descriptor", short: "d", value: "UUID",
+      help: "Use this descriptor of the characteristic, e.g. 2901.")
+  }
 }
 
 extension Argument where Value == String {

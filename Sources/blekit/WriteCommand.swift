@@ -12,9 +12,11 @@ struct WriteCommand: ParsableCommand {
       Finds and connects as `blekit read` does, then writes the value: HEX (pairs of hex \
       digits, optionally separated by spaces, colons or dashes; `0x` prefix allowed) or the \
       UTF-8 bytes of --text. A write request (acknowledged by the device) by default; a write \
-      command with --without-response. Prints nothing on success. A characteristic without \
-      the matching write property exits 11; a value longer than 512 bytes is refused before \
-      connecting.
+      command with --without-response. With --descriptor it writes that descriptor of \
+      CHAR-UUID instead (a write request; e.g. 2901, a writable user description). Prints \
+      nothing on success. A characteristic without the matching write property exits 11, \
+      no such characteristic or descriptor 10; a value longer than 512 bytes is refused \
+      before connecting.
       """
   )
 
@@ -26,6 +28,7 @@ struct WriteCommand: ParsableCommand {
     let withoutResponse = Flag(
       "--without-response", help: "Send a write command (no acknowledgement).")
     let service: Option<String> = .characteristicService
+    let descriptor: Option<String> = .descriptor
     let adapter: Option<String> = .adapter()
     let timeout: DefaultedOption<Duration> = .connectTimeout
   }
@@ -36,6 +39,7 @@ struct WriteCommand: ParsableCommand {
   let target: PeripheralTarget
   let characteristic: BluetoothUUID
   let service: BluetoothUUID?
+  let descriptor: BluetoothUUID?
   let value: [UInt8]
   let type: CharacteristicWriteType
   let adapter: String?
@@ -65,6 +69,14 @@ struct WriteCommand: ParsableCommand {
           + "\(Self.maximumValueLength)")
     }
     type = arguments.withoutResponse ? .withoutResponse : .withResponse
+    descriptor = try arguments.descriptor.map { text throws(UsageError) in
+      try parseAttributeUUID(text, label: "--descriptor")
+    }
+    if descriptor != nil, arguments.withoutResponse {
+      throw .invalid(
+        "--without-response applies to characteristics; a descriptor takes a "
+          + "write request")
+    }
     adapter = arguments.adapter
     timeout = arguments.timeout
     try checkTimeout(timeout)
@@ -75,6 +87,16 @@ struct WriteCommand: ParsableCommand {
       target, adapter: adapter, timeout: timeout, progress: ProgressReport().callAsFunction)
     do {
       let found = try await session.characteristic(characteristic, service: service)
+      if let descriptor {
+        let target = try await session.descriptor(descriptor, of: found)
+        do {
+          try await session.peripheral.writeValue(value, for: target)
+        } catch {
+          throw gattCLIError(error)
+        }
+        await session.close()
+        return
+      }
       let needed: CharacteristicProperties = type == .withResponse ? .write : .writeWithoutResponse
       guard found.properties.contains(needed) else {
         let hint =

@@ -16,7 +16,8 @@
 #   thermo        health-thermometer.json: blekit notify on the indicate characteristic (A's
 #                 bluetoothd confirms each indication; B reports each confirmation), explore
 #   uart          nordic-uart.json: stdin lines notified, a write out on B's stdout
-#   battery, device-information, environmental-sensing: explored
+#   battery, device-information, environmental-sensing: explored; environmental-sensing's
+#                 writable descriptor (0x290D of 0x2A6E) written and read back
 # B first checks that bad profiles are refused with exit 2 before the bus is touched. Both
 # hosts print "ok"/"FAIL" lines and "N passed, M failed"; the status is 1 if any failed.
 set -u
@@ -147,6 +148,12 @@ host_b() {
     events "$profile" 'of("connected")'
     status=$?
     check "serve $profile: exit $RC, served to host A" "$(show "$profile.err")"
+    if [[ $profile == environmental-sensing ]]; then
+      events "$profile" '[e["hex"].replace(" ", "") for e in of("write", characteristic="2a6e", descriptor="290d")] == ["013c0000"]'
+      status=$?
+      check "serve environmental-sensing: A's write to descriptor 290d of 2a6e reported" \
+        "$(grep '"write"' "$OUT/$profile.jsonl" | head -2 | tr '\n' ' ')"
+    fi
   done
   finish
 }
@@ -280,6 +287,22 @@ PY
     status=$?
     check "explore $profile: its characteristics with their values and descriptors" \
       "exit $RC: $(show "$profile.err") $(show "$profile.out" 600)"
+    if [[ $profile == environmental-sensing ]]; then
+      # A writable descriptor (ES Trigger Setting, 0x290D): written, then read back.
+      "$BLEKIT" write "$B_ADDRESS" 2a6e --descriptor 290d 013c0000 >"$OUT/desc-write.out" \
+        2>"$OUT/desc-write.err"
+      RC=$?
+      status=$RC
+      check "write 2a6e --descriptor 290d 013c0000 (a descriptor write request)" \
+        "exit $RC: $(show desc-write.err)"
+      "$BLEKIT" read "$B_ADDRESS" 2a6e --descriptor 290d >"$OUT/desc-read.out" \
+        2>"$OUT/desc-read.err"
+      RC=$?
+      [[ $RC == 0 && $(cat "$OUT/desc-read.out") == 013c0000 ]]
+      status=$?
+      check "read 2a6e --descriptor 290d: the value written (exit $RC: $(show desc-read.out))" \
+        "$(show desc-read.err)"
+    fi
     end_phase "$profile"
   done
   echo "# host A's phases took $((SECONDS - start)) s"

@@ -152,6 +152,30 @@ public final class Peripheral: Sendable {
     }
   }
 
+  /// Writes a descriptor's value with a write request (CoreBluetooth's `writeValue(_:for:)` for
+  /// a descriptor), e.g. a writable Characteristic User Description (0x2901). bluetoothd keeps
+  /// the Client Characteristic Configuration (0x2902) to itself: subscribe with
+  /// ``notifications(for:preferAcquire:)`` instead.
+  /// The corresponding D-Bus member is `org.bluez.GattDescriptor1.WriteValue`.
+  public func writeValue(_ value: [UInt8], for descriptor: RemoteDescriptor)
+    async throws(BluetoothError)
+  {
+    guard value.count <= 512 else {
+      throw BluetoothError(
+        .notSupported, "a value of \(value.count) bytes exceeds the 512 bytes an attribute holds")
+    }
+    guard let proxy = try? objects.proxy(GattDescriptor1.self, at: descriptor.path) else {
+      throw BluetoothError(
+        await isConnected() ? .attributeNotFound : .disconnected,
+        "descriptor \(descriptor.uuid) of \(identifier) is gone")
+    }
+    do throws(BlueZError) {
+      try await proxy.writeValue(value)
+    } catch {
+      throw BluetoothError(error, while: "writing descriptor \(descriptor.uuid)")
+    }
+  }
+
   /// Writes a characteristic's value (CoreBluetooth's `writeValue(_:for:type:)`): a write
   /// request, or a write command for `.withoutResponse`.
   /// The corresponding D-Bus member is `org.bluez.GattCharacteristic1.WriteValue`.
