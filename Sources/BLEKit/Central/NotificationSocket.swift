@@ -1,4 +1,5 @@
-// NotificationSocket: reads AcquireNotify's SOCK_SEQPACKET fd, one notification per read().
+// NotificationSocket: reads AcquireNotify's SOCK_SEQPACKET fd, one notification per read(), and
+// hands over what one burst of reads brought as one batch.
 import Dispatch
 import Synchronization
 
@@ -15,6 +16,10 @@ import Synchronization
 /// value is truncated. Reading happens on a private serial queue driven by a DispatchSource;
 /// the fd is closed (which unsubscribes in bluetoothd) when the reader is cancelled.
 ///
+/// Each wake-up reads until the socket is empty and hands the values over in order, in batches
+/// of at most `batchLimit` (one `onValues` call per batch, not per value: the consumer's cost
+/// per hand-over is paid once per batch). Every value read is handed over before `onEnd`.
+///
 /// `@unchecked Sendable`: this is the one owner of the fd. Its stored properties are constants;
 /// the DispatchSource (not marked Sendable by Dispatch) is only resumed in `init` and cancelled
 /// on `queue`, and the only mutable state (`ended`) is behind a Mutex.
@@ -23,20 +28,24 @@ final class NotificationSocket: @unchecked Sendable {
   private let bufferSize: Int
   private let queue = DispatchQueue(label: "blekit.notification-socket")
   private let source: any DispatchSourceRead
-  private let onValue: @Sendable ([UInt8]) -> Void
+  private let onValues: @Sendable ([[UInt8]]) -> Void
   private let onEnd: @Sendable ((any Error)?) -> Void
   /// Set once the reader has ended (EOF, error or cancel); read and written on `queue` only,
   /// kept in a Mutex so the compiler can check it.
   private let ended = Mutex(false)
 
+  /// The most values handed over in one batch: a long burst is handed over in parts, so the
+  /// consumer can start on it while the rest is read.
+  static let batchLimit = 256
+
   /// Starts reading `fd` (whose ownership passes to the reader).
   init(
-    fd: Int32, mtu: Int, onValue: @escaping @Sendable ([UInt8]) -> Void,
+    fd: Int32, mtu: Int, onValues: @escaping @Sendable ([[UInt8]]) -> Void,
     onEnd: @escaping @Sendable ((any Error)?) -> Void
   ) {
     self.fd = fd
     self.bufferSize = max(mtu, 512)
-    self.onValue = onValue
+    self.onValues = onValues
     self.onEnd = onEnd
     let flags = fcntl(fd, F_GETFL)
     _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
@@ -60,18 +69,24 @@ final class NotificationSocket: @unchecked Sendable {
     queue.async { self.drain(thenEndWith: error) }
   }
 
-  /// Reads every value available now; ends on EOF, on a socket error, or (when given) with
-  /// `error` once the socket is empty. Runs on `queue`.
+  /// Reads every value available now and hands them over in batches; ends on EOF, on a socket
+  /// error, or (when given) with `error` once the socket is empty. Runs on `queue`.
   private func drain(thenEndWith error: (any Error)?) {
     guard !ended.withLock({ $0 }) else { return }
     var buffer = [UInt8](repeating: 0, count: bufferSize)
+    var batch: [[UInt8]] = []
     while true {
       let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
       if count > 0 {
-        onValue(Array(buffer[0..<count]))
+        batch.append(Array(buffer[0..<count]))
+        if batch.count == Self.batchLimit {
+          onValues(batch)
+          batch = []
+        }
         continue
       }
       if count == 0 {
+        hand(batch)
         end(
           error ?? BluetoothError(.disconnected, "the notification socket was closed by bluetoothd")
         )
@@ -79,6 +94,7 @@ final class NotificationSocket: @unchecked Sendable {
       }
       let code = errno
       if code == EINTR { continue }
+      hand(batch)
       if code == EAGAIN || code == EWOULDBLOCK {
         if let error { end(error) }
         return
@@ -88,6 +104,11 @@ final class NotificationSocket: @unchecked Sendable {
           .disconnected, "reading notifications failed: \(String(cString: strerror(code)))"))
       return
     }
+  }
+
+  /// Hands over the values of a batch, if there are any.
+  private func hand(_ batch: [[UInt8]]) {
+    if !batch.isEmpty { onValues(batch) }
   }
 
   private func end(_ error: (any Error)?) {

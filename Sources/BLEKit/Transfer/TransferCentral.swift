@@ -48,7 +48,8 @@ public struct TransferCentral: Sendable {
     public var connectTimeout: Duration
     /// How long the transfer may stay silent before it counts as cut.
     public var idleTimeout: Duration
-    /// Called with the message bytes received so far, after each notification.
+    /// Called with the message bytes received so far, after each notification or batch of
+    /// notifications (the values one read of bluetoothd's socket brought together).
     public var progress: (@Sendable (Int) -> Void)?
     /// Called with a warning the user should see (e.g. a plain peer's unguaranteed order,
     /// accepted with ``acceptUnordered``).
@@ -318,10 +319,12 @@ public struct TransferCentral: Sendable {
       group in
       group.addTask {
         do {
-          for try await value in notifications {
-            shared.lastActivity.withLock { $0 = .now }
+          // Values come in batches (all that one read burst brought): the time of the last
+          // notification, the lock and the progress report are paid once per batch.
+          var values = notifications.makeAsyncIterator()
+          while let batch = try await values.nextBatch() {
             let result = try shared.state.withLock { state throws(TransferError) in
-              try state.take(value, framing: framing)
+              try state.take(batch, framing: framing)
             }
             if let result { return result }
             if let progress { progress(shared.state.withLock { $0.bytesReceived(framing) }) }
@@ -334,7 +337,9 @@ public struct TransferCentral: Sendable {
       group.addTask {
         while true {
           try await Task.sleep(for: .milliseconds(500))
-          if ContinuousClock.now - shared.lastActivity.withLock({ $0 }) > idle { return nil }
+          if ContinuousClock.now - shared.state.withLock({ $0.lastActivity }) > idle {
+            return nil
+          }
         }
       }
       defer { group.cancelAll() }
@@ -354,13 +359,24 @@ public struct TransferCentral: Sendable {
 /// The decoder and the time of the last notification, shared by the reader and the watchdog.
 private final class CollectShared: Sendable {
   let state = Mutex(CollectState())
-  let lastActivity = Mutex(ContinuousClock.now)
 }
 
-/// The receiver's decoder for either framing.
+/// The receiver's decoder for either framing, and when the last batch of notifications came.
 private struct CollectState: Sendable {
   var plain = TransferReassembler()
   var sequenced = SequencedTransferDecoder()
+  var lastActivity = ContinuousClock.now
+
+  /// Takes a batch of values (and notes the time); returns the message once it is complete.
+  mutating func take(_ batch: ArraySlice<[UInt8]>, framing: TransferCentral.Framing)
+    throws(TransferError) -> (bytes: [UInt8], outOfOrder: Int)?
+  {
+    lastActivity = .now
+    for value in batch {
+      if let message = try take(value, framing: framing) { return message }
+    }
+    return nil
+  }
 
   mutating func take(_ value: [UInt8], framing: TransferCentral.Framing) throws(TransferError)
     -> (bytes: [UInt8], outOfOrder: Int)?

@@ -1,0 +1,155 @@
+// NotificationStream: one characteristic's notifications, received in batches (all that one
+// read burst brought) and handed out one value at a time.
+import Synchronization
+
+/// How a ``NotificationStream`` receives values.
+public enum NotificationMethod: Sendable, Hashable {
+  /// Through AcquireNotify's socket: one value per read, with the MTU bluetoothd gave.
+  case acquiredSocket(mtu: Int)
+  /// Through StartNotify and PropertiesChanged(Value) signals.
+  case startNotify
+}
+
+/// The notifications (or indications) of one characteristic, in arrival order
+/// (CoreBluetooth's `setNotifyValue(true, for:)` and `didUpdateValueFor`).
+///
+/// Nothing this stream has received is dropped: values are buffered until read. Values can be
+/// lost before they reach it, without a sign, when the peer sends faster than the host takes
+/// them: the kernel drops ATT notifications that do not fit bluetoothd's socket (ATT has no
+/// flow control), and bluetoothd drops a value it cannot write to a full AcquireNotify socket
+/// (it logs `sendmsg: Resource temporarily unavailable`). Values that must all arrive need
+/// numbers of their own (as blekit's sequenced transfer frames have). Ending the iteration,
+/// cancelling it, or ``stop()`` unsubscribes. If the peripheral disconnects, values already
+/// received are still delivered, then the sequence throws ``BluetoothError/Code/disconnected``;
+/// it never hangs.
+public struct NotificationStream: AsyncSequence, Sendable {
+  public typealias Element = [UInt8]
+  public typealias Failure = any Error
+  /// The values in batches, in order: the socket reader hands over every value one read burst
+  /// brought as one element (the StartNotify path, one value per element).
+  let batches: AsyncThrowingStream<[[UInt8]], any Error>
+  let subscription: NotificationSubscription
+  /// How values arrive.
+  public let method: NotificationMethod
+
+  public func makeAsyncIterator() -> AsyncIterator {
+    AsyncIterator(batches: batches.makeAsyncIterator())
+  }
+
+  /// Unsubscribes and waits until bluetoothd has been told (StopNotify answered, or the
+  /// socket closed). Safe to call more than once.
+  public func stop() async {
+    await subscription.stop()
+  }
+
+  /// Hands out the values one by one, in arrival order; waits for more only when every value
+  /// received so far has been handed out.
+  public struct AsyncIterator: AsyncIteratorProtocol {
+    public typealias Element = [UInt8]
+    public typealias Failure = any Error
+    private var batches: AsyncThrowingStream<[[UInt8]], any Error>.Iterator
+    /// The batch being handed out, and the position of its next value.
+    private var batch: [[UInt8]] = []
+    private var position = 0
+
+    init(batches: AsyncThrowingStream<[[UInt8]], any Error>.Iterator) {
+      self.batches = batches
+    }
+
+    /// The next value, or `nil` once the stream has ended.
+    public mutating func next() async throws -> [UInt8]? {
+      while position == batch.count {
+        guard let next = try await batches.next() else { return nil }
+        batch = next
+        position = 0
+      }
+      defer { position += 1 }
+      return batch[position]
+    }
+
+    /// The next value, or `nil` once the stream has ended; waits (if it must) on `actor`.
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
+      while position == batch.count {
+        guard let next = try await batches.next(isolation: actor) else { return nil }
+        batch = next
+        position = 0
+      }
+      defer { position += 1 }
+      return batch[position]
+    }
+
+    /// Every value not handed out yet of the current batch, else the next batch (never empty);
+    /// `nil` once the stream has ended. For consumers that take values in bulk.
+    mutating func nextBatch() async throws -> ArraySlice<[UInt8]>? {
+      while position == batch.count {
+        guard let next = try await batches.next() else { return nil }
+        batch = next
+        position = 0
+      }
+      defer { position = batch.count }
+      return batch[position...]
+    }
+  }
+}
+
+extension NotificationStream {
+  typealias Batches = AsyncThrowingStream<[[UInt8]], any Error>
+
+  /// A new unbounded stream of batches: a lost notification would corrupt what the consumer
+  /// assembles (a transfer caps its message at 16 MiB and fails beyond it); the consumer must
+  /// keep up.
+  static func makeBatches() -> (Batches, Batches.Continuation) {
+    Batches.makeStream(
+      of: [[UInt8]].self, throwing: (any Error).self, bufferingPolicy: .unbounded)
+  }
+
+  /// The stream of an AcquireNotify socket `fd` (whose ownership passes to its reader, a
+  /// `NotificationSocket`): every burst the reader reads is one batch. `watch` runs beside
+  /// it until the stream stops, and ends it on a link loss with the reader's
+  /// `finish(after:)`, which still delivers the values already in the socket first. An end
+  /// with a `BluetoothError` (the socket closed, or the link-loss error) goes through
+  /// `explain` before the stream throws it.
+  static func reading(
+    socket fd: Int32, mtu: Int,
+    explain: @escaping @Sendable (BluetoothError) async -> BluetoothError,
+    watch: @escaping @Sendable (NotificationSocket) async -> Void
+  ) -> NotificationStream {
+    let (batches, continuation) = makeBatches()
+    let reader = NotificationSocket(
+      fd: fd, mtu: mtu,
+      onValues: { continuation.yield($0) },
+      onEnd: { error in
+        guard let error = error as? BluetoothError else {
+          if let error { continuation.finish(throwing: error) } else { continuation.finish() }
+          return
+        }
+        // Every value was yielded before this (on the reader's queue), so it comes first.
+        Task { continuation.finish(throwing: await explain(error)) }
+      })
+    let watching = Task { await watch(reader) }
+    let subscription = NotificationSubscription {
+      watching.cancel()
+      reader.cancel()
+    }
+    continuation.onTermination = { _ in Task { await subscription.stop() } }
+    return NotificationStream(
+      batches: batches, subscription: subscription, method: .acquiredSocket(mtu: mtu))
+  }
+}
+
+/// The unsubscribe action of one stream, run at most once.
+final class NotificationSubscription: Sendable {
+  private let action: Mutex<(@Sendable () async -> Void)?>
+
+  init(_ action: @escaping @Sendable () async -> Void) {
+    self.action = Mutex(action)
+  }
+
+  func stop() async {
+    let action = self.action.withLock { action in
+      defer { action = nil }
+      return action
+    }
+    await action?()
+  }
+}

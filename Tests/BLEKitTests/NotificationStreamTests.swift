@@ -1,0 +1,147 @@
+// NotificationStream over an AcquireNotify-like SOCK_SEQPACKET pair: what one burst of reads
+// brings is one batch, handed out value by value, complete and in order; an end after a burst
+// (a disconnection, the socket closed) comes after the burst's values; stop() closes the socket.
+import Foundation
+import TestSupport
+import Testing
+
+@testable import BLEKit
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#endif
+
+@Suite(.timeLimit(.minutes(1))) struct NotificationStreamTests {
+  /// Value number `index`: 244 bytes (a full value at the MTU of 247), the index in the first
+  /// four (big-endian).
+  static func value(_ index: Int) -> [UInt8] {
+    withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) }
+      + [UInt8](repeating: UInt8(truncatingIfNeeded: index), count: 240)
+  }
+
+  /// A connected SOCK_SEQPACKET pair, as bluetoothd makes for AcquireNotify: the reader's end
+  /// and the sender's (blocking).
+  static func socketPair() throws -> (reader: Int32, sender: Int32) {
+    var fds: [Int32] = [-1, -1]
+    let result = fds.withUnsafeMutableBufferPointer {
+      socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, $0.baseAddress)
+    }
+    try #require(result == 0)
+    return (fds[0], fds[1])
+  }
+
+  /// Sends values `range`, one datagram each; without `waiting`, fails (false) rather than
+  /// waits when the socket is full.
+  static func sendValues(_ range: Range<Int>, to fd: Int32, waiting: Bool = false) -> Bool {
+    let flags = waiting ? 0 : Int32(MSG_DONTWAIT)
+    for index in range {
+      let bytes = value(index)
+      let sent = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, flags) }
+      if sent != bytes.count { return false }
+    }
+    return true
+  }
+
+  static func stream(
+    reading fd: Int32, watch: @escaping @Sendable (NotificationSocket) async -> Void = { _ in }
+  ) -> NotificationStream {
+    NotificationStream.reading(socket: fd, mtu: 247, explain: { $0 }, watch: watch)
+  }
+
+  /// What a stream delivered up to its end.
+  struct Drained: Sendable {
+    var values: [[UInt8]] = []
+    /// The error it ended with, when it was a BluetoothError.
+    var error: BluetoothError?
+    /// Whether it ended with another error.
+    var otherError = false
+    /// Whether it did not end within the limit.
+    var timedOut = false
+  }
+
+  /// Reads `stream` to its end, through its public iterator (at most ten seconds).
+  static func drain(_ stream: NotificationStream) async -> Drained {
+    await within(.seconds(10)) {
+      var drained = Drained()
+      do {
+        for try await value in stream { drained.values.append(value) }
+      } catch let error as BluetoothError {
+        drained.error = error
+      } catch {
+        drained.otherError = true
+      }
+      return drained
+    }.value ?? Drained(timedOut: true)
+  }
+
+  @Test func oneBurstIsOneBatch() async throws {
+    let (reader, sender) = try Self.socketPair()
+    defer { close(sender) }
+    #expect(Self.sendValues(0..<100, to: sender))
+    let stream = Self.stream(reading: reader)
+    var values = stream.makeAsyncIterator()
+    let batch = try await values.nextBatch()
+    #expect(batch?.count == 100)
+    #expect(batch.map(Array.init) == (0..<100).map(Self.value))
+    await stream.stop()
+  }
+
+  @Test func manyValuesArriveCompleteAndInOrder() async throws {
+    let (reader, sender) = try Self.socketPair()
+    // A burst waiting before the reader starts, then more than the socket holds (so the
+    // sender waits for the reader, and bursts exceed the batch limit), then the socket closed.
+    #expect(Self.sendValues(0..<100, to: sender))
+    let count = 5000
+    Thread {
+      _ = Self.sendValues(100..<count, to: sender, waiting: true)
+      close(sender)
+    }.start()
+    let drained = await Self.drain(Self.stream(reading: reader))
+    #expect(drained.values.count == count)
+    #expect(drained.values == (0..<count).map(Self.value))
+    // The socket closed by the sender (bluetoothd) is a disconnection.
+    #expect(drained.error?.code == .disconnected)
+    #expect(!drained.otherError && !drained.timedOut)
+  }
+
+  @Test func aDisconnectionAfterABurstDeliversTheBurstFirst() async throws {
+    let (reader, sender) = try Self.socketPair()
+    defer { close(sender) }
+    #expect(Self.sendValues(0..<150, to: sender))
+    // The link is lost at once, with the burst still in the socket, unread.
+    let stream = Self.stream(reading: reader) { reader in
+      reader.finish(after: BluetoothError(.disconnected, "peer disconnected"))
+    }
+    let drained = await Self.drain(stream)
+    #expect(drained.values == (0..<150).map(Self.value))
+    #expect(drained.error?.code == .disconnected)
+    #expect(drained.error?.message == "peer disconnected")
+  }
+
+  @Test func batchesAreHandedOutValueByValueThenTheEnd() async throws {
+    let (batches, continuation) = NotificationStream.makeBatches()
+    let stream = NotificationStream(
+      batches: batches, subscription: NotificationSubscription {}, method: .startNotify)
+    continuation.yield([Self.value(0)])
+    continuation.yield([])
+    continuation.yield((1..<300).map(Self.value))
+    continuation.yield([Self.value(300)])
+    continuation.finish(throwing: BluetoothError(.disconnected, "peer disconnected"))
+    let drained = await Self.drain(stream)
+    #expect(drained.values == (0...300).map(Self.value))
+    #expect(drained.error?.code == .disconnected)
+  }
+
+  @Test func stopClosesTheSocket() async throws {
+    let (reader, sender) = try Self.socketPair()
+    defer { close(sender) }
+    let stream = Self.stream(reading: reader)
+    await stream.stop()
+    _ = fcntl(sender, F_SETFL, fcntl(sender, F_GETFL) | O_NONBLOCK)
+    var byte: UInt8 = 0
+    // The reader's end closed: the sender's end reads end-of-file.
+    #expect(await eventually { read(sender, &byte, 1) == 0 })
+  }
+}
