@@ -98,15 +98,14 @@ private func scratchDirectory() throws -> URL {
       Issue.record("not a pipeline")
       return []
     }
-    let directory = try scratchDirectory()
-    for (name, body) in fakes {
-      let file = directory.appendingPathComponent(name)
-      try ("#!/bin/sh\n" + body).write(to: file, atomically: true, encoding: .utf8)
-      try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: file.path)
-    }
+    // The fakes are shell functions, not scripts in a scratch PATH: executing a file just
+    // written can fail with ETXTBSY while a test running in parallel forks with the file's
+    // write descriptor still open (a pipeline's first command runs in a subshell, so a fake's
+    // `exit` ends only that command, as a real program's would).
+    let functions = fakes.map { name, body in "\(name)() {\n\(body)\n}\n" }.joined()
     let result = try runProgram(
-      "/usr/bin/env", ["sh", "-c", command],
-      environment: ["PATH": directory.path + ":/usr/bin:/bin"])
+      "/usr/bin/env", ["sh", "-c", functions + command],
+      environment: ["PATH": "/usr/bin:/bin"])
     #expect(result.status == 0)
     return result.out.split(separator: "\n").map(String.init)
   }
