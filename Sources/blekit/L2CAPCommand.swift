@@ -16,9 +16,11 @@ struct L2CAPCommand: ParsableCommand {
       the kernel delivers it. The end of standard input sends what is left, waits until the \
       kernel has sent it, and closes the channel (L2CAP has no half-close); the peer closing \
       the channel ends the command with status 0 once everything it sent is written out. A \
-      lost link exits 7. The pipe adds no check of its own, and in the lab two SDUs have \
-      arrived swapped (an open defect, docs/l2cap.md). For a message that must arrive exactly, \
-      use advertise --l2cap and receive --l2cap, which verify its length and CRC-32.
+      lost link exits 7. The pipe adds no framing; kernels with "Bluetooth: compute LE flow \
+      credits based on recvbuf space" (Debian 12's 6.1.0-57 has it) can reorder or drop SDUs \
+      once the receive queue has filled, so the receiving side watches the queue and exits 12 \
+      (unverified) if it came near full (docs/l2cap.md). For a message that must arrive \
+      exactly, use advertise --l2cap and receive --l2cap, which verify its length and CRC-32.
       """,
     subcommands: [L2CAPListenCommand.self, L2CAPConnectCommand.self]
   )
