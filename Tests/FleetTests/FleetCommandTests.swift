@@ -13,9 +13,22 @@ import Testing
     var error: String
   }
 
-  /// Runs the built blekit, waiting for it to exit (at most `limit` seconds, then killed).
-  func blekit(_ arguments: [String], limit: Double = 20) throws -> Run {
+  /// Runs the built blekit on a thread of its own and waits for it there (at most `limit`
+  /// seconds, then killed). Not on Swift's cooperative pool: it has one thread per core (two
+  /// here), and a test blocking one for the fleet's 10 s starved the other tests' timers and
+  /// this test's own publishers (a full `swift test` failed so, 2026-12-03).
+  func blekit(_ arguments: [String], limit: Double = 20) async throws -> Run {
     let executable = try #require(builtBlekit, "build the blekit product first")
+    return try await withCheckedThrowingContinuation { continuation in
+      Thread {
+        continuation.resume(
+          with: Result { try Self.run(executable, arguments, limit: limit) })
+      }.start()
+    }
+  }
+
+  /// ``blekit(_:limit:)``'s blocking part.
+  static func run(_ executable: URL, _ arguments: [String], limit: Double) throws -> Run {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
@@ -37,8 +50,8 @@ import Testing
   @Test func fleetMergesTwoGateways() async throws {
     let broker = try MosquittoBroker()
     let url = broker.url
-    let fleet = Task.detached { [self] in
-      try blekit(["fleet", "--mqtt", url, "--timeout", "10"])
+    let fleet = Task { [self] in
+      try await blekit(["fleet", "--mqtt", url, "--timeout", "10"])
     }
     let id = Array(1...16).map { UInt8($0) }
     var publishers: [(GatewayPublisher, Int)] = []
@@ -75,18 +88,18 @@ import Testing
     #expect(run.error.contains("gateway gw-a offline"))
   }
 
-  @Test func badURLAndUnreachableBroker() throws {
+  @Test func badURLAndUnreachableBroker() async throws {
     let broker = try MosquittoBroker()
     let url = broker.url
     broker.stop()
-    let unreachable = try blekit(["fleet", "--mqtt", url, "--timeout", "2"])
+    let unreachable = try await blekit(["fleet", "--mqtt", url, "--timeout", "2"])
     #expect(unreachable.status == 14)
     #expect(unreachable.error.split(separator: "\n").count == 1)
     #expect(unreachable.output.isEmpty)
-    let bad = try blekit(["monitor", "--mqtt", "tcp://h"])
+    let bad = try await blekit(["monitor", "--mqtt", "tcp://h"])
     #expect(bad.status == 2)
     #expect(bad.error.contains("not an mqtt:// or mqtts:// URL"))
-    let orphan = try blekit(["scan", "--mqtt-qos", "1"])
+    let orphan = try await blekit(["scan", "--mqtt-qos", "1"])
     #expect(orphan.status == 2)
   }
 }
