@@ -178,10 +178,13 @@ forget_dev() {
 read_at() { busctl call org.bluez "$CHAR" org.bluez.GattCharacteristic1 ReadValue 'a{sv}' 1 offset q "$1" 2>&1; }
 
 LONG=$(printf 'blekit-%04d;' $(seq 1 42))blekit-0  # 512 bytes, an attribute's most
-# The reader first: when bluetoothd does not know hci1 any more, read scans, and in this
-# emulated air an advertiser is reported only when its advertising switches on under a
-# running scan (docs/lab.md); started before the scan, it was never seen (CI rehearsal,
-# 2026-12-03: "no device ... was seen on hci0 within 19.8 s").
+# hci1 forgotten, then the reader first (it scans), then the advertiser: in this emulated air
+# an advertiser is reported only when its advertising switches on under a running scan
+# (docs/lab.md). Advertising started before the read's scan was never seen (CI rehearsal,
+# 2026-12-03: "no device ... was seen on hci0 within 19.8 s"); a read of a device bluetoothd
+# still knew connected at once, before the advertiser was up, and timed out.
+busctl call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o \
+  "/org/bluez/hci0/dev_${HCI1//:/_}" >/dev/null 2>&1
 "$BLEKIT" read -a hci0 "$HCI1" "$READ_CHAR" --text >"$OUT/read-long.out" 2>"$OUT/read-long.err" &
 reader=$!
 wait_discovering hci0 10 || true
