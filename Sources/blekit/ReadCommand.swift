@@ -44,9 +44,7 @@ struct ReadCommand: ParsableCommand {
     target = try parsePeripheralTarget(arguments.device)
     characteristic = try parseAttributeUUID(arguments.characteristic, label: "CHAR-UUID")
     service = try parseCharacteristicService(arguments.service)
-    descriptor = try arguments.descriptor.map { text throws(UsageError) in
-      try parseAttributeUUID(text, label: "--descriptor")
-    }
+    descriptor = try parseDescriptor(arguments.descriptor)
     format = try ValueFormat.from(text: arguments.text, raw: arguments.raw)
     adapter = arguments.adapter
     timeout = arguments.timeout

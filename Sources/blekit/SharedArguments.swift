@@ -41,6 +41,12 @@ extension DefaultedOption where Value == Duration {
   }
 }
 
+/// The descriptor UUID given with `--descriptor`, if any.
+func parseDescriptor(_ text: String?) throws(UsageError) -> BluetoothUUID? {
+  guard let text else { return nil }
+  return try parseAttributeUUID(text, label: "--descriptor")
+}
+
 /// The service UUID given with `--service`, if any.
 func parseCharacteristicService(_ text: String?) throws(UsageError) -> BluetoothUUID? {
   guard let text else { return nil }

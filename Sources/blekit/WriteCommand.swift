@@ -69,9 +69,7 @@ struct WriteCommand: ParsableCommand {
           + "\(Self.maximumValueLength)")
     }
     type = arguments.withoutResponse ? .withoutResponse : .withResponse
-    descriptor = try arguments.descriptor.map { text throws(UsageError) in
-      try parseAttributeUUID(text, label: "--descriptor")
-    }
+    descriptor = try parseDescriptor(arguments.descriptor)
     if descriptor != nil, arguments.withoutResponse {
       throw .invalid(
         "--without-response applies to characteristics; a descriptor takes a "

@@ -58,22 +58,12 @@ public struct NotificationStream: AsyncSequence, Sendable {
 
     /// The next value, or `nil` once the stream has ended.
     public mutating func next() async throws -> [UInt8]? {
-      while position == batch.count {
-        guard let next = try await batches.next() else { return nil }
-        batch = next
-        position = 0
-      }
-      defer { position += 1 }
-      return batch[position]
+      try await next(isolation: nil)
     }
 
     /// The next value, or `nil` once the stream has ended; waits (if it must) on `actor`.
     public mutating func next(isolation actor: isolated (any Actor)?) async throws -> [UInt8]? {
-      while position == batch.count {
-        guard let next = try await batches.next(isolation: actor) else { return nil }
-        batch = next
-        position = 0
-      }
+      guard try await refill(isolation: actor) else { return nil }
       defer { position += 1 }
       return batch[position]
     }
@@ -81,13 +71,20 @@ public struct NotificationStream: AsyncSequence, Sendable {
     /// Every value not handed out yet of the current batch, else the next batch (never empty);
     /// `nil` once the stream has ended. For consumers that take values in bulk.
     mutating func nextBatch() async throws -> ArraySlice<[UInt8]>? {
+      guard try await refill(isolation: nil) else { return nil }
+      defer { position = batch.count }
+      return batch[position...]
+    }
+
+    /// Waits, if every value received so far was handed out, for the next non-empty batch;
+    /// false once the stream has ended.
+    private mutating func refill(isolation actor: isolated (any Actor)?) async throws -> Bool {
       while position == batch.count {
-        guard let next = try await batches.next() else { return nil }
+        guard let next = try await batches.next(isolation: actor) else { return false }
         batch = next
         position = 0
       }
-      defer { position = batch.count }
-      return batch[position...]
+      return true
     }
   }
 }
