@@ -90,6 +90,10 @@ class Bus:
     def discovering(self, adapter):
         return bool(self.props(f"/org/bluez/{adapter}").Get("org.bluez.Adapter1", "Discovering"))
 
+    def device_paths(self):
+        om = dbus.Interface(self.bus.get_object(BLUEZ, "/"), "org.freedesktop.DBus.ObjectManager")
+        return [str(path) for path in om.GetManagedObjects()]
+
     def remove_devices(self, adapter):
         path = f"/org/bluez/{adapter}"
         iface = dbus.Interface(self.bus.get_object(BLUEZ, path), "org.bluez.Adapter1")
@@ -548,6 +552,69 @@ def bluetoothd_order(rows, snoop):
             row["report_first"] = after[0] == "report"
 
 
+def running_latency(args, bus):
+    """--running N: each scanner started once and kept running for N trials (after one
+    untimed trial); per trial the advertisement is unregistered, the device removed from hci0,
+    and the advertisement registered again. blekit prints --json lines here: its live table
+    redraws rows already shown. What a long-running scanner (a gateway, `monitor`) shows when
+    a new device appears, where the fresh-process trials also measure a process's first
+    report."""
+    hci1 = addresses()["hci1"].upper()
+    adv = Advertiser("hci1")
+    specs = scanners(args, hci1)
+    for spec in specs.values():
+        if spec["argv"][0] != sys.executable and spec["argv"][0] != "bluetoothctl":
+            spec["argv"] = spec["argv"] + ["--json"]
+    device = "/org/bluez/hci0/dev_" + hci1.replace(":", "_")
+    medians = {}
+    with open(f"{args.out}/running-transcript.txt", "w") as transcript:
+        for name, spec in specs.items():
+            bus.remove_devices("hci0")
+            wait_for(lambda: not bus.discovering("hci0"), 15)
+            transcript.write(f"--- {name}\n")
+            p = PtyProcess(spec["argv"], env=spec["env"], transcript=transcript)
+            if spec["start"]:
+                spec["start"](p)
+            if not wait_for(lambda: bus.discovering("hci0"), 120):
+                log(f"{name}: hci0 never started discovering")
+                p.stop()
+                continue
+            got = []
+            for index in range(args.running + 1):
+                adv.call("unregister")
+                time.sleep(0.3)
+                bus.remove_devices("hci0")
+                wait_for(lambda: device not in bus.device_paths(), 5)
+                time.sleep(0.5)
+                called = time.monotonic()
+                registered = adv.call("register")
+                names = lambda l: (hci1 in l.upper() and "CONTROLLER" not in l.upper()
+                                   and "DEL" not in l.upper())
+                hit = p.first(names, called, 30)
+                row = {"scanner": name, "mode": "running", "trial": index if index else "warm-up"}
+                if registered is None or hit is None:
+                    row["error"] = "not registered" if registered is None else "not reported in 30 s"
+                else:
+                    row["latency"] = round(hit[0] - registered, 4)
+                    row["line"] = hit[1].strip()[:120]
+                    if index:
+                        got.append(row["latency"])
+                log(json.dumps(row))
+            p.stop(graceful=(lambda: spec["stop"](p)) if spec["stop"] else None)
+            adv.call("unregister")
+            if got:
+                medians[name] = statistics.median(got)
+    adv.close()
+    log("")
+    log(f"discovery latency in running scanners, {args.running} trials each: "
+        "RegisterAdvertisement returned -> first line naming the advertiser")
+    for name, median in medians.items():
+        log(f"{name:14} median {median * 1000:.2f} ms")
+    if "blekit scan" in medians and "bluetoothctl" in medians and "bleak" in medians:
+        met = all(medians["blekit scan"] <= medians[other] for other in ("bluetoothctl", "bleak"))
+        log(f"running scanners: blekit's median at or below both: {'yes' if met else 'no'}")
+
+
 def latency(args, bus):
     hci1 = addresses()["hci1"].upper()
     adv = Advertiser("hci1")
@@ -735,12 +802,16 @@ def main():
     parser.add_argument("--ftrace", action="store_true")
     parser.add_argument("--compare", help="a second blekit binary, run as scanner \"blekit B\"")
     parser.add_argument("--scanners", help="only these, comma-separated (scan,B,bluetoothctl,bleak)")
+    parser.add_argument("--running", type=int, default=0,
+                        help="also N trials per scanner kept running (see running_latency)")
     parser.add_argument("--out", default=os.environ.get("LAB_RESULTS", "/tmp") + "/bench-discovery")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     bus = Bus()
     if args.trials > 0:
         latency(args, bus)
+    if args.running > 0:
+        running_latency(args, bus)
     if args.memory_minutes > 0:
         memory(args)
 
