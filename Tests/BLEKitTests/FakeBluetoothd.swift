@@ -19,6 +19,8 @@ final class FakeBluetoothd: Sendable {
     let applications = Mutex<[ObjectPath: BusName]>([:])
     /// Advertisement paths, with the properties read at registration.
     let advertisements = Mutex<[ObjectPath: [String: DBusValue]]>([:])
+    /// How many times the adapter's `Powered` was read.
+    let poweredReads = Mutex(0)
   }
   let registry = Registry()
 
@@ -86,7 +88,10 @@ final class FakeBluetoothd: Sendable {
     let adapter = ExportedInterface(
       name: "org.bluez.Adapter1",
       properties: [
-        ExportedProperty(name: "Powered", signature: "b", access: .read) { .bool(true) },
+        ExportedProperty(name: "Powered", signature: "b", access: .read) {
+          registry.poweredReads.withLock { $0 += 1 }
+          return .bool(true)
+        },
         ExportedProperty(name: "Address", signature: "s", access: .read) {
           .string("00:AA:01:01:00:01")
         },

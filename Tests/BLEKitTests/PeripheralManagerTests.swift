@@ -262,6 +262,26 @@ struct PeripheralManagerTests {
     await fixture.tearDown()
   }
 
+  /// Power-off signals in a burst (bluetoothd's, or a flood of them) lead to one look at the
+  /// adapter after the grace, not one per signal.
+  @Test func powerOffsInABurstAreCheckedOnce() async throws {
+    let fixture = try await Self.makeFixture()
+    let supervision = try await fixture.manager.supervise(
+      returnWithin: .seconds(30), powerOffGrace: .milliseconds(500))
+    let before = fixture.bluetoothd.registry.poweredReads.withLock { $0 }
+    for _ in 0..<20 {
+      try fixture.bluetoothd.connection.emitPropertiesChanged(
+        path: FakeBluetoothd.adapter, interface: "org.bluez.Adapter1",
+        changed: ["Powered": .bool(false)])
+    }
+    // The adapter is still powered when looked at: the supervision goes on, silently.
+    try await Task.sleep(for: .seconds(2))
+    let reads = fixture.bluetoothd.registry.poweredReads.withLock { $0 } - before
+    #expect(reads == 1, "the adapter was read \(reads) times for 20 power-offs")
+    _ = supervision
+    await fixture.tearDown()
+  }
+
   /// Ctrl-C cancels a command's task, then it undoes its registrations: from the cancelled
   /// task, stopping the advertisement and removing the service still reach bluetoothd.
   @Test func undoingFromACancelledTaskReachesBluetoothd() async throws {

@@ -33,6 +33,13 @@ extension PeripheralManager {
   public func supervise(returnWithin: Duration = .seconds(30)) async throws(BluetoothError)
     -> AsyncStream<BluetoothdInterruption>
   {
+    try await supervise(returnWithin: returnWithin, powerOffGrace: Self.powerOffGrace)
+  }
+
+  /// ``supervise(returnWithin:)`` with another grace than ``powerOffGrace`` (for tests).
+  func supervise(returnWithin: Duration, powerOffGrace: Duration) async throws(BluetoothError)
+    -> AsyncStream<BluetoothdInterruption>
+  {
     let watched: AsyncStream<BluetoothdEvent>
     do throws(BlueZError) {
       watched = try await BluetoothdWatcher.events(on: connection, adapter: adapterPath)
@@ -58,6 +65,7 @@ extension PeripheralManager {
       var stopped = false
       var generation = 0
       var timers: [Task<Void, Never>] = []
+      var powerCheckPending = false
       defer { for timer in timers { timer.cancel() } }
       for await next in inputs {
         switch next {
@@ -91,13 +99,16 @@ extension PeripheralManager {
           }
           output.yield(.resumed)
         case .poweredOff:
-          guard !stopped else { continue }
+          // One check at a time: further power-offs before it runs change nothing it will see.
+          guard !stopped, !powerCheckPending else { continue }
+          powerCheckPending = true
           timers.append(
             Task {
-              try? await Task.sleep(for: Self.powerOffGrace)
+              try? await Task.sleep(for: powerOffGrace)
               input.yield(.powerCheck)
             })
         case .powerCheck:
+          powerCheckPending = false
           guard !stopped else { continue }
           // Still owned, the adapter still there and off: a real power-off; still owned and
           // the adapter gone: a removal (bluetoothd on its way out powers its adapters off and
