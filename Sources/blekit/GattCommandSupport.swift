@@ -165,18 +165,14 @@ struct GattSession: Sendable {
     -> RemoteCharacteristic
   {
     do {
-      let services = try await peripheral.services(service.map { [$0] })
-      for candidate in services {
-        if let found = try await peripheral.characteristics([uuid], for: candidate).first {
-          return found
-        }
-      }
+      return try await peripheral.characteristic(uuid, in: service)
+    } catch  where error.code == .attributeNotFound {
+      let place = service.map { " in service \(uuidLabel($0))" } ?? ""
+      throw CLIError(
+        .notFound, "\(peripheral.identifier) has no characteristic \(uuidLabel(uuid))\(place)")
     } catch {
       throw gattCLIError(error)
     }
-    let place = service.map { " in service \(uuidLabel($0))" } ?? ""
-    throw CLIError(
-      .notFound, "\(peripheral.identifier) has no characteristic \(uuidLabel(uuid))\(place)")
   }
 
   /// The descriptor `uuid` of `characteristic`; exit 10 when it has none.

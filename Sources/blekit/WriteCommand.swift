@@ -13,8 +13,13 @@ struct WriteCommand: ParsableCommand {
       digits, optionally separated by spaces, colons or dashes; `0x` prefix allowed) or the \
       UTF-8 bytes of --text. A write request (acknowledged by the device) by default; a write \
       command with --without-response. With --descriptor it writes that descriptor of \
-      CHAR-UUID instead (a write request; e.g. 2901, a writable user description). Prints \
-      nothing on success. A characteristic without the matching write property exits 11, \
+      CHAR-UUID instead (a write request; e.g. 2901, a writable user description). With \
+      --stdin it sends standard input until its end instead of one value: write requests of \
+      up to 512 bytes each, one acknowledged before the next; with --without-response, write \
+      commands of up to MTU-3 bytes through the socket bluetoothd hands out for them \
+      (AcquireWrite), waiting while it is full. Write commands are never acknowledged: what \
+      the device or the link drops is not reported, so use write requests when every byte \
+      must arrive. Prints nothing on success. A characteristic without the matching write property exits 11, \
       no such characteristic or descriptor 10; a value longer than 512 bytes is refused \
       before connecting.
       """
@@ -25,6 +30,7 @@ struct WriteCommand: ParsableCommand {
     let characteristic = Argument<String>("CHAR-UUID", help: "The characteristic.")
     let hex = OptionalArgument<String>("HEX", help: "The value in hex, e.g. 0102ff.")
     let text = Option<String>("--text", value: "TEXT", help: "Write this text's UTF-8 bytes.")
+    let stdin = Flag("--stdin", help: "Send standard input, in as many writes as it takes.")
     let withoutResponse = Flag(
       "--without-response", help: "Send a write command (no acknowledgement).")
     let service: Option<String> = .characteristicService
@@ -40,7 +46,8 @@ struct WriteCommand: ParsableCommand {
   let characteristic: BluetoothUUID
   let service: BluetoothUUID?
   let descriptor: BluetoothUUID?
-  let value: [UInt8]
+  /// The value, or `nil` for standard input (--stdin).
+  let value: [UInt8]?
   let type: CharacteristicWriteType
   let adapter: String?
   let timeout: Duration
@@ -50,6 +57,14 @@ struct WriteCommand: ParsableCommand {
     characteristic = try parseAttributeUUID(arguments.characteristic, label: "CHAR-UUID")
     service = try parseCharacteristicService(arguments.service)
     switch (arguments.hex, arguments.text) {
+    case _ where arguments.stdin:
+      guard arguments.hex == nil, arguments.text == nil else {
+        throw .invalid("--stdin sends standard input: give no HEX and no --text with it")
+      }
+      guard arguments.descriptor == nil else {
+        throw .invalid("--stdin applies to characteristics, not to a descriptor")
+      }
+      value = nil
     case (let hex?, nil):
       do {
         value = try HexBytes.parse(hex)
@@ -63,7 +78,7 @@ struct WriteCommand: ParsableCommand {
     case (nil, nil):
       throw .invalid("give the value as HEX (e.g. 0102ff) or with --text TEXT")
     }
-    guard value.count <= Self.maximumValueLength else {
+    if let value, value.count > Self.maximumValueLength {
       throw .invalid(
         "the value is \(value.count) bytes; an attribute value holds at most "
           + "\(Self.maximumValueLength)")
@@ -85,7 +100,7 @@ struct WriteCommand: ParsableCommand {
       target, adapter: adapter, timeout: timeout, progress: ProgressReport().callAsFunction)
     do {
       let found = try await session.characteristic(characteristic, service: service)
-      if let descriptor {
+      if let descriptor, let value {
         let target = try await session.descriptor(descriptor, of: found)
         do {
           try await session.peripheral.writeValue(value, for: target)
@@ -109,7 +124,15 @@ struct WriteCommand: ParsableCommand {
             + " (flags: \(flagList(found)))\(hint)")
       }
       do {
-        try await session.peripheral.writeValue(value, for: found, type: type)
+        if let value {
+          try await session.peripheral.writeValue(value, for: found, type: type)
+        } else if type == .withoutResponse {
+          try await Self.sendStandardInput(through: session.peripheral, to: found)
+        } else {
+          for try await chunk in StandardInputChunks(chunkSize: Self.maximumValueLength) {
+            try await session.peripheral.writeValue(chunk, for: found, type: .withResponse)
+          }
+        }
       } catch {
         throw gattCLIError(error)
       }
@@ -117,6 +140,28 @@ struct WriteCommand: ParsableCommand {
     } catch {
       await session.close()
       throw error
+    }
+  }
+
+  /// Standard input as write commands through an AcquireWrite socket, until its end; then
+  /// waits (up to 10 s) until bluetoothd has read the last one before the link is closed.
+  static func sendStandardInput(
+    through peripheral: Peripheral, to characteristic: RemoteCharacteristic
+  ) async throws {
+    let channel = try await peripheral.openWriteWithoutResponseChannel(for: characteristic)
+    defer { channel.close() }
+    let limit = channel.maximumValueLength
+    for try await chunk in StandardInputChunks() {
+      var start = 0
+      while start < chunk.count {
+        let end = min(start + limit, chunk.count)
+        try await channel.send(Array(chunk[start..<end]))
+        start = end
+      }
+    }
+    guard await channel.drain(timeout: .seconds(10)) else {
+      throw CLIError(
+        .timedOut, "bluetoothd did not take the last write commands within 10 s")
     }
   }
 }

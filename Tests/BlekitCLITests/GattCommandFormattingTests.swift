@@ -102,9 +102,22 @@ import Testing
     }
     #expect(throws: UsageError.self) { try WriteCommand.parse([Self.address, "2b29", "0g"]) }
     let longest = String(repeating: "ab", count: 512)
-    #expect(try WriteCommand.parse([Self.address, "2b29", longest]).value.count == 512)
+    #expect(try WriteCommand.parse([Self.address, "2b29", longest]).value?.count == 512)
     #expect(throws: UsageError.self) {
       try WriteCommand.parse([Self.address, "2b29", longest + "ab"])
+    }
+  }
+
+  @Test func writeStdinTakesNoValueAndNoDescriptor() throws {
+    let streamed = try WriteCommand.parse(
+      [Self.address, "6e400002-b5a3-f393-e0a9-e50e24dcca9e", "--stdin", "--without-response"])
+    #expect(streamed.value == nil)
+    #expect(streamed.type == .withoutResponse)
+    #expect(try WriteCommand.parse([Self.address, "2b29", "--stdin"]).type == .withResponse)
+    for extra in [["01"], ["--text", "x"], ["--descriptor", "2901"]] {
+      #expect(throws: UsageError.self, "\(extra)") {
+        try WriteCommand.parse([Self.address, "2b29", "--stdin"] + extra)
+      }
     }
   }
 

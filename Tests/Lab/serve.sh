@@ -15,7 +15,8 @@
 #                 explore, notify and write
 #   thermo        health-thermometer.json: blekit notify on the indicate characteristic (A's
 #                 bluetoothd confirms each indication; B reports each confirmation), explore
-#   uart          nordic-uart.json: stdin lines notified, a write out on B's stdout
+#   uart          nordic-uart.json: stdin lines notified; A's write request, then its write
+#                 commands (write --stdin --without-response: AcquireWrite) out on B's stdout
 #   battery, device-information, environmental-sensing: explored; environmental-sensing's
 #                 writable descriptor (0x290D of 0x2A6E) written and read back
 # B first checks that bad profiles are refused with exit 2 before the bus is touched. Both
@@ -136,9 +137,10 @@ host_b() {
   kill -TERM "$pid" 2>/dev/null
   wait "$pid"
   RC=$?
-  [[ $(cat "$OUT/uart.out") == "hello from A" ]]
+  printf 'hello from Astream line 1\nstream line 2\n' >"$OUT/uart.expected"
+  cmp -s "$OUT/uart.expected" "$OUT/uart.out"
   status=$?
-  check "serve nordic-uart: A's write came out on standard output exactly (exit $RC)" \
+  check "serve nordic-uart: A's write request, then its write commands, came out on standard output exactly (exit $RC)" \
     "got '$(show uart.out)' $(show uart.err)"
 
   # --- the other bundled profiles, explored by A -----------------------------------------------
@@ -269,6 +271,15 @@ PY
   [[ $RC == 0 ]]
   status=$?
   check "nordic-uart: write to RX" "exit $RC: $(show uart-write.err)"
+  # Standard input as write commands through AcquireWrite's socket.
+  printf 'stream line 1\nstream line 2\n' |
+    "$BLEKIT" write "$B_ADDRESS" 6e400002-b5a3-f393-e0a9-e50e24dcca9e --stdin --without-response \
+      >"$OUT/uart-stream.out" 2>"$OUT/uart-stream.err"
+  RC=$?
+  [[ $RC == 0 ]] && [[ ! -s "$OUT/uart-stream.out" ]]
+  status=$?
+  check "nordic-uart: write --stdin --without-response (AcquireWrite)" \
+    "exit $RC: $(show uart-stream.err)"
   sleep 1
   end_phase uart
 

@@ -197,6 +197,35 @@ public final class Peripheral: Sendable {
     }
   }
 
+  /// Opens a socket for writes without response to `characteristic` (bluetoothd's
+  /// AcquireWrite): a stream of write commands without a D-Bus call per value, with
+  /// back-pressure. See ``WriteWithoutResponseChannel``.
+  ///
+  /// - Throws: ``BluetoothError`` `.notSupported` when the characteristic has no
+  ///   write-without-response property, `.notPermitted` when another client holds its
+  ///   channel, `.disconnected` when the link is down.
+  /// The corresponding D-Bus member is `org.bluez.GattCharacteristic1.AcquireWrite`.
+  public func openWriteWithoutResponseChannel(for characteristic: RemoteCharacteristic)
+    async throws(BluetoothError) -> WriteWithoutResponseChannel
+  {
+    guard characteristic.properties.contains(.writeWithoutResponse) else {
+      throw BluetoothError(
+        .notSupported, "characteristic \(characteristic.uuid) takes no writes without response")
+    }
+    let proxy = try await proxy(for: characteristic)
+    let acquired: AcquiredSocket
+    do throws(BlueZError) {
+      acquired = try await proxy.acquireWrite()
+    } catch {
+      throw BluetoothError(error, while: "opening a write channel to \(characteristic.uuid)")
+    }
+    guard let fd = acquired.fileDescriptor.take() else {
+      throw BluetoothError(.bus, "AcquireWrite on \(characteristic.uuid) returned no socket")
+    }
+    return WriteWithoutResponseChannel(
+      characteristic: characteristic, fd: fd, mtu: Int(acquired.mtu))
+  }
+
   /// The ATT MTU of the link as bluetoothd reports it on the characteristic (`MTU`), or 23
   /// (the minimum) when unknown.
   public func mtu(for characteristic: RemoteCharacteristic) async -> Int {

@@ -1,0 +1,101 @@
+import BlueZ
+import DBus
+import Synchronization
+import TestSupport
+import Testing
+
+// A connected peripheral as bluetoothd exports it (a stand-in org.bluez on a private bus):
+// Device1, one GattService1 (Nordic UART) and its RX characteristic, whose ReadValue returns
+// "ready", whose WriteValue calls are recorded, and whose AcquireWrite hands out one end of a
+// real socket pair, keeping the other as bluetoothd does.
+@testable import BLEKit
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+enum RemoteGattFixture {
+  static let device = ObjectPath("/org/bluez/hci0/dev_00_AA_01_01_00_01")
+  static let service = device.appending("service000a")
+  static let characteristic = service.appending("char000b")
+  static let uartRX = "6e400002-b5a3-f393-e0a9-e50e24dcca9e"
+
+  /// The stand-in's end of the last socket handed out.
+  final class Kept: Sendable {
+    let fd = Mutex<Int32>(-1)
+    /// AcquireWrite calls.
+    let calls = Mutex(0)
+    /// The values of WriteValue calls, with their `type` option.
+    let writes = Mutex<[([UInt8], String)]>([])
+  }
+
+  /// A connected device with one service and a characteristic with the given flags and an
+  /// AcquireWrite that returns MTU 50.
+  static func make(flags: [String]) async throws -> (
+    PrivateBus, FakeBlueZObjects, CentralManager, Peripheral, RemoteCharacteristic, Kept
+  ) {
+    let bus = try PrivateBus()
+    let bluez = try await FakeBlueZObjects(bus: bus)
+    try bluez.exportAdapter("hci0", powered: true)
+    try bluez.connection.export(
+      ExportedObject(interfaces: [
+        FakeBlueZObjects.interface(
+          Device1.interface,
+          [
+            "Address": .string("00:AA:01:01:00:01"), "Adapter": .objectPath("/org/bluez/hci0"),
+            "Connected": .bool(true), "ServicesResolved": .bool(true),
+          ])
+      ]), at: device)
+    try bluez.connection.export(
+      ExportedObject(interfaces: [
+        FakeBlueZObjects.interface(
+          GattService1.interface,
+          [
+            "UUID": .string("6e400001-b5a3-f393-e0a9-e50e24dcca9e"),
+            "Device": .objectPath(device), "Primary": .bool(true),
+          ])
+      ]), at: service)
+    let kept = Kept()
+    var characteristicInterface = FakeBlueZObjects.interface(
+      GattCharacteristic1.interface,
+      [
+        "UUID": .string(uartRX), "Service": .objectPath(service), "MTU": .uint16(50),
+        "Flags": .strings(flags),
+      ])
+    characteristicInterface.methods.append(
+      ExportedMethod(name: "ReadValue", inSignature: "a{sv}", outSignature: "ay") { _ in
+        [.bytes(Array("ready".utf8))]
+      })
+    characteristicInterface.methods.append(
+      ExportedMethod(name: "WriteValue", inSignature: "aya{sv}", outSignature: "") { call in
+        let value = call.arguments.first?.bytesValue ?? []
+        let type = call.arguments.last?.stringVariantDictionary?["type"]?.stringValue ?? ""
+        kept.writes.withLock { $0.append((value, type)) }
+        return []
+      })
+    characteristicInterface.methods.append(
+      ExportedMethod(name: "AcquireWrite", inSignature: "a{sv}", outSignature: "hq") { _ in
+        var fds: [Int32] = [-1, -1]
+        let kind = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        guard socketpair(AF_UNIX, kind, 0, &fds) == 0 else {
+          throw DBusError.remote(name: "org.bluez.Error.Failed", message: "socketpair")
+        }
+        // A small send buffer, so that a few values fill it.
+        var size: Int32 = 4096
+        _ = setsockopt(fds[1], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        kept.fd.withLock { $0 = fds[0] }
+        kept.calls.withLock { $0 += 1 }
+        return [.unixFD(FileDescriptor(owning: fds[1])), .uint16(50)]
+      })
+    try bluez.connection.export(
+      ExportedObject(interfaces: [characteristicInterface]), at: characteristic)
+    let central = try await CentralManager.open(connection: try bus.connect())
+    let identifier = try #require(
+      await central.peripheral(address: BluetoothAddress("00:AA:01:01:00:01")))
+    let peripheral = Peripheral(identifier: identifier, manager: central)
+    let found = try #require(try await peripheral.services().first)
+    let remote = try #require(try await peripheral.characteristics(for: found).first)
+    return (bus, bluez, central, peripheral, remote, kept)
+  }
+
+}
