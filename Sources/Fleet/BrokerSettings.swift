@@ -3,6 +3,10 @@
 
 import MQTT
 
+#if canImport(Glibc)
+  import Glibc
+#endif
+
 /// The broker connection options.
 public struct BrokerSettings: Sendable, Hashable {
   /// `mqtt://[user[:password]@]host[:port]` or `mqtts://...`.
@@ -26,14 +30,27 @@ public struct BrokerSettings: Sendable, Hashable {
     self.url = url
   }
 
-  /// Checks the URL alone; throws ``FleetError`` `.invalidURL` with a one-line reason.
+  /// Checks the settings before any connection: the URL (``FleetError`` `.invalidURL`), the
+  /// QoS, and that a CA file is readable and given for `mqtts://` only (`.invalidSetting`),
+  /// each with a one-line reason.
   public func validate() throws(FleetError) {
+    let broker: BrokerURL
     do throws(MQTTError) {
-      _ = try BrokerURL(url)
+      broker = try BrokerURL(url)
     } catch {
       throw FleetError(error)
     }
     guard qos == 0 || qos == 1 else { throw FleetError(.invalidSetting, "QoS must be 0 or 1") }
+    if let certificateAuthorities {
+      guard broker.usesTLS else {
+        throw FleetError(.invalidSetting, "a CA file applies to mqtts:// URLs only")
+      }
+      guard access(certificateAuthorities, R_OK) == 0 else {
+        throw FleetError(
+          .invalidSetting,
+          "cannot read the CA file \(certificateAuthorities): \(String(cString: strerror(errno)))")
+      }
+    }
   }
 
   /// The broker URL without its password.

@@ -124,6 +124,10 @@ public final class MQTTClient: @unchecked Sendable {
     mosquitto_disconnect_callback_set(handle) { _, context, code in
       MQTTClient.from(context).didDisconnect(code)
     }
+    mosquitto_log_callback_set(handle) { _, context, level, text in
+      guard level & MOSQ_LOG_ERR != 0, let text else { return }
+      MQTTClient.from(context).didLogError(String(cString: text))
+    }
     mosquitto_publish_callback_set(handle) { _, context, _ in
       MQTTClient.from(context).didComplete()
     }
@@ -286,6 +290,19 @@ public final class MQTTClient: @unchecked Sendable {
       eventContinuation.yield(
         .disconnected(reason: code == 0 ? "closed" : String(cString: mosquitto_strerror(code))))
     }
+  }
+
+  /// libmosquitto's error-level log lines (a TLS handshake that failed, for one, is reported
+  /// nowhere else). Before the first connection, the first one ends ``start(_:)``: the
+  /// broker was reached and refused, and retrying would fail the same way.
+  private func didLogError(_ text: String) {
+    let starting = state.withLock { state -> Bool in
+      state.startWaiter != nil && !state.everConnected
+    }
+    guard starting else { return }
+    let tls = broker.usesTLS ? " (TLS)" : ""
+    finishStart(
+      MQTTError(.unreachable, "the MQTT broker at \(broker) refused the connection\(tls): \(text)"))
   }
 
   private func didComplete() {

@@ -75,6 +75,43 @@ import Testing
     await late.close()
   }
 
+  /// mqtts://: the broker's certificate checked against the given CA, then the same sighting
+  /// path as plain MQTT; without that CA (the system's only) the connection is refused at
+  /// once with the TLS failure, not retried in silence.
+  @Test func tlsBrokerCarriesSightingsAndRefusesAnUnknownCA() async throws {
+    let broker = try MosquittoBroker(tls: true)
+    #expect(broker.url.hasPrefix("mqtts://"))
+    var settings = BrokerSettings(url: broker.url)
+    settings.certificateAuthorities = broker.certificateAuthority
+    settings.qos = 1
+    let fleet = try await FleetSubscriber.connect(settings)
+    var gatewaySettings = GatewaySettings(
+      broker: settings, origin: GatewayOrigin(gateway: "gw-tls", adapter: "hci0"),
+      topics: TopicLayout(gateway: "gw-tls"))
+    gatewaySettings.interval = .zero
+    let gateway = try await GatewayPublisher.connect(gatewaySettings)
+    #expect(gateway.publish(AdvertisementReport(address: "00:AA:01:00:00:09", rssi: -60), id: nil))
+    let closed = await gateway.close()
+    #expect(closed.dropped == 0 && closed.unsent == 0)
+    var keys: [String] = []
+    for await update in fleet.updates {
+      if case .sighting(let sighting) = update { keys.append(sighting.key) }
+      if case .availability(_, online: false) = update { break }
+    }
+    #expect(keys == ["00:AA:01:00:00:09"])
+    _ = await fleet.close()
+
+    let started = ContinuousClock.now
+    do {
+      _ = try await FleetSubscriber.connect(BrokerSettings(url: broker.url))
+      Issue.record("a broker signed by an unknown CA was accepted")
+    } catch {
+      #expect(error.message.contains("certificate verify failed"), "\(error.message)")
+    }
+    // At once, not after the connect timeout: the handshake's failure ends the attempt.
+    #expect(ContinuousClock.now - started < .seconds(3))
+  }
+
   @Test func unreachableBrokerFailsAtOnce() async throws {
     let broker = try MosquittoBroker()
     let url = broker.url

@@ -102,4 +102,28 @@ import Testing
     let orphan = try await blekit(["scan", "--mqtt-qos", "1"])
     #expect(orphan.status == 2)
   }
+
+  /// mqtts:// from the command line: with --mqtt-ca the fleet connects and runs to its
+  /// timeout; without it, a broker whose CA the system does not trust is one line and exit 14
+  /// (the broker unusable); a CA file that cannot be read, or one given for mqtt://, is a
+  /// usage error (exit 2) before any connection.
+  @Test func fleetOverTLS() async throws {
+    let broker = try MosquittoBroker(tls: true)
+    let trusted = try await blekit(
+      ["fleet", "--mqtt", broker.url, "--mqtt-ca", broker.certificateAuthority, "--timeout", "2"])
+    #expect(trusted.status == 0, "\(trusted.error)")
+    let missing = broker.directory.appendingPathComponent("none.pem").path
+    let plain = broker.url.replacingOccurrences(of: "mqtts://", with: "mqtt://")
+    let untrusted = try await blekit(["fleet", "--mqtt", broker.url, "--timeout", "2"])
+    #expect(untrusted.status == 14, "\(untrusted.error)")
+    #expect(untrusted.error.split(separator: "\n").count == 1, "\(untrusted.error)")
+    #expect(untrusted.error.contains("certificate verify failed"), "\(untrusted.error)")
+    #expect(untrusted.output.isEmpty)
+    for (url, reason) in [(broker.url, "cannot read the CA file"), (plain, "mqtts:// URLs only")] {
+      let refused = try await blekit(["fleet", "--mqtt", url, "--mqtt-ca", missing])
+      #expect(refused.status == 2, "\(refused.error)")
+      #expect(refused.error.split(separator: "\n").first?.contains(reason) == true)
+      #expect(refused.output.isEmpty)
+    }
+  }
 }

@@ -3,22 +3,38 @@
 
 import Foundation
 
-/// A mosquitto process on 127.0.0.1 with persistence in its own temporary directory.
+/// A mosquitto process on 127.0.0.1 with persistence in its own temporary directory; with
+/// `tls`, its listener speaks TLS only, with a certificate for 127.0.0.1 signed by a CA made
+/// for this broker (``certificateAuthority``).
 final class MosquittoBroker: @unchecked Sendable {
   let port: Int
   let directory: URL
+  let tls: Bool
   private var pid: pid_t?
 
-  var url: String { "mqtt://127.0.0.1:\(port)" }
+  var url: String { "\(tls ? "mqtts" : "mqtt")://127.0.0.1:\(port)" }
+  /// The PEM file of the CA that signed a TLS broker's certificate.
+  var certificateAuthority: String { directory.appendingPathComponent("ca.pem").path }
 
-  init() throws {
+  init(tls: Bool = false) throws {
+    self.tls = tls
     port = try Self.freePort()
     directory = FileManager.default.temporaryDirectory.appendingPathComponent(
       "blekit-mqtt-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    var tlsLines = ""
+    if tls {
+      try Self.makeCertificates(in: directory)
+      tlsLines = """
+        cafile \(directory.path)/ca.pem
+        certfile \(directory.path)/server.pem
+        keyfile \(directory.path)/server.key
+
+        """
+    }
     let config = """
       listener \(port) 127.0.0.1
-      allow_anonymous true
+      \(tlsLines)allow_anonymous true
       persistence true
       persistence_location \(directory.path)/
       log_dest none
@@ -85,6 +101,40 @@ final class MosquittoBroker: @unchecked Sendable {
   }
 
   struct BrokerError: Error { let message: String }
+
+  /// A CA and a server certificate for 127.0.0.1 (an IP subject alternative name, which
+  /// libmosquitto checks), EC P-256 keys, valid for two days.
+  private static func makeCertificates(in directory: URL) throws {
+    let dir = directory.path
+    try "subjectAltName=IP:127.0.0.1\n".write(
+      toFile: "\(dir)/san.cnf", atomically: true, encoding: .utf8)
+    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    for arguments in [
+      ["req", "-x509"] + ec + [
+        "-keyout", "\(dir)/ca.key", "-out", "\(dir)/ca.pem", "-days", "2", "-subj",
+        "/CN=blekit test CA",
+      ],
+      ["req"] + ec + [
+        "-keyout", "\(dir)/server.key", "-out", "\(dir)/server.csr", "-subj", "/CN=127.0.0.1",
+      ],
+      [
+        "x509", "-req", "-in", "\(dir)/server.csr", "-CA", "\(dir)/ca.pem", "-CAkey",
+        "\(dir)/ca.key", "-CAcreateserial", "-out", "\(dir)/server.pem", "-days", "2",
+        "-extfile", "\(dir)/san.cnf",
+      ],
+    ] {
+      let process = Process()
+      process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+      process.arguments = arguments
+      process.standardOutput = FileHandle.nullDevice
+      process.standardError = FileHandle.nullDevice
+      try process.run()
+      process.waitUntilExit()
+      guard process.terminationStatus == 0 else {
+        throw BrokerError(message: "openssl \(arguments[0]) failed")
+      }
+    }
+  }
 
   private static func accepts(port: Int) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

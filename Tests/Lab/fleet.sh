@@ -10,7 +10,8 @@
 # `blekit fleet` (persistent session) listen. While ID2 is advertised the broker is stopped
 # and started again. Checks: every ID reaches mosquitto_sub and fleet from both gateways;
 # each gateway's sequence numbers arrive without a gap beyond the drops it counted and
-# reported; the gateways said the loss and the reconnection on stderr. Prints "ok" or
+# reported; the gateways said the loss and the reconnection on stderr. Then mqtts://: a scan
+# gateway over TLS (the lab's own CA) and a refusal without the CA. Prints "ok" or
 # "FAIL" per check, then "N passed, M failed"; exits 1 if any failed.
 set -u
 cd "$(dirname "$0")/../.."
@@ -33,14 +34,30 @@ check() { # check DESCRIPTION COMMAND...
   if "$@"; then ok "$what"; else fail "$what"; fi
 }
 
-# The broker: persistence in /tmp (the guest's tmpfs), so sessions survive its restart.
+# The broker: persistence in /tmp (the guest's tmpfs), so sessions survive its restart. A
+# second listener speaks TLS only (mqtts://), with a certificate for 127.0.0.1 signed by a CA
+# made here.
 mkdir -p /tmp/mosquitto
+TLS_PORT=8883
+(
+  cd /tmp/mosquitto || exit 1
+  ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  printf 'subjectAltName=IP:127.0.0.1\n' >san.cnf
+  openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.pem -days 2 -subj "/CN=blekit lab CA" &&
+    openssl req "${ec[@]}" -keyout server.key -out server.csr -subj /CN=127.0.0.1 &&
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem \
+      -days 2 -extfile san.cnf
+) >"$OUT/openssl.log" 2>&1
 cat >/tmp/mosquitto/mosquitto.conf <<CONF
-listener $PORT 127.0.0.1
 allow_anonymous true
 persistence true
 persistence_location /tmp/mosquitto/
 user root
+listener $PORT 127.0.0.1
+listener $TLS_PORT 127.0.0.1
+cafile /tmp/mosquitto/ca.pem
+certfile /tmp/mosquitto/server.pem
+keyfile /tmp/mosquitto/server.key
 CONF
 BROKER=
 start_broker() {
@@ -127,6 +144,29 @@ check "fleet saw gw-a go offline (its last will or its goodbye)" \
 kill -INT "$FLEET" 2>/dev/null
 wait "$FLEET"
 kill "$SUB" 2>/dev/null
+
+# mqtts://: a scan gateway publishes over TLS, checked against the lab's CA; a subscriber over
+# TLS gets its sightings. Without the CA the gateway refuses at once, in one line, exit 14.
+TLS_URL=mqtts://127.0.0.1:$TLS_PORT
+mosquitto_sub -p "$TLS_PORT" --cafile /tmp/mosquitto/ca.pem -h 127.0.0.1 -v -t 'blekit/gw-tls/#' \
+  >"$OUT/sub-tls.txt" 2>"$OUT/sub-tls.err" &
+SUB_TLS=$!
+"$BLEKIT" scan -a hci0 --json --timeout 12 --mqtt "$TLS_URL" --mqtt-ca /tmp/mosquitto/ca.pem \
+  --gateway gw-tls --mqtt-interval 0 >"$OUT/scan-tls.json" 2>"$OUT/scan-tls.err" &
+SCAN_TLS=$!
+sleep 3
+advertise "${IDS[0]}" "$WINDOW"
+wait "$SCAN_TLS"
+rc=$?
+check "scan --mqtt mqtts:// with --mqtt-ca ends with status 0 ($rc)" test "$rc" = 0
+check "a TLS subscriber got gw-tls's sighting of ${IDS[0]}" \
+  wait_for 10 grep -q "^blekit/gw-tls/.*${IDS[0]}" "$OUT/sub-tls.txt"
+kill "$SUB_TLS" 2>/dev/null
+"$BLEKIT" scan -a hci0 --timeout 5 --mqtt "$TLS_URL" --gateway gw-tls \
+  >"$OUT/scan-untrusted.out" 2>"$OUT/scan-untrusted.err"
+rc=$?
+check "mqtts:// without the CA: exit 14, one line naming the failed verification ($rc: $(head -c 200 "$OUT/scan-untrusted.err"))" \
+  sh -c "test $rc = 14 && test \$(wc -l <'$OUT/scan-untrusted.err') = 1 && grep -q 'certificate verify failed' '$OUT/scan-untrusted.err'"
 stop_broker
 echo "$passed passed, $failed failed"
 ((failed == 0))
