@@ -24,8 +24,10 @@ import Synchronization
 /// channel.close()
 /// ```
 ///
-/// While the channel is open, bluetoothd reports the characteristic as write-acquired and
-/// refuses a second one. ``close()`` (or the channel's release) gives the socket back.
+/// While the channel is open, bluetoothd reports the characteristic as write-acquired, refuses
+/// a second channel and refuses ``Peripheral/writeValue(_:for:type:)`` on it (`.notPermitted`).
+/// ``close()`` (or the channel's release) gives the socket back; bluetoothd closes it when the
+/// link drops, and the next ``send(_:timeout:)`` then throws `.disconnected`.
 public final class WriteWithoutResponseChannel: Sendable {
   /// The characteristic written.
   public let characteristic: RemoteCharacteristic
