@@ -12,7 +12,8 @@ misses what comes while off), blekit every sighting (`--mqtt-interval 0`): the s
 stream, each gateway's own payload.
 
 With --memory-minutes M: `blekit monitor --mqtt` alone for M minutes under a continuous flood
-(generations of DEVICES devices that vanish after CHANGES changes), VmRSS every 30 s.
+paced at --rate signals per second (default 2,000; generations of DEVICES devices that vanish
+after CHANGES changes), VmRSS every 30 s.
 
 Usage: fleet.py --blekit PATH --pylib DIR --work DIR [--devices N] [--changes N]
                 [--memory-minutes M] [--gateways blekit,theengs]"""
@@ -145,7 +146,8 @@ def run_gateway(args, name, spec, flood):
 
 
 def memory(args):
-    flood = scan.flood(args.devices, args.changes, generations=100000)
+    flood = dict(scan.flood(args.devices, args.changes, generations=100000),
+                 RATE=str(args.rate))
     run = scan.Run(args, flood)
     broker = Broker(run.dir)
     spec = gateways(args, broker.port)["blekit"]
@@ -179,6 +181,8 @@ def main():
     parser.add_argument("--gateways", default="blekit,theengs")
     parser.add_argument("--memory-minutes", type=float, default=0)
     parser.add_argument("--limit", type=int, default=900)
+    parser.add_argument("--rate", type=int, default=2000,
+                        help="signals per second in the memory run")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     flood = scan.flood(args.devices, args.changes)

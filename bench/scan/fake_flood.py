@@ -11,10 +11,12 @@
 After GENERATIONS generations (default 1) a last device named END (ID all 0xEE) appears, and
 "flood done" is printed: a central that prints it has read everything before it. Discovery
 starts, stops and filters are accepted at any time (blekit restarts its discovery every 2 s).
+RATE (signals per second, default 0: as fast as the bus takes them) paces the flood.
 Prints "ready" when the bus name is owned."""
 import asyncio
 import os
 import sys
+import time
 
 from dbus_fast import Message, MessageType, Variant
 from dbus_fast.aio import MessageBus
@@ -29,6 +31,7 @@ DEVICES = int(os.environ.get("DEVICES", "10000"))
 CHANGES = int(os.environ.get("CHANGES", "100000"))
 GENERATIONS = int(os.environ.get("GENERATIONS", "1"))
 KEEP = os.environ.get("KEEP") == "1"
+RATE = float(os.environ.get("RATE", "0"))
 
 
 def adapter(discovering):
@@ -78,11 +81,16 @@ def device(path, address, ident, name):
 async def flood(bus):
     sent = 0
 
+    started = time.monotonic()
+
     async def send(message):
         nonlocal sent
         bus.send(message)
         sent += 1
-        if sent % 200 == 0:
+        if RATE and sent % 50 == 0:
+            # Paced: a reader slower than the flood would otherwise leave it all queued here.
+            await asyncio.sleep(max(0.0, sent / RATE - (time.monotonic() - started)))
+        elif sent % 200 == 0:
             await asyncio.sleep(0)  # let the transport write
 
     def signal(path, interface, member, signature, body):
