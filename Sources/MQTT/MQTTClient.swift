@@ -66,6 +66,8 @@ public final class MQTTClient: @unchecked Sendable {
     var closing = false
     var subscriptions: [(String, QualityOfService)] = []
     var startWaiter: CheckedContinuation<MQTTError?, Never>?
+    /// The last error-level line libmosquitto logged before the first connection.
+    var loggedError: String?
   }
 
   private let handle: OpaquePointer
@@ -202,9 +204,10 @@ public final class MQTTClient: @unchecked Sendable {
     let code = mosquitto_connect_async(
       handle, broker.host, Int32(broker.port), Int32(configuration.keepAlive))
     guard code == MOSQ_ERR_SUCCESS.rawValue else {
+      let logged = state.withLock { $0.loggedError }.map { " (\($0))" } ?? ""
       return MQTTError(
         .unreachable,
-        "cannot reach the MQTT broker at \(broker): \(Self.reason(code))")
+        "cannot reach the MQTT broker at \(broker): \(Self.reason(code))\(logged)")
     }
     let loop = mosquitto_loop_start(handle)
     guard loop == MOSQ_ERR_SUCCESS.rawValue else {
@@ -220,12 +223,13 @@ public final class MQTTClient: @unchecked Sendable {
     }
     defer { timer.cancel() }
     return await withCheckedContinuation { continuation in
-      let ready = state.withLock { state -> Bool in
-        if state.everConnected { return true }
+      let ready = state.withLock { state -> MQTTError?? in
+        if state.everConnected { return .some(nil) }
+        if let logged = state.loggedError { return .some(refusal(logged)) }
         state.startWaiter = continuation
-        return false
+        return nil
       }
-      if ready { continuation.resume(returning: nil) }
+      if let ready { continuation.resume(returning: ready) }
     }
   }
 
@@ -297,12 +301,19 @@ public final class MQTTClient: @unchecked Sendable {
   /// broker was reached and refused, and retrying would fail the same way.
   private func didLogError(_ text: String) {
     let starting = state.withLock { state -> Bool in
-      state.startWaiter != nil && !state.everConnected
+      guard !state.everConnected else { return false }
+      if state.loggedError == nil { state.loggedError = text }
+      return state.startWaiter != nil
     }
     guard starting else { return }
+    finishStart(refusal(text))
+  }
+
+  /// The error of a first connection that libmosquitto logged as failed.
+  private func refusal(_ text: String) -> MQTTError {
     let tls = broker.usesTLS ? " (TLS)" : ""
-    finishStart(
-      MQTTError(.unreachable, "the MQTT broker at \(broker) refused the connection\(tls): \(text)"))
+    return MQTTError(
+      .unreachable, "the MQTT broker at \(broker) refused the connection\(tls): \(text)")
   }
 
   private func didComplete() {
