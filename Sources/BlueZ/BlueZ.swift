@@ -10,6 +10,14 @@ public enum BlueZ {
   /// The default adapter name when the user picks none.
   public static let defaultAdapter = "hci0"
 
+  /// How long a remote GATT call (ReadValue, WriteValue, StartNotify, AcquireNotify...) waits
+  /// for bluetoothd's reply: 40 s, past ATT's 30 s transaction timeout (Core Vol 3 Part F
+  /// 3.3.3). A request the peer leaves unanswered holds its bearer, and every call queued
+  /// behind it, until that timeout; bluetoothd then answers the call (often by completing it
+  /// on another EATT bearer). A shorter wait gives up on a call bluetoothd is about to
+  /// answer and leaves it pending inside bluetoothd for a client that is gone.
+  public static let gattCallTimeout: Duration = .seconds(40)
+
   /// The interfaces blekit talks to or implements.
   public enum Interface {
     public static let adapter: InterfaceName = "org.bluez.Adapter1"

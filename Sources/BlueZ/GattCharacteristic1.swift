@@ -45,7 +45,8 @@ public struct GattCharacteristic1: BlueZProxy {
   public func readValue(offset: UInt16 = 0) async throws(BlueZError) -> [UInt8] {
     var options: [String: DBusValue] = [:]
     if offset != 0 { options["offset"] = .uint16(offset) }
-    let reply = try await call("ReadValue", [.dictionaryOfVariants(options)])
+    let reply = try await call(
+      "ReadValue", [.dictionaryOfVariants(options)], timeout: BlueZ.gattCallTimeout)
     guard let bytes = reply.first?.bytesValue else {
       throw BlueZError(.unexpectedValue, "ReadValue on \(path) did not return bytes")
     }
@@ -59,19 +60,21 @@ public struct GattCharacteristic1: BlueZProxy {
   ) async throws(BlueZError) {
     var options: [String: DBusValue] = ["type": .string(type.rawValue)]
     if offset != 0 { options["offset"] = .uint16(offset) }
-    _ = try await call("WriteValue", [.bytes(value), .dictionaryOfVariants(options)])
+    _ = try await call(
+      "WriteValue", [.bytes(value), .dictionaryOfVariants(options)],
+      timeout: BlueZ.gattCallTimeout)
   }
 
   /// Subscribes; values then arrive as PropertiesChanged(Value).
   /// The corresponding D-Bus member is `org.bluez.GattCharacteristic1.StartNotify`.
   public func startNotify() async throws(BlueZError) {
-    _ = try await call("StartNotify")
+    _ = try await call("StartNotify", timeout: BlueZ.gattCallTimeout)
   }
 
   /// Ends the StartNotify subscription of this client.
   /// The corresponding D-Bus member is `org.bluez.GattCharacteristic1.StopNotify`.
   public func stopNotify() async throws(BlueZError) {
-    _ = try await call("StopNotify")
+    _ = try await call("StopNotify", timeout: BlueZ.gattCallTimeout)
   }
 
   /// Subscribes through a socket: each read of the returned fd yields one notification.
@@ -88,7 +91,8 @@ public struct GattCharacteristic1: BlueZProxy {
   }
 
   private func acquire(_ member: MemberName) async throws(BlueZError) -> AcquiredSocket {
-    let reply = try await call(member, [.dictionaryOfVariants([:])])
+    let reply = try await call(
+      member, [.dictionaryOfVariants([:])], timeout: BlueZ.gattCallTimeout)
     guard reply.count == 2, let fd = reply[0].fileDescriptorValue, let mtu = reply[1].uint16Value
     else {
       throw BlueZError(.unexpectedValue, "\(member) on \(path) did not return (h, q)")

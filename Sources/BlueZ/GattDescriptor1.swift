@@ -28,7 +28,8 @@ public struct GattDescriptor1: BlueZProxy {
   public func readValue(offset: UInt16 = 0) async throws(BlueZError) -> [UInt8] {
     var options: [String: DBusValue] = [:]
     if offset != 0 { options["offset"] = .uint16(offset) }
-    let reply = try await call("ReadValue", [.dictionaryOfVariants(options)])
+    let reply = try await call(
+      "ReadValue", [.dictionaryOfVariants(options)], timeout: BlueZ.gattCallTimeout)
     guard let bytes = reply.first?.bytesValue else {
       throw BlueZError(.unexpectedValue, "ReadValue on \(path) did not return bytes")
     }
@@ -40,6 +41,8 @@ public struct GattDescriptor1: BlueZProxy {
   public func writeValue(_ value: [UInt8], offset: UInt16 = 0) async throws(BlueZError) {
     var options: [String: DBusValue] = [:]
     if offset != 0 { options["offset"] = .uint16(offset) }
-    _ = try await call("WriteValue", [.bytes(value), .dictionaryOfVariants(options)])
+    _ = try await call(
+      "WriteValue", [.bytes(value), .dictionaryOfVariants(options)],
+      timeout: BlueZ.gattCallTimeout)
   }
 }
