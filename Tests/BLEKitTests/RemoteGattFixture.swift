@@ -6,8 +6,9 @@ import Testing
 
 // A connected peripheral as bluetoothd exports it (a stand-in org.bluez on a private bus):
 // Device1, one GattService1 (Nordic UART) and its RX characteristic, whose ReadValue returns
-// "ready", whose WriteValue calls are recorded, and whose AcquireWrite hands out one end of a
-// real socket pair, keeping the other as bluetoothd does.
+// "ready", whose WriteValue calls are recorded, whose AcquireWrite hands out one end of a
+// real socket pair, keeping the other as bluetoothd does, and whose AcquireNotify and
+// StartNotify never answer.
 @testable import BLEKit
 
 #if canImport(Glibc)
@@ -25,6 +26,8 @@ enum RemoteGattFixture {
     let fd = Mutex<Int32>(-1)
     /// AcquireWrite calls.
     let calls = Mutex(0)
+    /// AcquireNotify and StartNotify calls (none is answered).
+    let subscriptions = Mutex(0)
     /// The values of WriteValue calls, with their `type` option.
     let writes = Mutex<[([UInt8], String)]>([])
   }
@@ -87,6 +90,19 @@ enum RemoteGattFixture {
         kept.calls.withLock { $0 += 1 }
         return [.unixFD(FileDescriptor(owning: fds[1])), .uint16(50)]
       })
+    // Subscriptions are never answered, as bluetoothd 5.66 leaves an AcquireNotify that is
+    // pending when the link drops (the handler waits until the test is over).
+    for member: MemberName in ["AcquireNotify", "StartNotify"] {
+      characteristicInterface.methods.append(
+        ExportedMethod(
+          name: member, inSignature: member == "AcquireNotify" ? "a{sv}" : "",
+          outSignature: member == "AcquireNotify" ? "hq" : ""
+        ) { _ in
+          kept.subscriptions.withLock { $0 += 1 }
+          try await Task.sleep(for: .seconds(300))
+          throw DBusError.remote(name: "org.bluez.Error.Failed", message: "never answered")
+        })
+    }
     try bluez.connection.export(
       ExportedObject(interfaces: [characteristicInterface]), at: characteristic)
     let central = try await CentralManager.open(connection: try bus.connect())

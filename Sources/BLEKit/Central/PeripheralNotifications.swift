@@ -23,14 +23,20 @@ extension Peripheral {
     let devicePath = identifier.path
     let name = identifier.description
 
+    let subscribing = "subscribing to \(characteristic.uuid)"
     if preferAcquire, characteristic.properties.contains(.notify) {
-      var acquired: AcquiredSocket?
-      do throws(BlueZError) {
-        acquired = try await proxy.acquireNotify()
-      } catch  where [.notSupported, .notPermitted, .failed, .inProgress].contains(error.code) {
+      let acquired: AcquiredSocket?
+      let answer = try await untilLinkLoss(subscribing) { () throws(BlueZError) in
+        try await proxy.acquireNotify()
+      }
+      switch answer {
+      case .success(let socket):
+        acquired = socket
+      case .failure(let error)
+      where [.notSupported, .notPermitted, .failed, .inProgress].contains(error.code):
         acquired = nil
-      } catch {
-        throw BluetoothError(error, while: "subscribing to \(characteristic.uuid)")
+      case .failure(let error):
+        throw BluetoothError(error, while: subscribing)
       }
       if let acquired, let fd = acquired.fileDescriptor.take() {
         let tree = objects
@@ -48,11 +54,10 @@ extension Peripheral {
       }
     }
 
-    do throws(BlueZError) {
+    let started = try await untilLinkLoss(subscribing) { () throws(BlueZError) in
       try await proxy.startNotify()
-    } catch {
-      throw BluetoothError(error, while: "subscribing to \(characteristic.uuid)")
     }
+    if case .failure(let error) = started { throw BluetoothError(error, while: subscribing) }
     let (batches, continuation) = NotificationStream.makeBatches()
     let path = characteristic.path
     let tree = objects
@@ -79,6 +84,47 @@ extension Peripheral {
     continuation.onTermination = { _ in Task { await subscription.stop() } }
     return NotificationStream(
       batches: batches, subscription: subscription, method: .startNotify)
+  }
+
+  /// Runs a GATT call and returns its answer, unless the link to this peripheral goes first:
+  /// then throws the loss (``BluetoothError/Code/disconnected``, or bluetoothd or the bus
+  /// gone), prefixed with `doing`. bluetoothd 5.66 never answers an AcquireNotify that is
+  /// pending when the link drops (seen in the lab: a peer's bluetoothd lost its ATT bearer,
+  /// the MTU exchange timed out, the link went, and the call stayed unanswered), so waiting
+  /// for the call alone would wait out ``BlueZ/gattCallTimeout``.
+  func untilLinkLoss<Answer: Sendable>(
+    _ doing: String, _ call: @escaping @Sendable () async throws(BlueZError) -> Answer
+  ) async throws(BluetoothError) -> Result<Answer, BlueZError> {
+    let (_, _, events) = objects.subscribe()
+    let device = identifier.path
+    let name = identifier.description
+    let tree = objects
+    let outcome = await withTaskGroup(of: LinkRace<Answer>.self) { group in
+      group.addTask {
+        do throws(BlueZError) {
+          return .answered(.success(try await call()))
+        } catch {
+          return .answered(.failure(error))
+        }
+      }
+      group.addTask {
+        .lost(await Self.waitForLinkLoss(events, device: device, name: name, tree: tree))
+      }
+      defer { group.cancelAll() }
+      while let next = await group.next() {
+        // A watch that ended without a loss (its events finished) leaves the call to answer.
+        if case .lost(nil) = next { continue }
+        return next
+      }
+      return .lost(nil)
+    }
+    switch outcome {
+    case .answered(let answer):
+      return answer
+    case .lost(let loss):
+      let loss = loss ?? BluetoothError(.cancelled, "cancelled")
+      throw BluetoothError(loss.code, "\(doing): \(loss.message)", bluez: loss.bluez)
+    }
   }
 
   /// Waits for the link to the device to go (disconnected, removed, bluetoothd gone, the bus
@@ -126,4 +172,11 @@ extension Peripheral {
     }
     return nil
   }
+}
+
+/// Which came first in ``Peripheral/untilLinkLoss(_:_:)``: the call's answer, or the link's
+/// loss (`nil` when the watch ended without one).
+private enum LinkRace<Answer: Sendable>: Sendable {
+  case answered(Result<Answer, BlueZError>)
+  case lost(BluetoothError?)
 }

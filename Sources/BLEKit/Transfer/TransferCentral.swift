@@ -130,12 +130,29 @@ public struct TransferCentral: Sendable {
   ///   received so far), with other codes for connection and GATT failures; `TransferError`
   ///   for a message that fails its checks, or for plain chunks whose order is not guaranteed
   ///   (``TransferError/orderNotGuaranteed(_:)``, unless ``Options/acceptUnordered``).
+  ///
+  /// A link lost before any of the message arrived (while the services were read or the
+  /// subscription was made) is tried once more on a fresh connection: bluetoothd 5.66 on a
+  /// bonded peer was seen losing its ATT bearer on reconnection (its security elevation
+  /// failed), which stalls the link's setup until ATT's 30 s timeout and then drops it.
   public func receive(from peer: PeripheralIdentifier, options: Options = Options())
     async throws -> Received
   {
+    var subscribed = false
+    do {
+      return try await receiveOnce(from: peer, options: options) { subscribed = true }
+    } catch BluetoothError.Code.disconnected where !subscribed && !Task.isCancelled {
+      options.warning?("\(peer) disconnected before the subscription was made; connecting again")
+      return try await receiveOnce(from: peer, options: options) {}
+    }
+  }
+
+  private func receiveOnce(
+    from peer: PeripheralIdentifier, options: Options, onSubscribed: () -> Void
+  ) async throws -> Received {
     let peripheral = try await manager.connect(to: peer, timeout: options.connectTimeout)
     do {
-      let received = try await receive(on: peripheral, options: options)
+      let received = try await receive(on: peripheral, options: options, onSubscribed: onSubscribed)
       await peripheral.disconnectOnExit()
       return received
     } catch let error as BluetoothError {
@@ -175,6 +192,12 @@ public struct TransferCentral: Sendable {
   public func receive(on peripheral: Peripheral, options: Options = Options()) async throws
     -> Received
   {
+    try await receive(on: peripheral, options: options, onSubscribed: {})
+  }
+
+  private func receive(
+    on peripheral: Peripheral, options: Options, onSubscribed: () -> Void
+  ) async throws -> Received {
     guard let service = try await transferService(of: peripheral) else {
       throw BluetoothError(
         .attributeNotFound, "\(peripheral.identifier) does not offer the transfer service")
@@ -209,6 +232,7 @@ public struct TransferCentral: Sendable {
     }
 
     let notifications = try await peripheral.notifications(for: source)
+    onSubscribed()
     let start = ContinuousClock.now
     let outcome: (bytes: [UInt8], outOfOrder: Int)
     do {
