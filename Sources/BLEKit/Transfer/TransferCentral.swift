@@ -131,28 +131,37 @@ public struct TransferCentral: Sendable {
   ///   for a message that fails its checks, or for plain chunks whose order is not guaranteed
   ///   (``TransferError/orderNotGuaranteed(_:)``, unless ``Options/acceptUnordered``).
   ///
-  /// A link lost before any of the message arrived (while the services were read or the
-  /// subscription was made) is tried once more on a fresh connection: bluetoothd 5.66 on a
-  /// bonded peer was seen losing its ATT bearer on reconnection (its security elevation
-  /// failed), which stalls the link's setup until ATT's 30 s timeout and then drops it.
+  /// A connection whose setup fails before the subscription is made (the link lost, or
+  /// bluetoothd not answering the service reads or the subscription) is tried once more on a
+  /// fresh connection: bluetoothd 5.66 on a bonded peer was seen dropping its ATT bearer on
+  /// reconnection (its security elevation failed with EINVAL), which stalls the link's GATT
+  /// client until ATT's 30 s timeout; the local bluetoothd then never answers the pending
+  /// AcquireNotify, and either drops the link or keeps it with a client that cannot work.
   public func receive(from peer: PeripheralIdentifier, options: Options = Options())
     async throws -> Received
   {
-    var subscribed = false
+    var stage = SetupStage.connecting
     do {
-      return try await receiveOnce(from: peer, options: options) { subscribed = true }
-    } catch BluetoothError.Code.disconnected where !subscribed && !Task.isCancelled {
-      options.warning?("\(peer) disconnected before the subscription was made; connecting again")
-      return try await receiveOnce(from: peer, options: options) {}
+      return try await receiveOnce(from: peer, options: options) { stage = $0 }
+    } catch let error as BluetoothError
+      where stage == .connected && [.disconnected, .timeout].contains(error.code)
+      && !Task.isCancelled
+    {
+      options.warning?("\(error.message); connecting to \(peer) again")
+      return try await receiveOnce(from: peer, options: options) { _ in }
     }
   }
 
+  /// How far one attempt of ``receive(from:options:)`` got.
+  private enum SetupStage { case connecting, connected, subscribed }
+
   private func receiveOnce(
-    from peer: PeripheralIdentifier, options: Options, onSubscribed: () -> Void
+    from peer: PeripheralIdentifier, options: Options, reached: (SetupStage) -> Void
   ) async throws -> Received {
     let peripheral = try await manager.connect(to: peer, timeout: options.connectTimeout)
+    reached(.connected)
     do {
-      let received = try await receive(on: peripheral, options: options, onSubscribed: onSubscribed)
+      let received = try await receive(on: peripheral, options: options) { reached(.subscribed) }
       await peripheral.disconnectOnExit()
       return received
     } catch let error as BluetoothError {
