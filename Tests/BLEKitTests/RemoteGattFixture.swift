@@ -114,4 +114,22 @@ enum RemoteGattFixture {
     return (bus, bluez, central, peripheral, remote, kept)
   }
 
+  /// Runs `body` with a fresh fixture (the stand-in's objects, the peripheral, its
+  /// characteristic and what the stand-in kept) and tears it down, whether or not it threw.
+  static func with(
+    flags: [String],
+    _ body: (FakeBlueZObjects, Peripheral, RemoteCharacteristic, Kept) async throws -> Void
+  ) async throws {
+    let (bus, bluez, central, peripheral, remote, kept) = try await make(flags: flags)
+    defer { bus.stop() }
+    do {
+      try await body(bluez, peripheral, remote, kept)
+    } catch {
+      await central.close()
+      bluez.close()
+      throw error
+    }
+    await central.close()
+    bluez.close()
+  }
 }

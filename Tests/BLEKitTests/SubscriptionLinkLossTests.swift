@@ -12,34 +12,31 @@ import Testing
 struct SubscriptionLinkLossTests {
   @Test(arguments: [true, false])
   func aDisconnectEndsAnUnansweredSubscription(preferAcquire: Bool) async throws {
-    let (bus, bluez, central, peripheral, remote, kept) = try await RemoteGattFixture.make(
-      flags: ["notify"])
-    defer { bus.stop() }
-    let started = ContinuousClock.now
-    let subscribing = Task { () async -> BluetoothError? in
-      do throws(BluetoothError) {
-        _ = try await peripheral.notifications(for: remote, preferAcquire: preferAcquire)
-        return nil
-      } catch {
-        return error
+    try await RemoteGattFixture.with(flags: ["notify"]) { bluez, peripheral, remote, kept in
+      let started = ContinuousClock.now
+      let subscribing = Task { () async -> BluetoothError? in
+        do throws(BluetoothError) {
+          _ = try await peripheral.notifications(for: remote, preferAcquire: preferAcquire)
+          return nil
+        } catch {
+          return error
+        }
       }
+      // The call reaches the stand-in before the link goes.
+      #expect(await eventually { kept.subscriptions.withLock { $0 } == 1 })
+      try bluez.connection.emitPropertiesChanged(
+        path: RemoteGattFixture.device, interface: Device1.interface,
+        changed: ["Connected": .bool(false)])
+      let failure = await subscribing.value
+      let elapsed = ContinuousClock.now - started
+      guard let error = failure else {
+        Issue.record("subscribing succeeded without an answer")
+        return
+      }
+      #expect(error.code == BluetoothError.Code.disconnected)
+      #expect(error.message.hasPrefix("subscribing to 6e400002"))
+      #expect(error.message.contains("disconnected"))
+      #expect(elapsed < .seconds(10), "took \(elapsed), the call's own timeout is 40 s")
     }
-    // The call reaches the stand-in before the link goes.
-    #expect(await eventually { kept.subscriptions.withLock { $0 } == 1 })
-    try bluez.connection.emitPropertiesChanged(
-      path: RemoteGattFixture.device, interface: Device1.interface,
-      changed: ["Connected": .bool(false)])
-    let failure = await subscribing.value
-    let elapsed = ContinuousClock.now - started
-    guard let error = failure else {
-      Issue.record("subscribing succeeded without an answer")
-      return
-    }
-    #expect(error.code == BluetoothError.Code.disconnected)
-    #expect(error.message.hasPrefix("subscribing to 6e400002"))
-    #expect(error.message.contains("disconnected"))
-    #expect(elapsed < .seconds(10), "took \(elapsed), the call's own timeout is 40 s")
-    await central.close()
-    bluez.close()
   }
 }

@@ -29,97 +29,84 @@ struct WriteWithoutResponseChannelTests {
   }
 
   @Test func eachValueIsOneDatagramInOrder() async throws {
-    let (bus, bluez, central, peripheral, remote, kept) = try await RemoteGattFixture.make(flags: [
-      "write-without-response"
-    ])
-    defer { bus.stop() }
-    let channel = try await peripheral.openWriteWithoutResponseChannel(for: remote)
-    #expect(channel.mtu == 50)
-    #expect(channel.maximumValueLength == 47)
-    let values = (0..<10).map { index in [UInt8](repeating: UInt8(index), count: 1 + index * 5) }
-    for value in values { try await channel.send(value) }
-    let theirs = kept.fd.withLock { $0 }
-    #expect(Self.drain(theirs) == values)
-    // Too long for the link, and empty: refused before anything is sent.
-    await #expect(throws: BluetoothError.self) {
-      try await channel.send([UInt8](repeating: 1, count: 48))
+    try await RemoteGattFixture.with(flags: ["write-without-response"]) {
+      bluez, peripheral, remote, kept in
+      let channel = try await peripheral.openWriteWithoutResponseChannel(for: remote)
+      #expect(channel.mtu == 50)
+      #expect(channel.maximumValueLength == 47)
+      let values = (0..<10).map { index in [UInt8](repeating: UInt8(index), count: 1 + index * 5) }
+      for value in values { try await channel.send(value) }
+      let theirs = kept.fd.withLock { $0 }
+      #expect(Self.drain(theirs) == values)
+      // Too long for the link, and empty: refused before anything is sent.
+      await #expect(throws: BluetoothError.self) {
+        try await channel.send([UInt8](repeating: 1, count: 48))
+      }
+      await #expect(throws: BluetoothError.self) { try await channel.send([]) }
+      #expect(Self.drain(theirs).isEmpty)
+      // Closing gives the socket back: bluetoothd's end reads the end of the stream.
+      channel.close()
+      var byte: UInt8 = 0
+      #expect(recv(theirs, &byte, 1, 0) == 0)
+      await #expect(throws: BluetoothError.self) { try await channel.send([1]) }
+      close(theirs)
     }
-    await #expect(throws: BluetoothError.self) { try await channel.send([]) }
-    #expect(Self.drain(theirs).isEmpty)
-    // Closing gives the socket back: bluetoothd's end reads the end of the stream.
-    channel.close()
-    var byte: UInt8 = 0
-    #expect(recv(theirs, &byte, 1, 0) == 0)
-    await #expect(throws: BluetoothError.self) { try await channel.send([1]) }
-    close(theirs)
-    await central.close()
-    bluez.close()
   }
 
   @Test func aFullSocketWaitsForRoomThenTimesOut() async throws {
-    let (bus, bluez, central, peripheral, remote, kept) = try await RemoteGattFixture.make(flags: [
-      "write-without-response"
-    ])
-    defer { bus.stop() }
-    let channel = try await peripheral.openWriteWithoutResponseChannel(for: remote)
-    let theirs = kept.fd.withLock { $0 }
-    // Nobody reads: the socket fills, and a send gives up after its timeout.
-    var sent = 0
-    let value = [UInt8](repeating: 0xAB, count: 47)
-    do {
-      while sent < 10_000 {
-        try await channel.send(value, timeout: .milliseconds(300))
-        sent += 1
+    try await RemoteGattFixture.with(flags: ["write-without-response"]) {
+      bluez, peripheral, remote, kept in
+      let channel = try await peripheral.openWriteWithoutResponseChannel(for: remote)
+      let theirs = kept.fd.withLock { $0 }
+      // Nobody reads: the socket fills, and a send gives up after its timeout.
+      var sent = 0
+      let value = [UInt8](repeating: 0xAB, count: 47)
+      do throws(BluetoothError) {
+        while sent < 10_000 {
+          try await channel.send(value, timeout: .milliseconds(300))
+          sent += 1
+        }
+      } catch {
+        #expect(error.code == .timeout)
       }
-    } catch {
-      #expect(error.code == .timeout)
+      #expect(sent > 0 && sent < 10_000)
+      #expect(await channel.drain(timeout: .milliseconds(200)) == false)
+      // A reader frees room: a waiting send goes through, and nothing was lost or doubled.
+      let late = Task { try await channel.send([0xCD], timeout: .seconds(10)) }
+      try await Task.sleep(for: .milliseconds(200))
+      var received = Self.drain(theirs)
+      try await late.value
+      received += Self.drain(theirs)
+      #expect(received.count == sent + 1)
+      #expect(received.dropLast().allSatisfy { $0 == value })
+      #expect(received.last == [0xCD])
+      #expect(await channel.drain(timeout: .seconds(5)))
+      channel.close()
+      close(theirs)
     }
-    #expect(sent > 0 && sent < 10_000)
-    #expect(await channel.drain(timeout: .milliseconds(200)) == false)
-    // A reader frees room: a waiting send goes through, and nothing was lost or doubled.
-    let late = Task { try await channel.send([0xCD], timeout: .seconds(10)) }
-    try await Task.sleep(for: .milliseconds(200))
-    var received = Self.drain(theirs)
-    try await late.value
-    received += Self.drain(theirs)
-    #expect(received.count == sent + 1)
-    #expect(received.dropLast().allSatisfy { $0 == value })
-    #expect(received.last == [0xCD])
-    #expect(await channel.drain(timeout: .seconds(5)))
-    channel.close()
-    close(theirs)
-    await central.close()
-    bluez.close()
   }
 
   @Test func aCharacteristicWithoutTheFlagIsRefusedWithoutACall() async throws {
-    let (bus, bluez, central, peripheral, remote, kept) = try await RemoteGattFixture.make(flags: [
-      "write"
-    ])
-    defer { bus.stop() }
-    await #expect(throws: BluetoothError.self) {
-      _ = try await peripheral.openWriteWithoutResponseChannel(for: remote)
+    try await RemoteGattFixture.with(flags: ["write"]) { bluez, peripheral, remote, kept in
+      await #expect(throws: BluetoothError.self) {
+        _ = try await peripheral.openWriteWithoutResponseChannel(for: remote)
+      }
+      #expect(kept.calls.withLock { $0 } == 0)
     }
-    #expect(kept.calls.withLock { $0 } == 0)
-    await central.close()
-    bluez.close()
   }
 
   @Test func aLinkThatGoesDownEndsTheChannel() async throws {
-    let (bus, bluez, central, peripheral, remote, kept) = try await RemoteGattFixture.make(flags: [
-      "write-without-response"
-    ])
-    defer { bus.stop() }
-    let channel = try await peripheral.openWriteWithoutResponseChannel(for: remote)
-    // bluetoothd closes its end when the link drops.
-    close(kept.fd.withLock { $0 })
-    do {
-      try await channel.send([1, 2, 3])
-      Issue.record("a send to a closed socket succeeded")
-    } catch {
-      #expect(error.code == .disconnected)
+    try await RemoteGattFixture.with(flags: ["write-without-response"]) {
+      bluez, peripheral, remote, kept in
+      let channel = try await peripheral.openWriteWithoutResponseChannel(for: remote)
+      // bluetoothd closes its end when the link drops.
+      close(kept.fd.withLock { $0 })
+      do throws(BluetoothError) {
+        try await channel.send([1, 2, 3])
+        Issue.record("a send to a closed socket succeeded")
+      } catch {
+        #expect(error.code == .disconnected)
+      }
     }
-    await central.close()
-    bluez.close()
   }
 }
