@@ -28,6 +28,8 @@ enum RemoteGattFixture {
     let calls = Mutex(0)
     /// AcquireNotify and StartNotify calls (none is answered).
     let subscriptions = Mutex(0)
+    /// StopNotify calls.
+    let stops = Mutex(0)
     /// The values of WriteValue calls, with their `type` option.
     let writes = Mutex<[([UInt8], String)]>([])
   }
@@ -103,6 +105,11 @@ enum RemoteGattFixture {
           throw DBusError.remote(name: "org.bluez.Error.Failed", message: "never answered")
         })
     }
+    characteristicInterface.methods.append(
+      ExportedMethod(name: "StopNotify", inSignature: "", outSignature: "") { _ in
+        kept.stops.withLock { $0 += 1 }
+        return []
+      })
     try bluez.connection.export(
       ExportedObject(interfaces: [characteristicInterface]), at: characteristic)
     let central = try await CentralManager.open(connection: try bus.connect())

@@ -37,6 +37,8 @@ struct SubscriptionLinkLossTests {
       #expect(error.message.hasPrefix("subscribing to 6e400002"))
       #expect(error.message.contains("disconnected"))
       #expect(elapsed < .seconds(10), "took \(elapsed), the call's own timeout is 40 s")
+      // The abandoned request is withdrawn, so that a later subscription is not refused.
+      #expect(await eventually { kept.stops.withLock { $0 } == 1 })
     }
   }
 }

@@ -26,8 +26,17 @@ extension Peripheral {
     let subscribing = "subscribing to \(characteristic.uuid)"
     if preferAcquire, characteristic.properties.contains(.notify) {
       let acquired: AcquiredSocket?
-      let answer = try await untilLinkLoss(subscribing) { () throws(BlueZError) in
-        try await proxy.acquireNotify()
+      let answer: Result<AcquiredSocket, BlueZError>
+      do throws(BluetoothError) {
+        answer = try await untilLinkLoss(subscribing) { () throws(BlueZError) in
+          try await proxy.acquireNotify()
+        }
+      } catch {
+        Self.abandonSubscription(proxy)
+        throw error
+      }
+      if case .failure(let error) = answer, error.code == .timeout {
+        Self.abandonSubscription(proxy)
       }
       switch answer {
       case .success(let socket):
@@ -54,10 +63,19 @@ extension Peripheral {
       }
     }
 
-    let started = try await untilLinkLoss(subscribing) { () throws(BlueZError) in
-      try await proxy.startNotify()
+    let started: Result<Void, BlueZError>
+    do throws(BluetoothError) {
+      started = try await untilLinkLoss(subscribing) { () throws(BlueZError) in
+        try await proxy.startNotify()
+      }
+    } catch {
+      Self.abandonSubscription(proxy)
+      throw error
     }
-    if case .failure(let error) = started { throw BluetoothError(error, while: subscribing) }
+    if case .failure(let error) = started {
+      if error.code == .timeout { Self.abandonSubscription(proxy) }
+      throw BluetoothError(error, while: subscribing)
+    }
     let (batches, continuation) = NotificationStream.makeBatches()
     let path = characteristic.path
     let tree = objects
@@ -125,6 +143,18 @@ extension Peripheral {
       let loss = loss ?? BluetoothError(.cancelled, "cancelled")
       throw BluetoothError(loss.code, "\(doing): \(loss.message)", bluez: loss.bluez)
     }
+  }
+
+  /// Asks bluetoothd to drop a subscription this client gave up on without an answer.
+  ///
+  /// bluetoothd 5.66 keeps the subscription request of an unanswered AcquireNotify for its
+  /// sender, past the link's loss, until that sender leaves the bus: a later AcquireNotify or
+  /// StartNotify from the same client is refused with "Notify acquired" (seen in the lab on
+  /// the second connection of `receive`). StopNotify removes the sender's request. Sent and
+  /// not waited for: bluetoothd handles one client's calls in order, so it comes before any
+  /// later subscription.
+  static func abandonSubscription(_ proxy: GattCharacteristic1) {
+    Task { try? await proxy.stopNotify() }
   }
 
   /// Waits for the link to the device to go (disconnected, removed, bluetoothd gone, the bus
