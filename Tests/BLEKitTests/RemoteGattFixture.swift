@@ -36,7 +36,7 @@ enum RemoteGattFixture {
 
   /// A connected device with one service and a characteristic with the given flags and an
   /// AcquireWrite that returns MTU 50.
-  static func make(flags: [String]) async throws -> (
+  private static func make(flags: [String]) async throws -> (
     PrivateBus, FakeBlueZObjects, CentralManager, Peripheral, RemoteCharacteristic, Kept
   ) {
     let bus = try PrivateBus()

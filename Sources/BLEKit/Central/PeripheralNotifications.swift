@@ -26,17 +26,8 @@ extension Peripheral {
     let subscribing = "subscribing to \(characteristic.uuid)"
     if preferAcquire, characteristic.properties.contains(.notify) {
       let acquired: AcquiredSocket?
-      let answer: Result<AcquiredSocket, BlueZError>
-      do throws(BluetoothError) {
-        answer = try await untilLinkLoss(subscribing) { () throws(BlueZError) in
-          try await proxy.acquireNotify()
-        }
-      } catch {
-        Self.abandonSubscription(proxy)
-        throw error
-      }
-      if case .failure(let error) = answer, error.code == .timeout {
-        Self.abandonSubscription(proxy)
+      let answer = try await subscriptionAnswer(subscribing, on: proxy) {
+        () throws(BlueZError) in try await proxy.acquireNotify()
       }
       switch answer {
       case .success(let socket):
@@ -63,19 +54,10 @@ extension Peripheral {
       }
     }
 
-    let started: Result<Void, BlueZError>
-    do throws(BluetoothError) {
-      started = try await untilLinkLoss(subscribing) { () throws(BlueZError) in
-        try await proxy.startNotify()
-      }
-    } catch {
-      Self.abandonSubscription(proxy)
-      throw error
+    let started = try await subscriptionAnswer(subscribing, on: proxy) {
+      () throws(BlueZError) in try await proxy.startNotify()
     }
-    if case .failure(let error) = started {
-      if error.code == .timeout { Self.abandonSubscription(proxy) }
-      throw BluetoothError(error, while: subscribing)
-    }
+    if case .failure(let error) = started { throw BluetoothError(error, while: subscribing) }
     let (batches, continuation) = NotificationStream.makeBatches()
     let path = characteristic.path
     let tree = objects
@@ -145,16 +127,28 @@ extension Peripheral {
     }
   }
 
-  /// Asks bluetoothd to drop a subscription this client gave up on without an answer.
+  /// A subscription call (AcquireNotify or StartNotify) through ``untilLinkLoss(_:_:)``; one
+  /// given up on without an answer (the link lost, or the call timed out) is withdrawn.
   ///
   /// bluetoothd 5.66 keeps the subscription request of an unanswered AcquireNotify for its
   /// sender, past the link's loss, until that sender leaves the bus: a later AcquireNotify or
   /// StartNotify from the same client is refused with "Notify acquired" (seen in the lab on
-  /// the second connection of `receive`). StopNotify removes the sender's request. Sent and
-  /// not waited for: bluetoothd handles one client's calls in order, so it comes before any
-  /// later subscription.
-  static func abandonSubscription(_ proxy: GattCharacteristic1) {
-    Task { try? await proxy.stopNotify() }
+  /// the second connection of `receive`). StopNotify removes the sender's request. It is sent
+  /// and not waited for: bluetoothd handles one client's calls in order, so it comes before
+  /// any later subscription.
+  func subscriptionAnswer<Answer: Sendable>(
+    _ doing: String, on proxy: GattCharacteristic1,
+    _ call: @escaping @Sendable () async throws(BlueZError) -> Answer
+  ) async throws(BluetoothError) -> Result<Answer, BlueZError> {
+    let withdraw = { Task { try? await proxy.stopNotify() } }
+    do throws(BluetoothError) {
+      let answer = try await untilLinkLoss(doing, call)
+      if case .failure(let error) = answer, error.code == .timeout { _ = withdraw() }
+      return answer
+    } catch {
+      _ = withdraw()
+      throw error
+    }
   }
 
   /// Waits for the link to the device to go (disconnected, removed, bluetoothd gone, the bus
