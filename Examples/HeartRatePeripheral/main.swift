@@ -52,9 +52,17 @@ do {
   exit(1)
 }
 
-// Centrals coming and going, as bluetoothd sees their links.
+// Centrals coming and going, as bluetoothd sees their links. The stream is opened before
+// advertising starts: a central already connected when it opens is reported only when it leaves.
+let linkEvents: AsyncStream<CentralConnectionEvent>
+do {
+  linkEvents = try await manager.connectionEvents()
+} catch {
+  say("cannot follow connections on \(adapter): \(error)", to: 2)
+  exit(1)
+}
 let links = Task {
-  for await event in try await manager.connectionEvents() {
+  for await event in linkEvents {
     switch event {
     case .connected(let central): say("central \(central.address ?? "?") connected")
     case .disconnected(let central): say("central \(central.address ?? "?") disconnected")

@@ -138,6 +138,40 @@ import Testing
     #expect(ended.value == 0)
   }
 
+  @Test func aCentralThatAppearsConnectedIsReported() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let bluetoothd = try await FakeBluetoothd(bus: bus)
+    let manager = try await PeripheralManager.open(adapter: "hci0", connection: try bus.connect())
+    let events = try await manager.connectionEvents()
+    // bluetoothd folds a new peer's Connected change into its InterfacesAdded when both are
+    // pending (seen in the lab under load): no PropertiesChanged(Connected) follows.
+    let central = FakeBluetoothd.adapter.appending("dev_00_AA_01_00_00_00")
+    try bluetoothd.connection.export(
+      ExportedObject(interfaces: [
+        FakeBlueZObjects.interface(
+          Device1.interface,
+          [
+            "Address": .string("00:AA:01:00:00:00"), "Adapter": .objectPath(FakeBluetoothd.adapter),
+            "Connected": .bool(true),
+          ])
+      ]), at: central)
+    try bluetoothd.connection.emitPropertiesChanged(
+      path: central, interface: Device1.interface, changed: ["Connected": .bool(false)])
+    let seen = await within(.seconds(5)) { () -> [CentralConnectionEvent] in
+      var all: [CentralConnectionEvent] = []
+      for await event in events {
+        all.append(event)
+        if all.count == 2 { break }
+      }
+      return all
+    }
+    let expected = Central(identifier: central.rawValue)
+    #expect(seen.value == [.connected(expected), .disconnected(expected)])
+    await manager.close()
+    bluetoothd.close()
+  }
+
   @Test func aPeripheralManagerHearsCentralsComeAndGo() async throws {
     let bus = try PrivateBus()
     defer { bus.stop() }

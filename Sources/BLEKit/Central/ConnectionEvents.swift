@@ -59,6 +59,8 @@ enum ConnectionEventRelay {
             || changed[Device1.servicesResolved.name] != nil))
           || (interface == characteristic && changed[GattCharacteristic1.mtu.name] != nil
             && Self.device(of: path)?.parent == adapter)
+      case .interfacesAdded(let path, let interfaces):
+        interfaces[device] != nil && path.parent == adapter
       case .interfacesRemoved(let path, let interfaces):
         interfaces.contains(device) && path.parent == adapter
       case .connectionLost: true
@@ -113,6 +115,23 @@ enum ConnectionEventRelay {
             }
           }
           if changed[Device1.servicesResolved.name]?.boolValue == true {
+            continuation.yield(.servicesResolved(peripheral))
+          }
+        case .interfacesAdded(let path, let interfaces):
+          // A peer bluetoothd had no object for (a central connecting to this adapter for
+          // the first time) can arrive already connected: bluetoothd folds the Connected
+          // change into InterfacesAdded when both are pending (seen in the lab under load:
+          // no PropertiesChanged followed).
+          guard let current = interfaces[device] else { continue }
+          let properties = Device1(uncheckedPath: path, properties: current, connection: connection)
+          guard properties[Device1.connected] == true, let text = properties[Device1.address],
+            let address = BluetoothAddress(rawValue: text)
+          else { continue }
+          let peripheral = PeripheralIdentifier(address: address, adapter: adapter, path: path)
+          if connected.insert(peripheral).inserted {
+            continuation.yield(.connected(peripheral))
+          }
+          if properties[Device1.servicesResolved] == true {
             continuation.yield(.servicesResolved(peripheral))
           }
         case .interfacesRemoved(let path, _):
