@@ -37,8 +37,11 @@ exchange() {
   wait "$recv"
   RC=$?
   TOOK=$((SECONDS - start))
-  # advertise --once exits after the send; give it a bounded while, then stop it.
+  # advertise --once exits after the send; give it a bounded while, then stop it. A receive
+  # that failed (a refusal before subscribing among them) left nothing to send: stop it now
+  # (waiting cost 20 s a run in the lab, 10 runs of the plain peer's refusal).
   local n=100
+  ((RC == 0)) || n=0
   while kill -0 "$adv" 2>/dev/null && ((n-- > 0)); do sleep 0.1; done
   kill -TERM "$adv" 2>/dev/null
   wait "$adv" 2>/dev/null
