@@ -11,10 +11,11 @@ public enum CentralConnectionEvent: Sendable, Hashable {
 }
 
 extension PeripheralManager {
-  /// Every later ``CentralConnectionEvent`` on this manager's adapter, in order (a central
-  /// already connected when it starts is reported when it leaves). It follows bluetoothd's
-  /// objects on the manager's bus connection until the manager closes or the stream is
-  /// dropped.
+  /// Every later ``CentralConnectionEvent`` on this manager's adapter, in order. A central
+  /// already connected when it starts is reported only when it leaves, so open it before
+  /// ``startAdvertising(_:txPower:)``: a central waiting for the advertisement connects at
+  /// once. It follows bluetoothd's objects on the manager's bus connection until the manager
+  /// closes or the stream is dropped.
   ///
   /// ```swift
   /// for await event in try await peripheral.connectionEvents() {
