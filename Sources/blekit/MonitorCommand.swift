@@ -28,7 +28,12 @@ struct MonitorCommand: ParsableCommand {
       IDs are kept; the least recently seen is evicted first. If bluetoothd stops or the \
       adapter is powered off, the summary is printed and the command fails. With --mqtt each \
       sighting is also published to the broker (blekit/GATEWAY/ids/ID, rate limited per ID), \
-      every ID's summary every --mqtt-summary seconds and at the end; see docs/fleet.md.       With --passive the controller only listens: bluetoothd's advertisement monitor reports       advertisers whose manufacturer data starts with the company ID (or that advertise the       service), --restart does not apply, and a rotated ID is a new sighting when the data       changes. It needs bluetoothd --experimental (BlueZ 5.66); without it blekit exits 15       and does not fall back to an active scan.
+      every ID's summary every --mqtt-summary seconds and at the end; see docs/fleet.md. \
+      With --passive the controller only listens: bluetoothd's advertisement monitor reports \
+      advertisers whose manufacturer data starts with the company ID (or that advertise the \
+      service), --restart does not apply, and a rotated ID is a new sighting when the data \
+      changes. It needs bluetoothd --experimental (BlueZ 5.66); without it blekit exits 15 and \
+      does not fall back to an active scan.
       """
   )
 
