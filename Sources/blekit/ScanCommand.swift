@@ -26,7 +26,12 @@ struct ScanCommand: ParsableCommand {
       second, with duplicates on; piped, each discovery is one line, with known company IDs \
       and 16-bit UUIDs named. With --mqtt each discovery is also published to the broker \
       (blekit/GATEWAY/devices/ADDRESS, on change or every --mqtt-interval seconds); a broker \
-      that goes away never stops the scan (see docs/fleet.md). With --passive the controller       only listens: bluetoothd's advertisement monitor reports the advertisers whose data       matches --company (manufacturer data starting with the ID) or --service (first UUID of       its list, or its service data), or any advertisement carrying flags without either; no       scan responses, so fewer names. It needs bluetoothd --experimental (BlueZ 5.66);       without it blekit exits 15 and does not fall back to an active scan.
+      that goes away never stops the scan (see docs/fleet.md). With --passive the controller \
+      only listens: bluetoothd's advertisement monitor reports the advertisers whose data \
+      matches --company (manufacturer data starting with the ID) or --service (first UUID of \
+      its list, or its service data), or any advertisement carrying flags without either; no \
+      scan responses, so fewer names. It needs bluetoothd --experimental (BlueZ 5.66); without \
+      it blekit exits 15 and does not fall back to an active scan.
       """
   )
 
