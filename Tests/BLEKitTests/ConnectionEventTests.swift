@@ -11,12 +11,13 @@ import Testing
   static let first = ObjectPath("/org/bluez/hci0/dev_00_AA_01_01_00_01")
   static let second = ObjectPath("/org/bluez/hci0/dev_00_AA_01_01_00_02")
 
-  /// The first `count` events of `stream`, or fewer if 5 s pass.
-  static func take(_ count: Int, from stream: AsyncStream<ConnectionEvent>) async
-    -> [ConnectionEvent]
+  /// The first `count` events of `stream` (a central's or a peripheral manager's), or fewer
+  /// if 5 s pass.
+  static func take<Event: Sendable>(_ count: Int, from stream: AsyncStream<Event>) async
+    -> [Event]
   {
-    let taken = await within(.seconds(5)) { () -> [ConnectionEvent] in
-      var events: [ConnectionEvent] = []
+    let taken = await within(.seconds(5)) { () -> [Event] in
+      var events: [Event] = []
       for await event in stream {
         events.append(event)
         if events.count == count { break }
@@ -24,6 +25,22 @@ import Testing
       return events
     }
     return taken.value ?? []
+  }
+
+  /// Exports the Device1 object bluetoothd makes for a central (00:AA:01:00:00:00) under the
+  /// fake adapter, and returns its path.
+  static func exportCentral(on bluetoothd: FakeBluetoothd, connected: Bool) throws -> ObjectPath {
+    let central = FakeBluetoothd.adapter.appending("dev_00_AA_01_00_00_00")
+    try bluetoothd.connection.export(
+      ExportedObject(interfaces: [
+        FakeBlueZObjects.interface(
+          Device1.interface,
+          [
+            "Address": .string("00:AA:01:00:00:00"), "Adapter": .objectPath(FakeBluetoothd.adapter),
+            "Connected": .bool(connected),
+          ])
+      ]), at: central)
+    return central
   }
 
   @Test func linksAndServicesAreReportedInOrder() async throws {
@@ -146,28 +163,12 @@ import Testing
     let events = try await manager.connectionEvents()
     // bluetoothd folds a new peer's Connected change into its InterfacesAdded when both are
     // pending (seen in the lab under load): no PropertiesChanged(Connected) follows.
-    let central = FakeBluetoothd.adapter.appending("dev_00_AA_01_00_00_00")
-    try bluetoothd.connection.export(
-      ExportedObject(interfaces: [
-        FakeBlueZObjects.interface(
-          Device1.interface,
-          [
-            "Address": .string("00:AA:01:00:00:00"), "Adapter": .objectPath(FakeBluetoothd.adapter),
-            "Connected": .bool(true),
-          ])
-      ]), at: central)
+    let central = try Self.exportCentral(on: bluetoothd, connected: true)
     try bluetoothd.connection.emitPropertiesChanged(
       path: central, interface: Device1.interface, changed: ["Connected": .bool(false)])
-    let seen = await within(.seconds(5)) { () -> [CentralConnectionEvent] in
-      var all: [CentralConnectionEvent] = []
-      for await event in events {
-        all.append(event)
-        if all.count == 2 { break }
-      }
-      return all
-    }
+    let seen = await Self.take(2, from: events)
     let expected = Central(identifier: central.rawValue)
-    #expect(seen.value == [.connected(expected), .disconnected(expected)])
+    #expect(seen == [.connected(expected), .disconnected(expected)])
     await manager.close()
     bluetoothd.close()
   }
@@ -180,32 +181,16 @@ import Testing
     let events = try await manager.connectionEvents()
     // A central's Device1 appears under the adapter (bluetoothd makes one per peer), connects,
     // resolves our services (not a link change), and leaves.
-    let central = FakeBluetoothd.adapter.appending("dev_00_AA_01_00_00_00")
-    try bluetoothd.connection.export(
-      ExportedObject(interfaces: [
-        FakeBlueZObjects.interface(
-          Device1.interface,
-          [
-            "Address": .string("00:AA:01:00:00:00"), "Adapter": .objectPath(FakeBluetoothd.adapter),
-            "Connected": .bool(false),
-          ])
-      ]), at: central)
+    let central = try Self.exportCentral(on: bluetoothd, connected: false)
     for changed: [String: DBusValue] in [
       ["Connected": .bool(true)], ["ServicesResolved": .bool(true)], ["Connected": .bool(false)],
     ] {
       try bluetoothd.connection.emitPropertiesChanged(
         path: central, interface: Device1.interface, changed: changed)
     }
-    let seen = await within(.seconds(5)) { () -> [CentralConnectionEvent] in
-      var all: [CentralConnectionEvent] = []
-      for await event in events {
-        all.append(event)
-        if all.count == 2 { break }
-      }
-      return all
-    }
+    let seen = await Self.take(2, from: events)
     let expected = Central(identifier: central.rawValue)
-    #expect(seen.value == [.connected(expected), .disconnected(expected)])
+    #expect(seen == [.connected(expected), .disconnected(expected)])
     #expect(expected.address == "00:AA:01:00:00:00")
     // Closing the manager ends a stream still being followed.
     let more = try await manager.connectionEvents()
