@@ -7,8 +7,8 @@
 /// It advertises 0x180D and sends one measurement a second to a subscribed central: 60 bpm,
 /// then 61, 62, ... It prints centrals connecting and leaving and each value it sends, and
 /// exits once `--count` values have gone out and the central has unsubscribed (`--count 0`:
-/// never). Ctrl-C unregisters everything
-/// and exits. Pair it with `example-heart-rate-central` on another adapter or machine.
+/// never). Ctrl-C unregisters everything and exits. Pair it with `example-heart-rate-central`
+/// on another adapter or machine.
 import BLEKit
 import Dispatch
 

@@ -161,8 +161,7 @@ import Testing
     let bluetoothd = try await FakeBluetoothd(bus: bus)
     let manager = try await PeripheralManager.open(adapter: "hci0", connection: try bus.connect())
     let events = try await manager.connectionEvents()
-    // bluetoothd folds a new peer's Connected change into its InterfacesAdded when both are
-    // pending (seen in the lab under load): no PropertiesChanged(Connected) follows.
+    // A new peer's Device1 announced already connected; no PropertiesChanged(Connected) follows.
     let central = try Self.exportCentral(on: bluetoothd, connected: true)
     try bluetoothd.connection.emitPropertiesChanged(
       path: central, interface: Device1.interface, changed: ["Connected": .bool(false)])

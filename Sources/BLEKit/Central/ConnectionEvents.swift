@@ -75,10 +75,10 @@ enum ConnectionEventRelay {
     for (path, interfaces) in snapshot where path.parent == adapter {
       guard let current = interfaces[device] else { continue }
       let properties = Device1(uncheckedPath: path, properties: current, connection: connection)
-      if properties[Device1.connected] == true, let text = properties[Device1.address],
-        let address = BluetoothAddress(rawValue: text)
+      if properties[Device1.connected] == true,
+        let peer = Self.peer(properties, at: path, adapter: adapter)
       {
-        alreadyUp.insert(PeripheralIdentifier(address: address, adapter: adapter, path: path))
+        alreadyUp.insert(peer)
       }
     }
     let relay = Task { [alreadyUp] in
@@ -93,19 +93,13 @@ enum ConnectionEventRelay {
           guard let value = changed[GattCharacteristic1.mtu.name]?.uint16Value,
             let devicePath = Self.device(of: path), mtus[devicePath] != Int(value),
             let properties = try? objects.proxy(Device1.self, at: devicePath),
-            let text = properties[Device1.address],
-            let address = BluetoothAddress(rawValue: text)
+            let peripheral = Self.peer(properties, at: devicePath, adapter: adapter)
           else { continue }
           mtus[devicePath] = Int(value)
-          let peripheral = PeripheralIdentifier(
-            address: address, adapter: adapter, path: devicePath)
           continuation.yield(.mtuChanged(peripheral, mtu: Int(value)))
         case .propertiesChanged(let path, _, let changed, _, let current):
           let properties = Device1(uncheckedPath: path, properties: current, connection: connection)
-          guard let text = properties[Device1.address],
-            let address = BluetoothAddress(rawValue: text)
-          else { continue }
-          let peripheral = PeripheralIdentifier(address: address, adapter: adapter, path: path)
+          guard let peripheral = Self.peer(properties, at: path, adapter: adapter) else { continue }
           if let isUp = changed[Device1.connected.name]?.boolValue {
             if isUp, connected.insert(peripheral).inserted {
               continuation.yield(.connected(peripheral))
@@ -119,15 +113,13 @@ enum ConnectionEventRelay {
           }
         case .interfacesAdded(let path, let interfaces):
           // A peer bluetoothd had no object for (a central connecting to this adapter for
-          // the first time) can arrive already connected: bluetoothd folds the Connected
-          // change into InterfacesAdded when both are pending (seen in the lab under load:
-          // no PropertiesChanged followed).
+          // the first time) may be announced already connected, with no PropertiesChanged of
+          // Connected to follow.
           guard let current = interfaces[device] else { continue }
           let properties = Device1(uncheckedPath: path, properties: current, connection: connection)
-          guard properties[Device1.connected] == true, let text = properties[Device1.address],
-            let address = BluetoothAddress(rawValue: text)
+          guard properties[Device1.connected] == true,
+            let peripheral = Self.peer(properties, at: path, adapter: adapter)
           else { continue }
-          let peripheral = PeripheralIdentifier(address: address, adapter: adapter, path: path)
           if connected.insert(peripheral).inserted {
             continuation.yield(.connected(peripheral))
           }
@@ -155,6 +147,16 @@ enum ConnectionEventRelay {
       onEnd()
     }
     return stream
+  }
+
+  /// The peer behind a Device1 object at `path` under `adapter`; `nil` without a valid
+  /// `Address`.
+  static func peer(_ properties: Device1, at path: ObjectPath, adapter: ObjectPath)
+    -> PeripheralIdentifier?
+  {
+    guard let text = properties[Device1.address], let address = BluetoothAddress(rawValue: text)
+    else { return nil }
+    return PeripheralIdentifier(address: address, adapter: adapter, path: path)
   }
 
   /// The device a characteristic's path belongs to (`/org/bluez/hci0/dev_…/service000a/

@@ -140,13 +140,13 @@ extension Peripheral {
     _ doing: String, on proxy: GattCharacteristic1,
     _ call: @escaping @Sendable () async throws(BlueZError) -> Answer
   ) async throws(BluetoothError) -> Result<Answer, BlueZError> {
-    let withdraw = { Task { try? await proxy.stopNotify() } }
+    func withdraw() { Task { try? await proxy.stopNotify() } }
     do throws(BluetoothError) {
       let answer = try await untilLinkLoss(doing, call)
-      if case .failure(let error) = answer, error.code == .timeout { _ = withdraw() }
+      if case .failure(let error) = answer, error.code == .timeout { withdraw() }
       return answer
     } catch {
-      _ = withdraw()
+      withdraw()
       throw error
     }
   }
