@@ -7,7 +7,7 @@ import Foundation
 /// `tls`, its listener speaks TLS only, with a certificate for 127.0.0.1 signed by a CA made
 /// for this broker (``certificateAuthority``).
 final class MosquittoBroker: @unchecked Sendable {
-  let port: Int
+  private(set) var port: Int
   let directory: URL
   let tls: Bool
   private var pid: pid_t?
@@ -18,13 +18,33 @@ final class MosquittoBroker: @unchecked Sendable {
 
   init(tls: Bool = false) throws {
     self.tls = tls
-    port = try Self.freePort()
     directory = FileManager.default.temporaryDirectory.appendingPathComponent(
       "blekit-mqtt-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    if tls { try Self.makeCertificates(in: directory) }
+    // The port is chosen last, just before mosquitto binds it: between the probe and the bind,
+    // a client socket of another test can take the same number as its ephemeral local port
+    // (the certificates take seconds under load), and mosquitto then exits with "Address
+    // already in use". A broker that exits before listening is tried on a fresh port.
+    port = 0
+    var failures: [String] = []
+    for _ in 0..<3 {
+      port = try Self.freePort()
+      do {
+        try start()
+        return
+      } catch let error as BrokerError where error.exited {
+        failures.append(error.message)
+      }
+    }
+    throw BrokerError(message: failures.joined(separator: "; "))
+  }
+
+  /// The configuration for the current port; mosquitto's log goes to `mosquitto.log` in the
+  /// broker's directory, quoted when it fails to start.
+  private func writeConfiguration() throws {
     var tlsLines = ""
     if tls {
-      try Self.makeCertificates(in: directory)
       tlsLines = """
         cafile \(directory.path)/ca.pem
         certfile \(directory.path)/server.pem
@@ -37,20 +57,24 @@ final class MosquittoBroker: @unchecked Sendable {
       \(tlsLines)allow_anonymous true
       persistence true
       persistence_location \(directory.path)/
-      log_dest none
+      log_dest file \(logPath)
+      log_type error
+      log_type warning
       user \(NSUserName())
 
       """
     try config.write(
       to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
-    try start()
   }
+
+  private var logPath: String { directory.appendingPathComponent("mosquitto.log").path }
 
   /// Starts (or restarts) the broker and waits until it accepts connections.
   ///
   /// Spawned with posix_spawn and an empty signal mask: the test process blocks SIGTERM in
   /// its threads, and a child inheriting that mask would never stop on SIGTERM.
   func start() throws {
+    try writeConfiguration()
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
@@ -74,10 +98,23 @@ final class MosquittoBroker: @unchecked Sendable {
     let deadline = Date().addingTimeInterval(10)
     while Date() < deadline {
       if Self.accepts(port: port) { return }
+      var status: Int32 = 0
+      if waitpid(child, &status, WNOHANG) == child {
+        pid = nil
+        throw BrokerError(
+          message: "mosquitto exited (status \(status)) before listening on \(port): \(logTail())",
+          exited: true)
+      }
       usleep(20_000)
     }
     stop()
-    throw BrokerError(message: "mosquitto did not listen on \(port) within 10 s")
+    throw BrokerError(message: "mosquitto did not listen on \(port) within 10 s: \(logTail())")
+  }
+
+  /// The last lines of mosquitto's log, on one line.
+  private func logTail() -> String {
+    let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "(no log)"
+    return text.split(separator: "\n").suffix(3).joined(separator: " | ")
   }
 
   /// Stops the broker (SIGTERM: it saves its persistent sessions; SIGKILL after 5 s) and
@@ -100,7 +137,11 @@ final class MosquittoBroker: @unchecked Sendable {
     try? FileManager.default.removeItem(at: directory)
   }
 
-  struct BrokerError: Error { let message: String }
+  struct BrokerError: Error {
+    let message: String
+    /// The broker process ended by itself before it listened.
+    var exited = false
+  }
 
   /// A CA and a server certificate for 127.0.0.1 (an IP subject alternative name, which
   /// libmosquitto checks), EC P-256 keys, valid for two days.
