@@ -132,25 +132,40 @@ public struct TransferCentral: Sendable {
   ///   (``TransferError/orderNotGuaranteed(_:)``, unless ``Options/acceptUnordered``).
   ///
   /// A connection whose setup fails before the subscription is made (the link lost, or
-  /// bluetoothd not answering the service reads or the subscription) is tried once more on a
-  /// fresh connection: bluetoothd 5.66 on a bonded peer was seen dropping its ATT bearer on
-  /// reconnection (its security elevation failed with EINVAL), which stalls the link's GATT
-  /// client until ATT's 30 s timeout; the local bluetoothd then never answers the pending
-  /// AcquireNotify, and either drops the link or keeps it with a client that cannot work.
+  /// bluetoothd not answering the service reads or the subscription) is tried again on a fresh
+  /// connection, up to ``setupAttempts`` connections in all: bluetoothd 5.66 on a bonded peer
+  /// was seen dropping its ATT bearer on reconnection (its security elevation failed with
+  /// EINVAL when the link's encryption finished between its reading and its raising of the
+  /// socket's security level), which stalls the link's GATT client until ATT's 30 s timeout;
+  /// the local bluetoothd then never answers the pending AcquireNotify, and either drops the
+  /// link or keeps it with a client that cannot work. Each retry is reported through
+  /// ``Options/warning``; a failure after the subscription is never retried (bytes may have
+  /// arrived).
   public func receive(from peer: PeripheralIdentifier, options: Options = Options())
     async throws -> Received
   {
-    var stage = SetupStage.connecting
-    do {
-      return try await receiveOnce(from: peer, options: options) { stage = $0 }
-    } catch let error as BluetoothError
-      where stage == .connected && [.disconnected, .timeout].contains(error.code)
-      && !Task.isCancelled
-    {
-      options.warning?("\(error.message); connecting to \(peer) again")
-      return try await receiveOnce(from: peer, options: options) { _ in }
+    var attempt = 1
+    while true {
+      var stage = SetupStage.connecting
+      do {
+        return try await receiveOnce(from: peer, options: options) { stage = $0 }
+      } catch let error as BluetoothError
+        where stage == .connected && [.disconnected, .timeout].contains(error.code)
+        && !Task.isCancelled && attempt < Self.setupAttempts
+      {
+        attempt += 1
+        options.warning?(
+          "\(error.message); connecting to \(peer) again (attempt \(attempt) of "
+            + "\(Self.setupAttempts))")
+      }
     }
   }
+
+  /// How many connections ``receive(from:options:)`` makes at most when the setup of one fails
+  /// before the subscription. Each failed setup costs at most the connection's own time plus
+  /// the 40 s a GATT call may take, so a peer that never answers ends the receive within about
+  /// two minutes plus the connections.
+  public static let setupAttempts = 3
 
   /// How far one attempt of ``receive(from:options:)`` got.
   private enum SetupStage { case connecting, connected, subscribed }
