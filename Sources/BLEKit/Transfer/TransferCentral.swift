@@ -134,13 +134,13 @@ public struct TransferCentral: Sendable {
   /// A connection whose setup fails before the subscription is made (the link lost, or
   /// bluetoothd not answering the service reads or the subscription) is tried again on a fresh
   /// connection, up to ``setupAttempts`` connections in all: bluetoothd 5.66 on a bonded peer
-  /// was seen dropping its ATT bearer on reconnection (its security elevation failed with
-  /// EINVAL when the link's encryption finished between its reading and its raising of the
-  /// socket's security level), which stalls the link's GATT client until ATT's 30 s timeout;
-  /// the local bluetoothd then never answers the pending AcquireNotify, and either drops the
-  /// link or keeps it with a client that cannot work. Each retry is reported through
-  /// ``Options/warning``; a failure after the subscription is never retried (bytes may have
-  /// arrived).
+  /// was seen dropping its ATT bearer on reconnection (the link's encryption took effect
+  /// between its reading and its raising of the socket's security level, and the kernel
+  /// answers EINVAL to a raise that is already met), which stalls the link's GATT client
+  /// until ATT's 30 s timeout; the local bluetoothd then never answers the pending
+  /// AcquireNotify, and either drops the link or keeps it with a client that cannot work. Each
+  /// retry is reported through ``Options/warning``; a failure after the subscription is never
+  /// retried (bytes may have arrived).
   public func receive(from peer: PeripheralIdentifier, options: Options = Options())
     async throws -> Received
   {
