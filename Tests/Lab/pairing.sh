@@ -152,6 +152,13 @@ if [[ $HOST == b ]]; then
       fi
       echo checked >"$SHARED/b-checked-denied"
     fi
+    # A asks how often B's bluetoothd has dropped a bonded link's ATT bearer (b_bearer_drops).
+    for ask in "$SHARED"/drops-ask-*; do
+      [[ -e $ask && ! -e ${ask/drops-ask-/drops-} ]] || continue
+      grep -c "setsockopt(BT_SECURITY): Invalid argument" "${LAB_BLUETOOTHD_LOG:-/dev/null}" \
+        >"$SHARED/drops.tmp"
+      mv "$SHARED/drops.tmp" "${ask/drops-ask-/drops-}"
+    done
     sleep 0.2
   done
   stop_advertise
@@ -194,10 +201,48 @@ scanning_step() {
   wait "$pid"
   RC=$?
 }
-# receive_check NAME EXPECT(ok|fail): one `blekit receive` of B's secure characteristic.
+# b_bearer_drops KEY: how often B's bluetoothd has refused a bonded link's ATT bearer so far,
+# as B counts it in its bluetoothd log (KEY names the question, once per question). BlueZ 5.66
+# raises the security of an incoming ATT socket when it holds the peer's LTK; when the link's
+# encryption takes effect between its reading and its raising of the level, the kernel
+# answers EINVAL (the level is already met) and bluetoothd drops the bearer, so the link's
+# GATT stalls until ATT's 30 s timeout (B's log: "setsockopt(BT_SECURITY): Invalid
+# argument"). Seen in about one pairing run in four under the emulator, where bluetoothd read
+# the level after the encryption event was on the air but before the kernel applied it.
+b_bearer_drops() {
+  touch "$SHARED/drops-ask-$1"
+  if wait_for 20 test -e "$SHARED/drops-$1"; then cat "$SHARED/drops-$1"; else echo 0; fi
+}
+# revive_bluetoothd: restarts A's bluetoothd when it died (BlueZ 5.66 was seen to crash when
+# it drops a device whose AcquireNotify is pending), so one crash does not fail every later
+# check; says so.
+revive_bluetoothd() {
+  lab-bluetoothd status >/dev/null 2>&1 && return
+  echo "note: A's bluetoothd died (BlueZ 5.66 crash); restarting it"
+  lab-bluetoothd start >/dev/null 2>&1
+  lab-bluetoothd wait >/dev/null 2>&1
+}
+# receive_check NAME EXPECT(ok|fail): one `blekit receive` of B's secure characteristic (for
+# "ok", A's bluetoothd is revived after it if it died). A receive expected to work that fails
+# while B's bluetoothd drops the bearer (b_bearer_drops grew) must fail cleanly (non-zero,
+# nothing on standard output); it is then tried once more and the check rests on the second.
 receive_check() {
+  local out=$OUT/receive-$1.out err=$OUT/receive-$1.err drops
+  drops=$(b_bearer_drops "$1-before")
   scanning_step "receive-$1" "$BLEKIT" receive --timeout 90
-  local out=$OUT/receive-$1.out err=$OUT/receive-$1.err
+  [[ $2 != ok ]] || revive_bluetoothd
+  if [[ $2 == ok ]] && ((RC != 0)) && (($(b_bearer_drops "$1-after") > drops)); then
+    if [[ -s $out ]]; then
+      fail "receive ($1) printed data and failed (exit $RC): $(head -c 200 "$out")"
+      return
+    fi
+    echo "note: receive ($1) failed cleanly (exit $RC) while B's bluetoothd dropped the bonded" \
+      "link's ATT bearer (BlueZ 5.66, see b_bearer_drops): $(tail -n 1 "$err"); once more"
+    mv "$out" "$out.first"
+    mv "$err" "$err.first"
+    scanning_step "receive-$1" "$BLEKIT" receive --timeout 90
+    revive_bluetoothd
+  fi
   if [[ $2 == ok ]]; then
     if ((RC == 0)) && [[ $(cat "$out") == "paired hello" ]]; then
       ok "receive ($1): exit 0, the message came over the encrypted link"
