@@ -213,12 +213,12 @@ b_bearer_drops() {
   touch "$SHARED/drops-ask-$1"
   if wait_for 20 test -e "$SHARED/drops-$1"; then cat "$SHARED/drops-$1"; else echo 0; fi
 }
-# revive_bluetoothd: restarts A's bluetoothd when it died (BlueZ 5.66 was seen to crash when
-# it drops a device whose AcquireNotify is pending), so one crash does not fail every later
-# check; says so.
+# revive_bluetoothd [WHEN]: restarts A's bluetoothd when it died (BlueZ 5.66 was seen to crash
+# when it drops a device whose AcquireNotify is pending), so one crash does not fail every
+# later check; says so. Fails when it was running.
 revive_bluetoothd() {
-  lab-bluetoothd status >/dev/null 2>&1 && return
-  echo "note: A's bluetoothd died (BlueZ 5.66 crash); restarting it"
+  lab-bluetoothd status >/dev/null 2>&1 && return 1
+  echo "note: bluetoothd died${1:+ $1} (BlueZ 5.66 bug); restarting it"
   lab-bluetoothd start >/dev/null 2>&1
   lab-bluetoothd wait >/dev/null 2>&1
 }
@@ -391,12 +391,8 @@ fi
 device_gone() { [[ $(device_property $B_ADDRESS Address) == absent ]]; }
 wait_for 60 device_gone
 sleep 1
-if lab-bluetoothd status >/dev/null 2>&1; then
-  echo "note: bluetoothd survived dropping the device after the refused AcquireNotify"
-else
-  echo "note: bluetoothd died after the refused AcquireNotify (BlueZ 5.66 bug); restarting it"
-  lab-bluetoothd start >/dev/null 2>&1
-fi
+revive_bluetoothd "after the refused AcquireNotify" \
+  || echo "note: bluetoothd survived dropping the device after the refused AcquireNotify"
 
 echo done >"$SHARED/a-done"
 finish
