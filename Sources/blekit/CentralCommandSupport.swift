@@ -67,7 +67,7 @@ func centralCLIError(_ error: any Error) -> any Error {
     return CLIError(status, error.message)
   case let error as TransferError:
     switch error {
-    case .orderNotGuaranteed, .lengthMismatch, .checksumMismatch, .malformedFrame,
+    case .orderNotGuaranteed, .chunksMayBeLost, .lengthMismatch, .checksumMismatch, .malformedFrame,
       .unsupportedVersion:
       return CLIError(.unverified, error.description)
     default:

@@ -186,6 +186,7 @@ struct ReceiveCommand: ParsableCommand {
         .number(Double(received.byteCount) / max(seconds(received.duration), 0.001))
       ),
       ("framesOutOfOrder", .int(received.framesOutOfOrder)),
+      ("socketBacklogPeak", received.socketBacklogPeak.map { .int($0) } ?? .null),
     ])
   }
 

@@ -19,10 +19,12 @@ import Synchronization
 /// Each wake-up reads until the socket is empty and hands the values over in order, in batches
 /// of at most `batchLimit` (one `onValues` call per batch, not per value: the consumer's cost
 /// per hand-over is paid once per batch). Every value read is handed over before `onEnd`.
+/// Meanwhile a ``NotificationBacklog`` measures how far the reads fell behind, which tells
+/// whether bluetoothd may have dropped a value (``lossCheck(within:)``).
 ///
 /// `@unchecked Sendable`: this is the one owner of the fd. Its stored properties are constants;
 /// the DispatchSource (not marked Sendable by Dispatch) is only resumed in `init` and cancelled
-/// on `queue`, and the only mutable state (`ended`) is behind a Mutex.
+/// on `queue`, and the mutable state (`ended`, `backlog`) is behind Mutexes.
 final class NotificationSocket: @unchecked Sendable {
   private let fd: Int32
   private let bufferSize: Int
@@ -33,6 +35,8 @@ final class NotificationSocket: @unchecked Sendable {
   /// Set once the reader has ended (EOF, error or cancel); read and written on `queue` only,
   /// kept in a Mutex so the compiler can check it.
   private let ended = Mutex(false)
+  /// The backlog meter; used on `queue` only (in a Mutex so the compiler can check it).
+  private let backlog = Mutex(NotificationBacklog())
 
   /// The most values handed over in one batch: a long burst is handed over in parts, so the
   /// consumer can start on it while the rest is read.
@@ -69,15 +73,53 @@ final class NotificationSocket: @unchecked Sendable {
     queue.async { self.drain(thenEndWith: error) }
   }
 
+  /// What the reader can tell of values bluetoothd dropped, once every value that was in the
+  /// socket when this was called has been read (the reader's queue runs this after its current
+  /// burst). A reader still busy after `limit` (a peer that keeps sending) counts as one that
+  /// may have missed values.
+  func lossCheck(within limit: Duration) async -> NotificationLossCheck {
+    let answer = Mutex<CheckedContinuation<NotificationLossCheck, Never>?>(nil)
+    return await withCheckedContinuation { continuation in
+      answer.withLock { $0 = continuation }
+      let give: @Sendable (NotificationLossCheck) -> Void = { check in
+        answer.withLock { $0.take() }?.resume(returning: check)
+      }
+      queue.async {
+        self.drain(thenEndWith: nil)
+        let meter = self.backlog.withLock { $0 }
+        give(
+          meter.suspected
+            ? .mayHaveDropped(peakBytes: meter.peak, limit: meter.limit)
+            : .noneDropped(peakBytes: meter.peak, limit: meter.limit))
+      }
+      let seconds = limit.components
+      let nanoseconds = Int(seconds.seconds) * 1_000_000_000
+        + Int(seconds.attoseconds / 1_000_000_000)
+      DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
+        give(.stillReading(after: limit))
+      }
+    }
+  }
+
+  /// FIONREAD: the bytes of every value queued on the socket (SOCK_SEQPACKET), or 0.
+  private func queuedBytes() -> Int {
+    var queued: Int32 = 0
+    return ioctl(fd, UInt(FIONREAD), &queued) == 0 ? Int(queued) : 0
+  }
+
   /// Reads every value available now and hands them over in batches; ends on EOF, on a socket
   /// error, or (when given) with `error` once the socket is empty. Runs on `queue`.
   private func drain(thenEndWith error: (any Error)?) {
     guard !ended.withLock({ $0 }) else { return }
     var buffer = [UInt8](repeating: 0, count: bufferSize)
     var batch: [[UInt8]] = []
+    var meter = backlog.withLock { $0 }
+    defer { backlog.withLock { $0 = meter } }
     while true {
+      if meter.needsSnapshot { meter.snapshot(queuedBytes: queuedBytes()) }
       let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
       if count > 0 {
+        meter.record(valueLength: count)
         batch.append(Array(buffer[0..<count]))
         if batch.count == Self.batchLimit {
           onValues(batch)
@@ -86,6 +128,7 @@ final class NotificationSocket: @unchecked Sendable {
         continue
       }
       if count == 0 {
+        meter.drained()
         hand(batch)
         end(
           error ?? BluetoothError(.disconnected, "the notification socket was closed by bluetoothd")
@@ -94,6 +137,7 @@ final class NotificationSocket: @unchecked Sendable {
       }
       let code = errno
       if code == EINTR { continue }
+      meter.drained()
       hand(batch)
       if code == EAGAIN || code == EWOULDBLOCK {
         if let error { end(error) }

@@ -10,6 +10,56 @@ public enum NotificationMethod: Sendable, Hashable {
   case startNotify
 }
 
+/// What a ``NotificationStream`` can tell of values bluetoothd dropped before they reached it
+/// (``NotificationStream/lossCheck()``).
+///
+/// bluetoothd drops a notification it cannot write to a full AcquireNotify socket; the socket
+/// fills when its reader falls about 170 (MTU 247 and above) to 280 (MTU 23) values behind. The
+/// reader measures its backlog in the kernel memory the unread values hold (`peakBytes`)
+/// against a `limit` of two fifths of bluetoothd's send buffer, low enough that a backlog that
+/// filled it is never missed. The kernel's own drop point before bluetoothd (its ATT socket,
+/// when bluetoothd falls behind) is not visible to any client.
+public enum NotificationLossCheck: Sendable, Hashable {
+  /// The backlog stayed under the limit: bluetoothd's socket never filled, it dropped nothing.
+  case noneDropped(peakBytes: Int, limit: Int)
+  /// The backlog reached the limit: bluetoothd may have dropped values.
+  case mayHaveDropped(peakBytes: Int, limit: Int)
+  /// The reader was still reading the socket after this long (a peer that keeps sending): the
+  /// check could not finish, so values may have been dropped.
+  case stillReading(after: Duration)
+  /// The values came through StartNotify's signals, where no such sign exists.
+  case notObservable
+
+  /// Whether values may have been lost on the way (every case but ``noneDropped``).
+  public var mayHaveDropped: Bool {
+    if case .noneDropped = self { false } else { true }
+  }
+
+  /// The most kernel memory the socket's unread values held, when it was measured.
+  public var peakBytes: Int? {
+    switch self {
+    case .noneDropped(let peak, _), .mayHaveDropped(let peak, _): peak
+    case .stillReading, .notObservable: nil
+    }
+  }
+
+  /// One line for a user: what was measured, and what it means.
+  public var reason: String {
+    switch self {
+    case .noneDropped(let peak, let limit):
+      "the notification socket's backlog peaked at \(peak) bytes of kernel memory, under the "
+        + "\(limit) at which bluetoothd may drop values"
+    case .mayHaveDropped(let peak, let limit):
+      "the notification socket's backlog reached \(peak) bytes of kernel memory (limit \(limit)): "
+        + "the receiver fell far enough behind that bluetoothd may have dropped notifications"
+    case .stillReading(let after):
+      "the notification socket was still being read \(after) after the end of the message"
+    case .notObservable:
+      "the notifications came as D-Bus signals (StartNotify), where dropped values leave no sign"
+    }
+  }
+}
+
 /// The notifications (or indications) of one characteristic, in arrival order
 /// (CoreBluetooth's `setNotifyValue(true, for:)` and `didUpdateValueFor`).
 ///
@@ -18,7 +68,8 @@ public enum NotificationMethod: Sendable, Hashable {
 /// them: the kernel drops ATT notifications that do not fit bluetoothd's socket (ATT has no
 /// flow control), and bluetoothd drops a value it cannot write to a full AcquireNotify socket
 /// (it logs `sendmsg: Resource temporarily unavailable`). Values that must all arrive need
-/// numbers of their own (as blekit's sequenced transfer frames have). Ending the iteration,
+/// numbers of their own (as blekit's sequenced transfer frames have); without them,
+/// ``lossCheck()`` tells whether bluetoothd's drop point may have been reached. Ending the iteration,
 /// cancelling it, or ``stop()`` unsubscribes. If the peripheral disconnects, values already
 /// received are still delivered, then the sequence throws ``BluetoothError/Code/disconnected``;
 /// it never hangs.
@@ -31,6 +82,21 @@ public struct NotificationStream: AsyncSequence, Sendable {
   let subscription: NotificationSubscription
   /// How values arrive.
   public let method: NotificationMethod
+  /// The socket's reader (AcquireNotify only), for ``lossCheck()``.
+  let reader: NotificationSocket?
+
+  /// How long ``lossCheck()`` waits for the reader to empty the socket.
+  public static let lossCheckLimit: Duration = .seconds(2)
+
+  /// Whether bluetoothd may have dropped values on their way to this stream, judged once
+  /// every value already in its socket has been read (at most ``lossCheckLimit`` later). Call
+  /// it after the values that matter have arrived: a receiver that needs every value (a
+  /// message without numbers of its own, such as Apple's plain transfer chunks) should not
+  /// trust them when this says ``NotificationLossCheck/mayHaveDropped``.
+  public func lossCheck() async -> NotificationLossCheck {
+    guard let reader else { return .notObservable }
+    return await reader.lossCheck(within: Self.lossCheckLimit)
+  }
 
   public func makeAsyncIterator() -> AsyncIterator {
     AsyncIterator(batches: batches.makeAsyncIterator())
@@ -130,7 +196,8 @@ extension NotificationStream {
     }
     continuation.onTermination = { _ in Task { await subscription.stop() } }
     return NotificationStream(
-      batches: batches, subscription: subscription, method: .acquiredSocket(mtu: mtu))
+      batches: batches, subscription: subscription, method: .acquiredSocket(mtu: mtu),
+      reader: reader)
   }
 }
 

@@ -83,7 +83,7 @@ extension Peripheral {
     }
     continuation.onTermination = { _ in Task { await subscription.stop() } }
     return NotificationStream(
-      batches: batches, subscription: subscription, method: .startNotify)
+      batches: batches, subscription: subscription, method: .startNotify, reader: nil)
   }
 
   /// Runs a GATT call and returns its answer, unless the link to this peripheral goes first:

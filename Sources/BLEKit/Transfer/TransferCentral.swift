@@ -38,6 +38,11 @@ public struct TransferCentral: Sendable {
     public var peripheral: PeripheralIdentifier
     /// Frames that arrived out of order and were put back in place (sequenced framing only).
     public var framesOutOfOrder: Int
+    /// The most kernel memory the AcquireNotify socket's unread values held, in bytes (`nil`
+    /// for StartNotify): how far the receiver fell behind bluetoothd (see
+    /// ``NotificationStream/lossCheck()``; plain messages are refused from two fifths of
+    /// bluetoothd's send buffer, 85,196 bytes by default).
+    public var socketBacklogPeak: Int?
   }
 
   /// How a receive behaves.
@@ -128,8 +133,10 @@ public struct TransferCentral: Sendable {
   /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/transferInterrupted`` when the
   ///   transfer stops before its end (``BluetoothError/interruptedTransfer`` holds the bytes
   ///   received so far), with other codes for connection and GATT failures; `TransferError`
-  ///   for a message that fails its checks, or for plain chunks whose order is not guaranteed
-  ///   (``TransferError/orderNotGuaranteed(_:)``, unless ``Options/acceptUnordered``).
+  ///   for a message that fails its checks, for plain chunks whose order is not guaranteed
+  ///   (``TransferError/orderNotGuaranteed(_:)``, unless ``Options/acceptUnordered``), or for
+  ///   plain chunks of which bluetoothd may have dropped some
+  ///   (``TransferError/chunksMayBeLost(_:)``, see ``NotificationStream/lossCheck()``).
   ///
   /// A connection whose setup fails before the subscription is made (the link lost, or
   /// bluetoothd not answering the service reads or the subscription) is tried again on a fresh
@@ -267,6 +274,14 @@ public struct TransferCentral: Sendable {
       throw error
     }
     let duration = ContinuousClock.now - start
+    // Plain chunks carry no numbers: a chunk bluetoothd dropped leaves no gap to see, so the
+    // message is trusted only if its socket never backed up far enough for a drop. (A
+    // sequenced message that lost a frame fails its own checks.)
+    let check = await notifications.lossCheck()
+    if framing == .plain && check.mayHaveDropped && check != .notObservable {
+      await notifications.stop()
+      throw TransferError.chunksMayBeLost(check.reason)
+    }
     // As in the sample: the reply goes out while still subscribed, then unsubscribe.
     do {
       try await writeReply(options.reply, plain: plain, on: peripheral)
@@ -278,7 +293,7 @@ public struct TransferCentral: Sendable {
     return Received(
       bytes: outcome.bytes, framing: framing, order: order, method: notifications.method,
       duration: duration, peripheral: peripheral.identifier,
-      framesOutOfOrder: outcome.outOfOrder)
+      framesOutOfOrder: outcome.outOfOrder, socketBacklogPeak: check.peakBytes)
   }
 
   /// Decides whether a plain peer's chunks arrive in order on this link: from the local

@@ -23,6 +23,10 @@ public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
   /// The peer offers only plain chunks and their order cannot be guaranteed on this link
   /// (see ``TransferOrder``); nothing was received.
   case orderNotGuaranteed(String)
+  /// The peer's plain chunks arrived through an AcquireNotify socket that backed up far enough
+  /// for bluetoothd to drop some (see ``NotificationStream/lossCheck()``): without numbers on
+  /// the chunks, the message cannot be vouched for; it is not returned.
+  case chunksMayBeLost(String)
 
   public var description: String {
     switch self {
@@ -47,6 +51,8 @@ public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
     case .orderNotGuaranteed(let why):
       "the peer sends plain chunks without sequence numbers and their order is not "
         + "guaranteed here: \(why)"
+    case .chunksMayBeLost(let why):
+      "the peer sends plain chunks without sequence numbers and some may have been lost: \(why)"
     }
   }
 }
