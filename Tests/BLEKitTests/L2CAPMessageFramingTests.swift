@@ -9,15 +9,28 @@ import Testing
     // CRC-32 (IEEE) of the classic sentence is 0x414FA339.
     #expect(header.checksum == 0x414F_A339)
     #expect(
-      header.bytes == Array("BLKL".utf8) + [1, 43, 0, 0, 0, 0x39, 0xA3, 0x4F, 0x41])
+      header.bytes == Array("BLKL".utf8) + [2, 43, 0, 0, 0, 0x39, 0xA3, 0x4F, 0x41])
     #expect(try L2CAPMessageHeader(bytes: header.bytes) == header)
+    #expect(header.isWindowed)
+    // Version 1 (no window) is still received.
+    var first = header.bytes
+    first[4] = 1
+    let old = try L2CAPMessageHeader(bytes: first)
+    #expect(old.version == 1 && !old.isWindowed && old.length == 43)
+  }
+
+  @Test func windowLayout() {
+    let window = L2CAPMessageWindow(received: 0x0102_0304)
+    #expect(window.bytes == Array("WIN".utf8) + [4, 3, 2, 1])
+    #expect(L2CAPMessageWindow(bytes: window.bytes) == window)
+    #expect(L2CAPMessageWindow(bytes: L2CAPMessageAcknowledgement(checksum: 1).bytes) == nil)
   }
 
   @Test func refusesAnythingButAHeader() {
     #expect(throws: L2CAPMessageError.self) { try L2CAPMessageHeader(bytes: self.message) }
     var bytes = L2CAPMessageHeader(for: message).bytes
-    bytes[4] = 2
-    #expect(throws: L2CAPMessageError.notAMessage("framing version 2; this receiver knows 1")) {
+    bytes[4] = 3
+    #expect(throws: L2CAPMessageError.notAMessage("framing version 3; this receiver knows 1 to 2")) {
       try L2CAPMessageHeader(bytes: bytes)
     }
   }

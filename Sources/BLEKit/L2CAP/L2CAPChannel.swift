@@ -79,6 +79,22 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
     incoming = SDUs(stream: core.start(receiveMTU: receiveMTU), room: core.room)
   }
 
+  /// Takes over a connected `SOCK_SEQPACKET` socket of any family, with the MTUs given (the
+  /// framing's tests run over a Unix socket pair: the test machine's kernel may have no
+  /// Bluetooth).
+  init(seqpacket fd: Int32, sendMTU: Int, receiveMTU: Int, bufferedSDUs: Int = 1024) {
+    self.sendMTU = sendMTU
+    self.receiveMTU = receiveMTU
+    peer = BluetoothAddress(bytes: [0, 0, 0, 0, 0, 0])!
+    peerAddressType = .public
+    psm = L2CAPPSM(rawValue: 0x80)!
+    isEncrypted = false
+    self.bufferedSDUs = max(1, bufferedSDUs)
+    let core = L2CAPChannelCore(fd: fd, room: self.bufferedSDUs, peer: peer)
+    self.core = core
+    incoming = SDUs(stream: core.start(receiveMTU: receiveMTU), room: core.room)
+  }
+
   deinit { core.close() }
 
   public var description: String { "L2CAP channel to \(peer) on PSM \(psm)" }

@@ -32,20 +32,30 @@ public enum L2CAPMessageError: Error, Hashable, Sendable, CustomStringConvertibl
   }
 }
 
-/// The header SDU that opens a message: `"BLKL"`, version 1, the length (UInt32) and the
+/// The header SDU that opens a message: `"BLKL"`, the version, the length (UInt32) and the
 /// CRC-32 (IEEE, as ``CRC32``) of the message, little-endian; 13 bytes, well under the
 /// smallest LE channel MTU (23).
+///
+/// Version 2 (what blekit sends) adds flow control: the sender keeps at most
+/// ``L2CAPMessageWindow/size`` bytes (plus one SDU) unconfirmed, and the receiver confirms
+/// what it has taken in ``L2CAPMessageWindow`` SDUs. Version 1 (no window) is still received.
 public struct L2CAPMessageHeader: Hashable, Sendable {
   public static let magic: [UInt8] = Array("BLKL".utf8)
-  public static let version: UInt8 = 1
+  /// The version this side sends.
+  public static let version: UInt8 = 2
+  /// The versions this side receives.
+  public static let versions: ClosedRange<UInt8> = 1...2
   public static let size = 13
 
   public var length: Int
   public var checksum: UInt32
+  /// The framing version (2: the sender waits for window confirmations).
+  public var version: UInt8
 
-  public init(length: Int, checksum: UInt32) {
+  public init(length: Int, checksum: UInt32, version: UInt8 = L2CAPMessageHeader.version) {
     self.length = length
     self.checksum = checksum
+    self.version = version
   }
 
   /// The header of `message`.
@@ -54,19 +64,54 @@ public struct L2CAPMessageHeader: Hashable, Sendable {
   }
 
   public var bytes: [UInt8] {
-    Self.magic + [Self.version] + littleEndian(UInt32(length)) + littleEndian(checksum)
+    Self.magic + [version] + littleEndian(UInt32(length)) + littleEndian(checksum)
   }
+
+  /// Whether the sender waits for ``L2CAPMessageWindow`` confirmations.
+  public var isWindowed: Bool { version >= 2 }
 
   /// Parses a header SDU.
   public init(bytes: [UInt8]) throws(L2CAPMessageError) {
     guard bytes.count == Self.size, Array(bytes[0..<4]) == Self.magic else {
       throw .notAMessage("the first SDU (\(bytes.count) bytes) is not a message header")
     }
-    guard bytes[4] == Self.version else {
-      throw .notAMessage("framing version \(bytes[4]); this receiver knows \(Self.version)")
+    guard Self.versions.contains(bytes[4]) else {
+      throw .notAMessage(
+        "framing version \(bytes[4]); this receiver knows \(Self.versions.lowerBound) to "
+          + "\(Self.versions.upperBound)")
     }
     self.init(
-      length: Int(readLittleEndian(bytes, at: 5)), checksum: readLittleEndian(bytes, at: 9))
+      length: Int(readLittleEndian(bytes, at: 5)), checksum: readLittleEndian(bytes, at: 9),
+      version: bytes[4])
+  }
+}
+
+/// The receiver's confirmation of the bytes it has taken so far (version 2): `"WIN"` and the
+/// count (UInt32, little-endian). The sender sends on while fewer than ``size`` bytes are
+/// unconfirmed.
+///
+/// Why a window on top of L2CAP's own credits: Linux 6.1's LE receive path (Debian 12) grants
+/// credits on an estimate of the socket's free memory that undercounts each frame, so a peer
+/// can send more than fits; the kernel then parks SDUs and can queue a later one ahead of
+/// them (docs/l2cap.md). With at most 24 KiB (plus one SDU) in flight, the receiving socket's
+/// queue (about 208 KiB) cannot fill, whatever the link's speed or the receiver's pauses.
+public struct L2CAPMessageWindow: Hashable, Sendable {
+  public static let magic: [UInt8] = Array("WIN".utf8)
+  /// The most bytes the sender leaves unconfirmed (it may start one more SDU below it).
+  public static let size = 24 * 1024
+  /// The receiver confirms each time this many more bytes arrived (and at the end).
+  public static let step = 8 * 1024
+
+  /// Bytes the receiver has taken.
+  public var received: Int
+
+  public init(received: Int) { self.received = received }
+
+  public var bytes: [UInt8] { Self.magic + littleEndian(UInt32(received)) }
+
+  public init?(bytes: [UInt8]) {
+    guard bytes.count == 7, Array(bytes[0..<3]) == Self.magic else { return nil }
+    received = Int(readLittleEndian(bytes, at: 3))
   }
 }
 
