@@ -30,7 +30,8 @@ import Testing
     #expect(throws: L2CAPMessageError.self) { try L2CAPMessageHeader(bytes: self.message) }
     var bytes = L2CAPMessageHeader(for: message).bytes
     bytes[4] = 3
-    #expect(throws: L2CAPMessageError.notAMessage("framing version 3; this receiver knows 1 to 2")) {
+    #expect(throws: L2CAPMessageError.notAMessage("framing version 3; this receiver knows 1 to 2"))
+    {
       try L2CAPMessageHeader(bytes: bytes)
     }
   }

@@ -96,7 +96,7 @@ import Testing
     }
     #expect(peak >= NotificationBacklog.systemSenderBuffer)
     #expect(limit == NotificationBacklog.systemSenderBuffer * 2 / 5)
-    #expect(check.mayHaveDropped)
+    #expect(check.lossPossible)
   }
 
   @Test func aShallowBacklogDroppedNothing() async throws {
@@ -107,6 +107,6 @@ import Testing
       return
     }
     #expect(peak == 40 * 1_280)
-    #expect(!check.mayHaveDropped)
+    #expect(!check.lossPossible)
   }
 }

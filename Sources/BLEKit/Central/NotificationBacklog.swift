@@ -45,7 +45,9 @@ struct NotificationBacklog: Sendable {
   }
 
   /// The kernel memory one snapshot may hold before a drop is suspected.
-  var limit: Int { senderBuffer * Self.suspicionFraction.numerator / Self.suspicionFraction.denominator }
+  var limit: Int {
+    senderBuffer * Self.suspicionFraction.numerator / Self.suspicionFraction.denominator
+  }
 
   /// Whether some snapshot reached ``limit``.
   var suspected: Bool { peak >= limit }

@@ -93,7 +93,8 @@ final class NotificationSocket: @unchecked Sendable {
             : .noneDropped(peakBytes: meter.peak, limit: meter.limit))
       }
       let seconds = limit.components
-      let nanoseconds = Int(seconds.seconds) * 1_000_000_000
+      let nanoseconds =
+        Int(seconds.seconds) * 1_000_000_000
         + Int(seconds.attoseconds / 1_000_000_000)
       DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
         give(.stillReading(after: limit))

@@ -30,8 +30,9 @@ public enum NotificationLossCheck: Sendable, Hashable {
   /// The values came through StartNotify's signals, where no such sign exists.
   case notObservable
 
-  /// Whether values may have been lost on the way (every case but ``noneDropped``).
-  public var mayHaveDropped: Bool {
+  /// Whether values may have been lost on the way (every case but
+  /// ``noneDropped(peakBytes:limit:)``).
+  public var lossPossible: Bool {
     if case .noneDropped = self { false } else { true }
   }
 
@@ -92,7 +93,7 @@ public struct NotificationStream: AsyncSequence, Sendable {
   /// every value already in its socket has been read (at most ``lossCheckLimit`` later). Call
   /// it after the values that matter have arrived: a receiver that needs every value (a
   /// message without numbers of its own, such as Apple's plain transfer chunks) should not
-  /// trust them when this says ``NotificationLossCheck/mayHaveDropped``.
+  /// trust them when this says ``NotificationLossCheck/mayHaveDropped(peakBytes:limit:)``.
   public func lossCheck() async -> NotificationLossCheck {
     guard let reader else { return .notObservable }
     return await reader.lossCheck(within: Self.lossCheckLimit)

@@ -278,7 +278,7 @@ public struct TransferCentral: Sendable {
     // message is trusted only if its socket never backed up far enough for a drop. (A
     // sequenced message that lost a frame fails its own checks.)
     let check = await notifications.lossCheck()
-    if framing == .plain && check.mayHaveDropped && check != .notObservable {
+    if framing == .plain && check.lossPossible && check != .notObservable {
       await notifications.stop()
       throw TransferError.chunksMayBeLost(check.reason)
     }
