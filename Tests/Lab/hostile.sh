@@ -191,6 +191,9 @@ chunks_case() {
   echo "# peer: $(peer_says "$from")"
   bluetoothd_survived "$name"
 }
+# The MTU 23 flood still fails here (stop 30): 14,360 and 27,520 of 40,000 bytes arrived with exit 0
+# and no AcquireNotify backlog flagged, so the chunks were lost before bluetoothd's socket
+# (the kernel's ATT socket, invisible to a client). Issue 17 stays open on it.
 chunks_case mtu23-flood "$OUT/40k.msg" exact-or-lost --mtu 23 --after 300
 chunks_case values-512 "$OUT/256k.msg" exact-or-lost --mtu 517 --after 20
 chunks_case values-514 "$OUT/514.msg" rule --mtu 517 --chunk 514
