@@ -77,24 +77,9 @@ import Testing
     let bluez = try await FakeBlueZObjects(bus: bus)
     defer { bluez.close() }
     try bluez.exportAdapter("hci0", powered: true)
-    try bluez.connection.export(
-      ExportedObject(interfaces: [
-        FakeBlueZObjects.interface(
-          Device1.interface,
-          [
-            "Address": .string("00:AA:01:01:00:01"), "Adapter": .objectPath("/org/bluez/hci0"),
-            "Connected": .bool(true), "ServicesResolved": .bool(true),
-          ])
-      ]), at: device)
-    try bluez.connection.export(
-      ExportedObject(interfaces: [
-        FakeBlueZObjects.interface(
-          GattService1.interface,
-          [
-            "UUID": .string(BlekitUUID.transferService.description),
-            "Device": .objectPath(device), "Primary": .bool(true),
-          ])
-      ]), at: service)
+    try bluez.exportConnectedDevice(
+      device, address: "00:AA:01:01:00:01", service: service,
+      serviceUUID: BlekitUUID.transferService.description)
     let dropped = Mutex<Int?>(nil)
     var plain = FakeBlueZObjects.interface(
       GattCharacteristic1.interface,
@@ -105,12 +90,8 @@ import Testing
       ])
     plain.methods.append(
       ExportedMethod(name: "AcquireNotify", inSignature: "a{sv}", outSignature: "hq") { _ in
-        var fds: [Int32] = [-1, -1]
-        let kind = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        guard socketpair(AF_UNIX, kind, 0, &fds) == 0 else {
-          throw DBusError.remote(name: "org.bluez.Error.Failed", message: "socketpair")
-        }
-        let ours = fds[0]
+        let fds = try FakeBlueZObjects.socketPair()
+        let ours = fds.kept
         // Overflowing: the flood comes before the reader starts, and a chunk is lost.
         let first = sending == .overflowing ? overflow(ours) : 0
         dropped.withLock { $0 = first == 0 ? 0 : 1 }
@@ -118,7 +99,7 @@ import Testing
           write(on: ours, from: first, paced: sending == .paced)
           close(ours)
         }
-        return [.unixFD(FileDescriptor(owning: fds[1])), .uint16(247)]
+        return [.unixFD(FileDescriptor(owning: fds.handedOut)), .uint16(247)]
       })
     plain.methods.append(
       ExportedMethod(name: "WriteValue", inSignature: "aya{sv}", outSignature: "") { _ in [] })

@@ -42,24 +42,9 @@ enum RemoteGattFixture {
     let bus = try PrivateBus()
     let bluez = try await FakeBlueZObjects(bus: bus)
     try bluez.exportAdapter("hci0", powered: true)
-    try bluez.connection.export(
-      ExportedObject(interfaces: [
-        FakeBlueZObjects.interface(
-          Device1.interface,
-          [
-            "Address": .string("00:AA:01:01:00:01"), "Adapter": .objectPath("/org/bluez/hci0"),
-            "Connected": .bool(true), "ServicesResolved": .bool(true),
-          ])
-      ]), at: device)
-    try bluez.connection.export(
-      ExportedObject(interfaces: [
-        FakeBlueZObjects.interface(
-          GattService1.interface,
-          [
-            "UUID": .string("6e400001-b5a3-f393-e0a9-e50e24dcca9e"),
-            "Device": .objectPath(device), "Primary": .bool(true),
-          ])
-      ]), at: service)
+    try bluez.exportConnectedDevice(
+      device, address: "00:AA:01:01:00:01", service: service,
+      serviceUUID: "6e400001-b5a3-f393-e0a9-e50e24dcca9e")
     let kept = Kept()
     var characteristicInterface = FakeBlueZObjects.interface(
       GattCharacteristic1.interface,
@@ -80,17 +65,14 @@ enum RemoteGattFixture {
       })
     characteristicInterface.methods.append(
       ExportedMethod(name: "AcquireWrite", inSignature: "a{sv}", outSignature: "hq") { _ in
-        var fds: [Int32] = [-1, -1]
-        let kind = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        guard socketpair(AF_UNIX, kind, 0, &fds) == 0 else {
-          throw DBusError.remote(name: "org.bluez.Error.Failed", message: "socketpair")
-        }
+        let fds = try FakeBlueZObjects.socketPair()
         // A small send buffer, so that a few values fill it.
         var size: Int32 = 4096
-        _ = setsockopt(fds[1], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        kept.fd.withLock { $0 = fds[0] }
+        _ = setsockopt(
+          fds.handedOut, SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        kept.fd.withLock { $0 = fds.kept }
         kept.calls.withLock { $0 += 1 }
-        return [.unixFD(FileDescriptor(owning: fds[1])), .uint16(50)]
+        return [.unixFD(FileDescriptor(owning: fds.handedOut)), .uint16(50)]
       })
     // Subscriptions are never answered, as bluetoothd 5.66 leaves an AcquireNotify that is
     // pending when the link drops (the handler waits until the test is over).
