@@ -50,9 +50,15 @@ import Testing
         sent.withLock { $0 = count }
       }
     }
-    // Nobody receives for a second: the sender stops at the window (plus one SDU).
-    try await Task.sleep(for: .seconds(1))
-    let early = sent.withLock { $0 }
+    // Nobody receives: the sender stops at the window (plus one SDU). Wait until it has sent
+    // that much and then nothing more for half a second (at most 10 s: a loaded machine is slow).
+    var early = 0
+    for _ in 0..<20 {
+      try await Task.sleep(for: .milliseconds(500))
+      let now = sent.withLock { $0 }
+      if now == early && now >= L2CAPMessageWindow.size { break }
+      early = now
+    }
     #expect(early >= L2CAPMessageWindow.size)
     #expect(early < L2CAPMessageWindow.size + Self.mtu)
     async let received = L2CAPMessageTransfer.receive(over: receiver, limit: 1 << 24)
