@@ -103,16 +103,19 @@ struct NotificationBacklog: Sendable {
   }
 
   /// `net.core.wmem_default`, or Linux's usual 212,992 when it cannot be read.
-  static let systemSenderBuffer: Int = {
-    let fd = open("/proc/sys/net/core/wmem_default", O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return 212_992 }
+  static let systemSenderBuffer = sysctl("/proc/sys/net/core/wmem_default", otherwise: 212_992)
+
+  /// The positive number in the file at `path` (a sysctl under /proc/sys), or `otherwise`.
+  static func sysctl(_ path: String, otherwise: Int) -> Int {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return otherwise }
     defer { close(fd) }
     var text = [UInt8](repeating: 0, count: 32)
     let count = text.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
     guard count > 0,
       let value = Int(String(decoding: text[..<count], as: UTF8.self).filter(\.isNumber)),
       value > 0
-    else { return 212_992 }
+    else { return otherwise }
     return value
-  }()
+  }
 }

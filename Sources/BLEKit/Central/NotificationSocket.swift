@@ -20,11 +20,12 @@ import Synchronization
 /// of at most `batchLimit` (one `onValues` call per batch, not per value: the consumer's cost
 /// per hand-over is paid once per batch). Every value read is handed over before `onEnd`.
 /// Meanwhile a ``NotificationBacklog`` measures how far the reads fell behind, which tells
-/// whether bluetoothd may have dropped a value (``lossCheck(within:)``).
+/// whether bluetoothd may have dropped a value, and a ``KernelATTQueueWatch`` samples the
+/// kernel's ATT queues, which tells whether the kernel may have (``lossCheck(within:)``).
 ///
 /// `@unchecked Sendable`: this is the one owner of the fd. Its stored properties are constants;
 /// the DispatchSource (not marked Sendable by Dispatch) is only resumed in `init` and cancelled
-/// on `queue`, and the mutable state (`ended`, `backlog`) is behind Mutexes.
+/// on `queue`, and the mutable state (`ended`, `backlog`, `attQueue`) is behind Mutexes.
 final class NotificationSocket: @unchecked Sendable {
   private let fd: Int32
   private let bufferSize: Int
@@ -37,6 +38,8 @@ final class NotificationSocket: @unchecked Sendable {
   private let ended = Mutex(false)
   /// The backlog meter; used on `queue` only (in a Mutex so the compiler can check it).
   private let backlog = Mutex(NotificationBacklog())
+  /// The watch on the kernel's ATT queues; used on `queue` only.
+  private let attQueue: Mutex<KernelATTQueueWatch>
 
   /// The most values handed over in one batch: a long burst is handed over in parts, so the
   /// consumer can start on it while the rest is read.
@@ -44,10 +47,12 @@ final class NotificationSocket: @unchecked Sendable {
 
   /// Starts reading `fd` (whose ownership passes to the reader).
   init(
-    fd: Int32, mtu: Int, onValues: @escaping @Sendable ([[UInt8]]) -> Void,
+    fd: Int32, mtu: Int, attQueue: KernelATTQueueWatch = KernelATTQueueWatch(),
+    onValues: @escaping @Sendable ([[UInt8]]) -> Void,
     onEnd: @escaping @Sendable ((any Error)?) -> Void
   ) {
     self.fd = fd
+    self.attQueue = Mutex(attQueue)
     self.bufferSize = max(mtu, 512)
     self.onValues = onValues
     self.onEnd = onEnd
@@ -87,10 +92,14 @@ final class NotificationSocket: @unchecked Sendable {
       queue.async {
         self.drain(thenEndWith: nil)
         let meter = self.backlog.withLock { $0 }
-        give(
-          meter.suspected
-            ? .mayHaveDropped(peakBytes: meter.peak, limit: meter.limit)
-            : .noneDropped(peakBytes: meter.peak, limit: meter.limit))
+        let kernel = self.attQueue.withLock { $0 }
+        if meter.suspected {
+          give(.mayHaveDropped(peakBytes: meter.peak, limit: meter.limit))
+        } else if kernel.suspected, let queued = kernel.peak {
+          give(.kernelMayHaveDropped(queuedBytes: queued, limit: kernel.limit))
+        } else {
+          give(.noneDropped(peakBytes: meter.peak, limit: meter.limit))
+        }
       }
       let seconds = limit.components
       let nanoseconds =
@@ -115,12 +124,17 @@ final class NotificationSocket: @unchecked Sendable {
     var buffer = [UInt8](repeating: 0, count: bufferSize)
     var batch: [[UInt8]] = []
     var meter = backlog.withLock { $0 }
-    defer { backlog.withLock { $0 = meter } }
+    var kernel = attQueue.withLock { $0 }
+    defer {
+      backlog.withLock { $0 = meter }
+      attQueue.withLock { $0 = kernel }
+    }
     while true {
       if meter.needsSnapshot { meter.snapshot(queuedBytes: queuedBytes()) }
       let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
       if count > 0 {
         meter.record(valueLength: count)
+        kernel.valueRead()
         batch.append(Array(buffer[0..<count]))
         if batch.count == Self.batchLimit {
           onValues(batch)

@@ -17,13 +17,21 @@ public enum NotificationMethod: Sendable, Hashable {
 /// fills when its reader falls about 170 (MTU 247 and above) to 280 (MTU 23) values behind. The
 /// reader measures its backlog in the kernel memory the unread values hold (`peakBytes`)
 /// against a `limit` of two fifths of bluetoothd's send buffer, low enough that a backlog that
-/// filled it is never missed. The kernel's own drop point before bluetoothd (its ATT socket,
-/// when bluetoothd falls behind) is not visible to any client.
+/// filled it is never missed. Before that, the kernel drops ATT notifications that do not fit
+/// bluetoothd's own socket when bluetoothd falls behind; no client sees those drops, but the
+/// reader samples how deep the kernel's L2CAP queues get (`/proc/net/l2cap`) and reports a
+/// queue that reached half its buffer: a sampled sign that can miss a short burst.
 public enum NotificationLossCheck: Sendable, Hashable {
   /// The backlog stayed under the limit: bluetoothd's socket never filled, it dropped nothing.
   case noneDropped(peakBytes: Int, limit: Int)
   /// The backlog reached the limit: bluetoothd may have dropped values.
   case mayHaveDropped(peakBytes: Int, limit: Int)
+  /// The socket's backlog stayed under its limit, but a sample of the kernel's L2CAP receive
+  /// queues (bluetoothd's ATT sockets among them) found one holding `queuedBytes`, at least
+  /// half its buffer: bluetoothd fell behind the peer, and the kernel may have dropped
+  /// notifications before bluetoothd read them. (The queues are not told apart: another busy
+  /// L2CAP connection on the host can raise this too.)
+  case kernelMayHaveDropped(queuedBytes: Int, limit: Int)
   /// The reader was still reading the socket after this long (a peer that keeps sending): the
   /// check could not finish, so values may have been dropped.
   case stillReading(after: Duration)
@@ -36,11 +44,12 @@ public enum NotificationLossCheck: Sendable, Hashable {
     if case .noneDropped = self { false } else { true }
   }
 
-  /// The most kernel memory the socket's unread values held, when it was measured.
+  /// The most kernel memory the socket's unread values held, when it was measured (not the
+  /// kernel queue of ``kernelMayHaveDropped(queuedBytes:limit:)``).
   public var peakBytes: Int? {
     switch self {
     case .noneDropped(let peak, _), .mayHaveDropped(let peak, _): peak
-    case .stillReading, .notObservable: nil
+    case .kernelMayHaveDropped, .stillReading, .notObservable: nil
     }
   }
 
@@ -53,6 +62,9 @@ public enum NotificationLossCheck: Sendable, Hashable {
     case .mayHaveDropped(let peak, let limit):
       "the notification socket's backlog reached \(peak) bytes of kernel memory (limit \(limit)): "
         + "the receiver fell far enough behind that bluetoothd may have dropped notifications"
+    case .kernelMayHaveDropped(let queued, let limit):
+      "an L2CAP receive queue in the kernel held \(queued) bytes (limit \(limit)): bluetoothd fell "
+        + "behind the peer, and the kernel may have dropped notifications before it read them"
     case .stillReading(let after):
       "the notification socket was still being read \(after) after the end of the message"
     case .notObservable:
@@ -70,7 +82,7 @@ public enum NotificationLossCheck: Sendable, Hashable {
 /// flow control), and bluetoothd drops a value it cannot write to a full AcquireNotify socket
 /// (it logs `sendmsg: Resource temporarily unavailable`). Values that must all arrive need
 /// numbers of their own (as blekit's sequenced transfer frames have); without them,
-/// ``lossCheck()`` tells whether bluetoothd's drop point may have been reached. Ending the iteration,
+/// ``lossCheck()`` tells whether either drop point may have been reached. Ending the iteration,
 /// cancelling it, or ``stop()`` unsubscribes. If the peripheral disconnects, values already
 /// received are still delivered, then the sequence throws ``BluetoothError/Code/disconnected``;
 /// it never hangs.
@@ -174,13 +186,13 @@ extension NotificationStream {
   /// with a `BluetoothError` (the socket closed, or the link-loss error) goes through
   /// `explain` before the stream throws it.
   static func reading(
-    socket fd: Int32, mtu: Int,
+    socket fd: Int32, mtu: Int, attQueue: KernelATTQueueWatch = KernelATTQueueWatch(),
     explain: @escaping @Sendable (BluetoothError) async -> BluetoothError,
     watch: @escaping @Sendable (NotificationSocket) async -> Void
   ) -> NotificationStream {
     let (batches, continuation) = makeBatches()
     let reader = NotificationSocket(
-      fd: fd, mtu: mtu,
+      fd: fd, mtu: mtu, attQueue: attQueue,
       onValues: { continuation.yield($0) },
       onEnd: { error in
         guard let error = error as? BluetoothError else {

@@ -135,7 +135,7 @@ public struct TransferCentral: Sendable {
   ///   received so far), with other codes for connection and GATT failures; `TransferError`
   ///   for a message that fails its checks, for plain chunks whose order is not guaranteed
   ///   (``TransferError/orderNotGuaranteed(_:)``, unless ``Options/acceptUnordered``), or for
-  ///   plain chunks of which bluetoothd may have dropped some
+  ///   plain chunks of which bluetoothd or the kernel may have dropped some
   ///   (``TransferError/chunksMayBeLost(_:)``, see ``NotificationStream/lossCheck()``).
   ///
   /// A connection whose setup fails before the subscription is made (the link lost, or
@@ -274,9 +274,10 @@ public struct TransferCentral: Sendable {
       throw error
     }
     let duration = ContinuousClock.now - start
-    // Plain chunks carry no numbers: a chunk bluetoothd dropped leaves no gap to see, so the
-    // message is trusted only if its socket never backed up far enough for a drop. (A
-    // sequenced message that lost a frame fails its own checks.)
+    // Plain chunks carry no numbers: a chunk bluetoothd or the kernel dropped leaves no gap to
+    // see, so the message is trusted only if neither its socket nor the kernel's ATT queues
+    // were seen backed up far enough for a drop. (A sequenced message that lost a frame fails
+    // its own checks.)
     let check = await notifications.lossCheck()
     if framing == .plain && check.lossPossible && check != .notObservable {
       await notifications.stop()

@@ -23,9 +23,10 @@ public enum TransferError: Error, Hashable, Sendable, CustomStringConvertible {
   /// The peer offers only plain chunks and their order cannot be guaranteed on this link
   /// (see ``TransferOrder``); nothing was received.
   case orderNotGuaranteed(String)
-  /// The peer's plain chunks arrived through an AcquireNotify socket that backed up far enough
-  /// for bluetoothd to drop some (see ``NotificationStream/lossCheck()``): without numbers on
-  /// the chunks, the message cannot be vouched for; it is not returned.
+  /// The peer's plain chunks arrived while a queue on their way backed up far enough for some
+  /// to be dropped: the AcquireNotify socket (bluetoothd drops), or the kernel's ATT queue
+  /// (the kernel drops; see ``NotificationStream/lossCheck()``). Without numbers on the
+  /// chunks, the message cannot be vouched for; it is not returned.
   case chunksMayBeLost(String)
 
   public var description: String {
