@@ -85,6 +85,20 @@ import Testing
     receiver.close()
   }
 
+  @Test func aSenderThatVanishesMidMessageIsACutWithTheByteCount() async throws {
+    let (sender, receiver) = try Self.channels()
+    let message = Self.message(100_000)
+    // A version 2 sender that sends the header and 10,000 bytes (past the first window step,
+    // so the receiver then writes a confirmation) and closes: it was killed.
+    try await sender.send(L2CAPMessageHeader(for: message).bytes)
+    try await sender.write(Array(message[..<10_000]))
+    sender.close()
+    await #expect(throws: L2CAPMessageError.cut(received: 10_000, expected: 100_000)) {
+      _ = try await L2CAPMessageTransfer.receive(over: receiver, limit: 1 << 24)
+    }
+    receiver.close()
+  }
+
   @Test func aSilentReceiverFailsTheSend() async throws {
     let (sender, receiver) = try Self.channels()
     await #expect(throws: L2CAPMessageError.notAcknowledged("no answer within 1.0 seconds")) {

@@ -56,6 +56,7 @@ public enum L2CAPMessageTransfer {
     }
     var assembler = try L2CAPMessageAssembler(headerSDU: first, limit: limit)
     var confirmed = 0
+    var senderGone = false
     while !assembler.isComplete {
       let sdu: [UInt8]?
       do {
@@ -70,11 +71,17 @@ public enum L2CAPMessageTransfer {
       }
       try assembler.append(sdu)
       progress?(assembler.received, assembler.header.length)
-      if assembler.header.isWindowed, !assembler.isComplete,
+      if assembler.header.isWindowed, !assembler.isComplete, !senderGone,
         assembler.received - confirmed >= L2CAPMessageWindow.step
       {
         confirmed = assembler.received
-        try await channel.send(L2CAPMessageWindow(received: confirmed).bytes)
+        do {
+          try await channel.send(L2CAPMessageWindow(received: confirmed).bytes)
+        } catch {
+          // The sender is gone (it closed, or the link was lost). What it sent before may
+          // still be queued here: read on, and the channel's end reports how far it got.
+          senderGone = true
+        }
       }
     }
     let message = try assembler.verified()

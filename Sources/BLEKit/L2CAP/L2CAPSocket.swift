@@ -162,11 +162,12 @@ enum L2CAPSocket {
     return count
   }
 
-  /// One SDU; a SEQPACKET write is all or nothing. Retries EINTR.
+  /// One SDU; a SEQPACKET write is all or nothing. Retries EINTR; never raises SIGPIPE.
   static func write(_ fd: Int32, _ bytes: [UInt8]) -> Int {
     var count = 0
     repeat {
-      count = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+      // MSG_NOSIGNAL: a closed peer is an EPIPE to report, not a SIGPIPE ending the process.
+      count = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     } while count < 0 && errno == EINTR
     return count
   }
