@@ -24,6 +24,16 @@ wait_for() {
   done
 }
 
+# dump_stacks PID FILE: every thread's stack of a process that seems to hang, into FILE (gdb,
+# which scripts/setup installs; the guest sees the host's /usr), before it is killed.
+dump_stacks() {
+  if command -v gdb >/dev/null; then
+    timeout 60 gdb -p "$1" -batch -nx -ex "thread apply all bt" >"$2" 2>&1
+  else
+    echo "no gdb: no stacks" >"$2"
+  fi
+}
+
 # prop PATH INTERFACE NAME: a property of org.bluez in dbus-send's literal form, without the
 # "variant" prefix (dbus-send only; python is not assumed).
 prop() {

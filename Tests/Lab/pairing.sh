@@ -185,13 +185,23 @@ discovering() {
 }
 # scanning_step NAME COMMAND...: runs COMMAND (stdout and stderr to $OUT/NAME.out/.err) in the
 # background; whenever A's adapter is discovering and B has not re-registered for 12 s, asks B
-# to re-register, so the scan inside COMMAND hears it. Sets RC to COMMAND's status.
+# to re-register, so the scan inside COMMAND hears it. Sets RC to COMMAND's status. Every
+# COMMAND here has a --timeout of at most 90 s: one still running after 200 s hangs, so its
+# threads' stacks go to $OUT/NAME.stacks and it is killed (RC 255; a check then fails).
 scanning_step() {
-  local name=$1 pid last=-100
+  local name=$1 pid last=-100 start=$SECONDS
   shift
   "$@" >"$OUT/$name.out" 2>"$OUT/$name.err" &
   pid=$!
   while kill -0 "$pid" 2>/dev/null; do
+    if ((SECONDS - start > 200)); then
+      echo "note: $name still running after 200 s: a hang; stacks in $OUT/$name.stacks"
+      dump_stacks "$pid" "$OUT/$name.stacks"
+      kill -KILL "$pid" 2>/dev/null
+      wait "$pid" 2>/dev/null
+      RC=255
+      return
+    fi
     if ((SECONDS - last >= 12)) && discovering; then
       readvertise
       last=$SECONDS
