@@ -1,10 +1,7 @@
 // BluetoothdConfiguration: the settings the running bluetoothd was started with, read from
 // the main.conf it uses (its `-f`/`--configfile`, else the packaged default).
+import Bluetooth
 import DBus
-
-#if canImport(Glibc)
-  import Glibc
-#endif
 
 /// The parts of the running bluetoothd's configuration that change what a client sees.
 ///
@@ -35,9 +32,9 @@ public struct BluetoothdConfiguration: Sendable, Hashable {
   /// file cannot be read (another mount namespace, no permission).
   public static func read(on connection: DBusConnection) async -> BluetoothdConfiguration? {
     guard let pid = try? await connection.processID(of: BlueZ.service) else { return nil }
-    let arguments = readFile("/proc/\(pid)/cmdline").map(splitCommandLine) ?? []
+    let arguments = SmallFile.read("/proc/\(pid)/cmdline").map(splitCommandLine) ?? []
     let path = configurationPath(arguments: arguments)
-    guard let text = readFile(path).map({ String(decoding: $0, as: UTF8.self) }) else {
+    guard let text = SmallFile.read(path).map({ String(decoding: $0, as: UTF8.self) }) else {
       return nil
     }
     return parse(mainConf: text, path: path)
@@ -108,23 +105,6 @@ public struct BluetoothdConfiguration: Sendable, Hashable {
     bytes.split(separator: 0, omittingEmptySubsequences: false).map {
       String(decoding: $0, as: UTF8.self)
     }.filter { !$0.isEmpty }
-  }
-
-  /// A small file's bytes (at most 1 MiB), or `nil` if it cannot be read.
-  static func readFile(_ path: String) -> [UInt8]? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while bytes.count < 1 << 20 {
-      let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-      if count < 0 && errno == EINTR { continue }
-      guard count >= 0 else { return nil }
-      if count == 0 { break }
-      bytes.append(contentsOf: buffer[..<count])
-    }
-    return bytes
   }
 }
 

@@ -1,10 +1,6 @@
 // KernelATTQueueWatch: how deep the kernel's queues of incoming L2CAP data (bluetoothd's ATT
 // sockets among them) got while notifications arrived, read from /proc/net/l2cap.
-#if canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#endif
+import Bluetooth
 
 /// Watches the receive queues of the host's L2CAP sockets, where the kernel holds ATT PDUs
 /// until bluetoothd reads them.
@@ -69,18 +65,7 @@ struct KernelATTQueueWatch: Sendable {
 
   /// The largest `Rmem` in the listing at `path`, or `nil` when it cannot be read.
   static func deepestQueue(in path: String) -> Int? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var text: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 4096)
-    while text.count < 1 << 20 {
-      let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if count < 0 && errno == EINTR { continue }
-      guard count > 0 else { break }
-      text.append(contentsOf: chunk[..<count])
-    }
-    return deepestQueue(inListing: text)
+    SmallFile.read(path).flatMap(deepestQueue(inListing:))
   }
 
   /// The largest `Rmem` (the third column) of a `/proc/net/l2cap` listing: a header line,
@@ -113,6 +98,6 @@ struct KernelATTQueueWatch: Sendable {
   }
 
   /// `net.core.rmem_default`, or Linux's usual 212,992 when it cannot be read.
-  static let systemReceiveBuffer: Int = NotificationBacklog.sysctl(
-    "/proc/sys/net/core/rmem_default", otherwise: 212_992)
+  static let systemReceiveBuffer =
+    SmallFile.positiveNumber("/proc/sys/net/core/rmem_default") ?? 212_992
 }

@@ -1,10 +1,6 @@
 // NotificationBacklog: how far the reader of an AcquireNotify socket fell behind, and whether
 // that was far enough for bluetoothd to have dropped a value it could not write.
-#if canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#endif
+import Bluetooth
 
 /// Measures the unread values of one AcquireNotify socket, in the kernel memory they hold.
 ///
@@ -103,19 +99,6 @@ struct NotificationBacklog: Sendable {
   }
 
   /// `net.core.wmem_default`, or Linux's usual 212,992 when it cannot be read.
-  static let systemSenderBuffer = sysctl("/proc/sys/net/core/wmem_default", otherwise: 212_992)
-
-  /// The positive number in the file at `path` (a sysctl under /proc/sys), or `otherwise`.
-  static func sysctl(_ path: String, otherwise: Int) -> Int {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return otherwise }
-    defer { close(fd) }
-    var text = [UInt8](repeating: 0, count: 32)
-    let count = text.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-    guard count > 0,
-      let value = Int(String(decoding: text[..<count], as: UTF8.self).filter(\.isNumber)),
-      value > 0
-    else { return otherwise }
-    return value
-  }
+  static let systemSenderBuffer =
+    SmallFile.positiveNumber("/proc/sys/net/core/wmem_default") ?? 212_992
 }
