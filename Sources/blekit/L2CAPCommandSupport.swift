@@ -111,7 +111,9 @@ final class StandardInputChunks: AsyncSequence, Sendable {
 /// peer closing ends the pipe after everything it sent was written out. With `receiveOnly`
 /// standard input is not read and only the peer's close ends the pipe.
 ///
-/// - Throws: the link's error (lost link: exit 7), a failed output (exit 13).
+/// - Throws: the link's error (lost link: exit 7), a failed output (exit 13), exit 7 when the
+///   channel ended (the peer closed it, or the link was lost) while a chunk of standard input
+///   was still on its way (a peer that closes while standard input is idle is a normal end).
 func pipeStandardStreams(
   _ channel: L2CAPChannel, receiveOnly: Bool, drainLimit: Duration = .seconds(60)
 ) async throws {
@@ -120,7 +122,8 @@ func pipeStandardStreams(
     case inputEnded
     case peerEnded
   }
-  let result = await withTaskGroup(of: Result<Side, any Error>.self) { group in
+  let result = await withTaskGroup(of: Result<Side, any Error>.self) {
+    group -> Result<Side, any Error> in
     group.addTask {
       do {
         var total = 0
@@ -142,7 +145,13 @@ func pipeStandardStreams(
           for try await chunk in StandardInputChunks() {
             try await channel.write(chunk)
           }
-          guard await channel.drain(timeout: drainLimit) || channel.isClosed else {
+          guard await channel.drain(timeout: drainLimit) else {
+            if channel.isClosed {
+              return .failure(
+                CLIError(
+                  .disconnected,
+                  "the channel ended before the kernel had sent all of standard input"))
+            }
             return .failure(
               CLIError(
                 .timedOut,
@@ -158,20 +167,19 @@ func pipeStandardStreams(
     // The other side: stop it. Closing the channel ends its incoming SDUs.
     channel.close()
     group.cancelAll()
-    if case .success(.inputEnded) = first {
-      // The reader ends now that the channel is closed; a failure there no longer matters.
-      _ = await group.next()
+    let second = await group.next()
+    if case .success(.peerEnded) = first, case .failure(let error as L2CAPError) = second,
+      error.code == .closed
+    {
+      // The peer closed while standard input still had bytes for it: what the peer sent was
+      // all written out, but not everything we had reached it.
+      return .failure(
+        CLIError(
+          .disconnected, "the peer closed the channel before all of standard input was sent"))
     }
     return first
   }
-  switch result {
-  case .success:
-    break
-  case .failure(let error as L2CAPError) where error.code == .closed:
-    // Our input still had bytes when the peer closed: what it sent was all written out.
-    break
-  case .failure(let error): throw l2capCLIError(error)
-  }
+  if case .failure(let error) = result { throw l2capCLIError(error) }
   // The kernel's receive queue came near full: the kernels named in L2CAPChannel's
   // documentation may then reorder SDUs or drop the last ones. The bytes are out; the status
   // says they may be wrong.

@@ -196,9 +196,20 @@ final class L2CAPChannelCore: Sendable {
   private let reader = DispatchQueue(label: "blekit.l2cap.read")
   private let writer = DispatchQueue(label: "blekit.l2cap.write")
 
+  /// How long one `send` may wait in the kernel before the channel looks at its state
+  /// again. A send waiting for credits sleeps in the kernel, and nothing this process does
+  /// is sure to wake it: `shutdown` on a connected LE channel only starts the disconnection,
+  /// whose timer is this same timeout (infinite if unset), so a send to a peer that went
+  /// silent could wait forever and with it the task that closes the channel. With the
+  /// timeout, a waiting send returns `EAGAIN` every so often and ``writeNow(_:)`` retries
+  /// unless the channel was closed or ended meanwhile. The kernel's sends are all or
+  /// nothing, so a retry never duplicates a byte.
+  static let sendWakeInterval: Duration = .milliseconds(500)
+
   init(fd: Int32, room: Int, peer: BluetoothAddress) {
     self.fd = fd
     self.peer = peer
+    L2CAPSocket.setSendTimeout(fd, Self.sendWakeInterval)
     // Created at 0 and raised: libdispatch traps when a semaphore is freed below its initial
     // value, as this one is whenever the channel ends with SDUs taken from the buffer.
     self.room = DispatchSemaphore(value: 0)
@@ -289,10 +300,14 @@ final class L2CAPChannelCore: Sendable {
   }
 
   private func writeNow(_ sdu: [UInt8]) -> Result<Void, L2CAPError> {
-    let open: Int32? = state.withLock { $0.closing || $0.ended ? nil : $0.fd }
-    guard let fd = open else { return .failure(closedError()) }
-    if L2CAPSocket.write(fd, sdu) >= 0 { return .success(()) }
-    let number = errno
+    var number: Int32 = 0
+    repeat {
+      let open: Int32? = state.withLock { $0.closing || $0.ended ? nil : $0.fd }
+      guard let fd = open else { return .failure(closedError()) }
+      if L2CAPSocket.write(fd, sdu) >= 0 { return .success(()) }
+      number = errno
+      // EAGAIN: the send timeout (sendWakeInterval) passed with no room; look again.
+    } while number == EAGAIN || number == EWOULDBLOCK
     if state.withLock({ $0.closing || $0.endError != nil }) { return .failure(closedError()) }
     switch number {
     case EPIPE, ECONNRESET, ENOTCONN:

@@ -25,8 +25,8 @@ extension L2CAPChannel {
     requireEncryption: Bool = false, timeout: Duration = .seconds(30)
   ) async throws(L2CAPError) -> L2CAPChannel {
     let fd = try L2CAPSocket.open()
-    // The kernel's connect honours SO_SNDTIMEO (its default is 40 s); set ours, then clear it
-    // so later sends wait as long as the peer takes to grant credits.
+    // The kernel's connect honours SO_SNDTIMEO (its default is 40 s): set ours. The channel
+    // then sets the one its sends use (L2CAPChannelCore.sendWakeInterval).
     let pending = PendingConnect(fd: fd)
     let target = L2CAPSocketAddress(
       address: peer, kind: L2CAPSocketAddress.Kind(peerType), psm: psm.rawValue)
@@ -55,7 +55,6 @@ extension L2CAPChannel {
                 }
                 throw error
               }
-              L2CAPSocket.setSendTimeout(fd, nil)
             })
         }
       }

@@ -114,8 +114,6 @@ final class ListenerCore: Sendable {
           // Woken by close(), or the adapter went away.
           break
         }
-        // Sends wait as long as the peer takes to grant credits (see setSendTimeout).
-        L2CAPSocket.setSendTimeout(client, nil)
         guard let peer,
           let channel = try? L2CAPChannel(fd: client, peer: peer, psm: psm)
         else { continue }
