@@ -9,10 +9,58 @@ extension Peripheral {
   ///
   /// - Throws: `BluetoothError` with `attributeNotFound` when its value is not 2 bytes holding an
   ///   LE PSM, or the read's error.
+  ///
+  /// A read through a handle the peripheral no longer has (ATT's Invalid Handle: it registered
+  /// its services anew since bluetoothd cached them, and bluetoothd has not yet handled its
+  /// Service Changed) is tried once more, after bluetoothd replaced the characteristic's object
+  /// (at most 5 s later).
   public func l2capPSM() async throws(BluetoothError) -> L2CAPPSM? {
+    var stale: RemoteCharacteristic?
+    do throws(BluetoothError) {
+      return try await readL2CAPPSM(noting: &stale)
+    } catch  where error.message.contains(Self.invalidHandleText) {
+      guard let stale else { throw error }
+      await waitUntilReplaced(stale, within: .seconds(5))
+      var again: RemoteCharacteristic?
+      return try await readL2CAPPSM(noting: &again)
+    }
+  }
+
+  /// How bluetoothd words ATT's Invalid Handle (0x01) in a failed read's error message (BlueZ
+  /// passes ATT errors on only as text: "Operation failed with ATT error: 0x01").
+  static let invalidHandleText = "ATT error: 0x01"
+
+  /// Waits until bluetoothd removed `characteristic`'s object or added another with its UUID
+  /// under this peripheral, at most `limit`.
+  private func waitUntilReplaced(_ characteristic: RemoteCharacteristic, within limit: Duration)
+    async
+  {
+    let (snapshot, _, events) = objects.subscribe()
+    guard snapshot[characteristic.path]?[GattCharacteristic1.interface] != nil else { return }
+    let device = identifier.path.rawValue + "/"
+    let uuid = characteristic.uuid
+    _ = await firstMatch(in: events, within: limit) { event -> Bool? in
+      switch event {
+      case .interfacesRemoved(let path, let names)
+      where path == characteristic.path && names.contains(GattCharacteristic1.interface):
+        true
+      case .interfacesAdded(let path, let interfaces)
+      where path.rawValue.hasPrefix(device) && path != characteristic.path:
+        interfaces[GattCharacteristic1.interface]?[GattCharacteristic1.uuid.name]?.stringValue
+          .flatMap { try? BluetoothUUID($0) } == uuid ? true : nil
+      default: nil
+      }
+    }
+  }
+
+  /// One look for the PSM characteristic; `read` is set to the characteristic read, if any.
+  private func readL2CAPPSM(noting read: inout RemoteCharacteristic?) async throws(BluetoothError)
+    -> L2CAPPSM?
+  {
     for service in try await services() {
       let found = try await characteristics([BlekitUUID.l2capPSMCharacteristic], for: service)
       guard let characteristic = found.first else { continue }
+      read = characteristic
       let value = try await readValue(for: characteristic)
       guard let psm = L2CAPPSM(characteristicValue: value) else {
         throw BluetoothError(
