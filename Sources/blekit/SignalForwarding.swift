@@ -14,10 +14,17 @@ import Synchronization
 ///
 /// The first signal cancels the command's task (the command undoes its BlueZ registrations as
 /// its task ends) and remembers the signal's exit status. A second signal exits at once with
-/// that status, for a command that does not stop. SIGHUP (a closed terminal, a dropped ssh
-/// session) is handled like SIGTERM, so `advertise` in a session that ends still unregisters.
+/// that status, for a command that does not stop; so does the end of ``stopLimit`` after the
+/// first, with a line on standard error, for a command nobody signals twice (a service
+/// manager, a test harness). SIGHUP (a closed terminal, a dropped ssh session) is handled like
+/// SIGTERM, so `advertise` in a session that ends still unregisters.
 final class SignalForwarding: Sendable {
   private let received = Mutex<ExitStatus?>(nil)
+
+  /// How long a command may take to stop after the first signal. Each cleanup step is bounded
+  /// by a few seconds (DBus's `defaultCleanupLimit` is 5 s), and a command runs a handful of
+  /// them; a command still running after this is stuck, and the process exits without it.
+  static let stopLimit: Duration = .seconds(30)
 
   /// The status of the first signal received, if any: 129 for SIGHUP, 130 for SIGINT,
   /// 143 for SIGTERM.
@@ -41,12 +48,28 @@ final class SignalForwarding: Sendable {
         }
         if isFirst {
           cancel()
+          Self.exitUnlessStopped(within: Self.stopLimit, status: status, signal: number)
         } else {
           _exit(status.rawValue)
         }
       }
       source.resume()
       return source
+    }
+  }
+
+  /// Exits with `status` once `limit` has passed (the process normally ends before). The
+  /// timer runs on a Dispatch queue, not in Swift's cooperative pool, so it fires even when
+  /// the command's tasks cannot run.
+  private static func exitUnlessStopped(within limit: Duration, status: ExitStatus, signal: Int32) {
+    let seconds = limit.components.seconds
+    DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(seconds))) {
+      let name = signal == SIGINT ? "SIGINT" : signal == SIGHUP ? "SIGHUP" : "SIGTERM"
+      let line = Array(
+        ("blekit: still stopping \(seconds) s after \(name); exiting without the rest of "
+          + "the cleanup\n").utf8)
+      _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+      _exit(status.rawValue)
     }
   }
 }
