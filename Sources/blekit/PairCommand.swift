@@ -62,6 +62,9 @@ struct PairCommand: ParsableCommand {
   }
 
   func run() async throws {
+    // Finding and pairing take at most --timeout each; cleanup a few seconds.
+    let watchdog = HangWatchdog(after: timeout * 2 + .seconds(60), command: "pair")
+    defer { watchdog.disarm() }
     let manager = try await openPoweredCentral(adapter: adapter)
     let agent = AgentSlot()
     do {
