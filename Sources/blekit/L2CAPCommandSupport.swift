@@ -168,22 +168,32 @@ func pipeStandardStreams(
     channel.close()
     group.cancelAll()
     let second = await group.next()
-    if case .success(.peerEnded) = first, case .failure(let error as L2CAPError) = second,
-      error.code == .closed
-    {
-      // The peer closed while standard input still had bytes for it: what the peer sent was
-      // all written out, but not everything we had reached it.
-      return .failure(
-        CLIError(
-          .disconnected, "the peer closed the channel before all of standard input was sent"))
+    // A send that failed because the channel was closed: the peer closed while standard
+    // input still had bytes for it (whichever side noticed first). What the peer sent was all
+    // written out, but not everything we had reached it.
+    for side in [first, second] {
+      if case .failure(let error as L2CAPError)? = side, error.code == .closed {
+        return .failure(
+          CLIError(
+            .disconnected, "the peer closed the channel before all of standard input was sent"))
+      }
     }
     return first
   }
-  if case .failure(let error) = result { throw l2capCLIError(error) }
   // The kernel's receive queue came near full: the kernels named in L2CAPChannel's
   // documentation may then reorder SDUs or drop the last ones. The bytes are out; the status
-  // says they may be wrong.
+  // says they may be wrong (with an error, the line says so too).
   let nearlyFull = channel.receiveQueueNearlyFull
+  if case .failure(let error) = result {
+    var failure = l2capCLIError(error)
+    if nearlyFull > 0, var line = failure as? CLIError {
+      line.exitMessage +=
+        "; the kernel's receive queue had also been nearly full (\(nearlyFull) reads), so what "
+        + "was printed may be out of order (docs/l2cap.md)"
+      failure = line
+    }
+    throw failure
+  }
   if nearlyFull > 0 {
     throw CLIError(
       .unverified,

@@ -220,12 +220,16 @@ wait "$connector"
 rc=$?
 finish_listener
 got=$(stat -c %s "$OUT/cut.connect.out")
-if ((rc == 7)) && ((got < 2097152)) && cmp -s "$OUT/cut.connect.out" <(head -c "$got" "$OUT/2m.bin") \
-  && grep -q "was lost" "$OUT/cut.connect.err"; then
-  ok "link lost after $got bytes: connect exits 7 within $((SECONDS - start)) s:" \
+# The bytes before the cut are the file's first ones, or connect said they may be out of order
+# (its receive queue came near full first: the kernel's reordering, docs/l2cap.md; seen once).
+exact=no
+cmp -s "$OUT/cut.connect.out" <(head -c "$got" "$OUT/2m.bin") && exact=yes
+if ((rc == 7)) && ((got < 2097152)) && grep -q "was lost" "$OUT/cut.connect.err" \
+  && { [[ $exact == yes ]] || grep -q "out of order" "$OUT/cut.connect.err"; }; then
+  ok "link lost after $got bytes (in order: $exact): connect exits 7 within $((SECONDS - start)) s:" \
     "$(first_line "$OUT/cut.connect.err")"
 else
-  fail "link lost (handle '$handle'): connect exit $rc after $got bytes: $(first_line "$OUT/cut.connect.err")"
+  fail "link lost (handle '$handle'): connect exit $rc after $got bytes (in order: $exact): $(first_line "$OUT/cut.connect.err")"
 fi
 # The sender's side: 2 MiB of standard input did not all go out, so listen ends by itself with
 # exit 7 (never 0, never a hang).

@@ -7,20 +7,23 @@ extension Peripheral {
   /// Reads Apple's L2CAP PSM characteristic (`ABDD3056-28FA-441D-A470-55A75A52553A`) in
   /// whichever service holds it; nil when the peripheral has none.
   ///
-  /// - Throws: `BluetoothError` with `attributeNotFound` when its value is not 2 bytes holding an
-  ///   LE PSM, or the read's error.
-  ///
   /// A read through a handle the peripheral no longer has (ATT's Invalid Handle: it registered
-  /// its services anew since bluetoothd cached them, and bluetoothd has not yet handled its
-  /// Service Changed) is tried once more, after bluetoothd replaced the characteristic's object
-  /// (at most 5 s later).
+  /// its services anew since bluetoothd cached them) is tried once more. First bluetoothd gets
+  /// 2 s to replace the characteristic's object, as it does when the peripheral's Service
+  /// Changed arrives; if it does not, the link is made anew, and bluetoothd checks its cache
+  /// against the peripheral's Database Hash again and discovers afresh. (A BlueZ peripheral
+  /// updates its hash 100 ms after its services change: a central that connects within that
+  /// time reads the old hash, keeps its stale cache, and is told nothing.)
   public func l2capPSM() async throws(BluetoothError) -> L2CAPPSM? {
     var stale: RemoteCharacteristic?
     do throws(BluetoothError) {
       return try await readL2CAPPSM(noting: &stale)
     } catch  where error.message.contains(Self.invalidHandleText) {
       guard let stale else { throw error }
-      await waitUntilReplaced(stale, within: .seconds(5))
+      if await !waitUntilReplaced(stale, within: .seconds(2)) {
+        try? await manager.disconnect(identifier)
+        _ = try await manager.connect(to: identifier)
+      }
       var again: RemoteCharacteristic?
       return try await readL2CAPPSM(noting: &again)
     }
@@ -31,15 +34,15 @@ extension Peripheral {
   static let invalidHandleText = "ATT error: 0x01"
 
   /// Waits until bluetoothd removed `characteristic`'s object or added another with its UUID
-  /// under this peripheral, at most `limit`.
+  /// under this peripheral, at most `limit`; whether it did.
   private func waitUntilReplaced(_ characteristic: RemoteCharacteristic, within limit: Duration)
-    async
+    async -> Bool
   {
     let (snapshot, _, events) = objects.subscribe()
-    guard snapshot[characteristic.path]?[GattCharacteristic1.interface] != nil else { return }
+    guard snapshot[characteristic.path]?[GattCharacteristic1.interface] != nil else { return true }
     let device = identifier.path.rawValue + "/"
     let uuid = characteristic.uuid
-    _ = await firstMatch(in: events, within: limit) { event -> Bool? in
+    return await firstMatch(in: events, within: limit) { event -> Bool? in
       switch event {
       case .interfacesRemoved(let path, let names)
       where path == characteristic.path && names.contains(GattCharacteristic1.interface):
@@ -50,7 +53,7 @@ extension Peripheral {
           .flatMap { try? BluetoothUUID($0) } == uuid ? true : nil
       default: nil
       }
-    }
+    } ?? false
   }
 
   /// One look for the PSM characteristic; `read` is set to the characteristic read, if any.
