@@ -51,6 +51,12 @@
 #         connect-flood --target A [--count N] [--timeout S]
 #                              connects to A as a central N times as fast as it can,
 #                              disconnecting each time; prints "connects C/N"
+#         silent-central --target A [--hold S]
+#                              connects to A as a central, subscribes to the Health
+#                              Thermometer's Temperature Measurement (2a1c) for indications
+#                              and never confirms one; prints "indication N" for each, then
+#                              after S seconds (default 45) "silent-central: N indications,
+#                              none confirmed, link up|down" and disconnects
 #       It serves the transfer service like `sensor` and advertises it all along. Prints
 #       "ready ADDRESS", "case LINE" when the case changes, and one line per event.
 import argparse
@@ -427,7 +433,7 @@ def hostile_case_parser():
     parser = argparse.ArgumentParser(prog="hostile case", exit_on_error=False)
     parser.add_argument("kind", choices=[
         "chunks", "disconnect-at-connect", "disconnect-at-discovery", "malformed-discovery",
-        "connect-flood"])
+        "connect-flood", "silent-central"])
     parser.add_argument("--message", help="chunks: the file to send")
     parser.add_argument("--chunk", type=int, help="chunks: bytes per notification")
     parser.add_argument("--after", type=int, default=0, help="chunks: notifications after EOM")
@@ -436,6 +442,7 @@ def hostile_case_parser():
     parser.add_argument("--target", help="connect-flood: the address to connect to")
     parser.add_argument("--count", type=int, default=20, help="connect-flood: how many")
     parser.add_argument("--timeout", type=float, default=10, help="connect-flood: per connect")
+    parser.add_argument("--hold", type=float, default=45, help="silent-central: seconds")
     return parser
 
 
@@ -526,9 +533,9 @@ async def hostile(args):
         while True:
             c = case()
             server.max_mtu = c.mtu  # what the server offers in the next MTU exchange
-            if c.kind == "connect-flood" and flooded != current["line"]:
+            if c.kind in ("connect-flood", "silent-central") and flooded != current["line"]:
                 flooded = current["line"]
-                await connect_flood(device, c)
+                await (connect_flood if c.kind == "connect-flood" else silent_central)(device, c)
             await asyncio.sleep(0.2)
 
 
@@ -543,6 +550,46 @@ async def connect_flood(device, c):
         except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001
             say(f"connect {i + 1} failed: {type(error).__name__}: {error}")
     say(f"connects {connects}/{c.count}")
+
+
+async def silent_central(device, c):
+    """A central that takes indications and never confirms them (ATT requires it to)."""
+    target = hci.Address(c.target, hci.Address.PUBLIC_DEVICE_ADDRESS)
+    try:
+        connection = await device.connect(target, timeout=30)
+    except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001
+        say(f"silent-central: connect failed: {type(error).__name__}: {error}")
+        return
+    received = []
+    down = asyncio.Event()
+    connection.on("disconnection", lambda reason: down.set())
+    try:
+        peer = Peer(connection)
+        # Bumble confirms each indication after handing it over: that step is left out.
+        peer.gatt_client.send_confirmation = lambda confirmation: None
+        await peer.discover_service(UUID.from_16_bits(0x1809))
+        await peer.discover_characteristics()
+        measurement = peer.get_characteristics_by_uuid(UUID.from_16_bits(0x2A1C))[0]
+
+        def on_value(value):
+            received.append(bytes(value))
+            say(f"indication {len(received)}")
+
+        await peer.subscribe(measurement, on_value, prefer_notify=False)
+        say("silent-central: subscribed for indications")
+        try:
+            await asyncio.wait_for(down.wait(), c.hold)
+        except asyncio.TimeoutError:
+            pass
+    except (Exception, asyncio.CancelledError) as error:  # noqa: BLE001
+        say(f"silent-central: {type(error).__name__}: {error}")
+    say(f"silent-central: {len(received)} indications, none confirmed, "
+        f"link {'down' if down.is_set() else 'up'}")
+    if not down.is_set():
+        try:
+            await connection.disconnect()
+        except (Exception, asyncio.CancelledError):  # noqa: BLE001
+            pass
 
 
 def main():
