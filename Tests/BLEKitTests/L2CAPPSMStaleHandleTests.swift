@@ -1,0 +1,88 @@
+// Peripheral.l2capPSM() against a stand-in bluetoothd whose cached PSM characteristic is stale:
+// the first read fails with ATT's Invalid Handle, as bluetoothd 5.66 words it, and the
+// stand-in then replaces the characteristic's object, as bluetoothd does once the peripheral's
+// Service Changed arrives. The PSM must come from the new object (rehearsal 3's l2cap suite
+// failed with "ATT error: 0x01" instead).
+import BlueZ
+import DBus
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import BLEKit
+
+@Suite(.timeLimit(.minutes(1))) struct L2CAPPSMStaleHandleTests {
+  static let device = ObjectPath("/org/bluez/hci0/dev_00_AA_01_01_00_01")
+  static let service = device.appending("service0010")
+  static let stale = service.appending("char0011")
+  static let fresh = service.appending("char0014")
+  static let psmUUID = "abdd3056-28fa-441d-a470-55a75a52553a"
+
+  /// A PSM characteristic whose ReadValue runs `read`.
+  static func characteristic(
+    _ read: @escaping @Sendable () async throws -> [UInt8]
+  ) -> ExportedObject {
+    var interface = FakeBlueZObjects.interface(
+      GattCharacteristic1.interface,
+      ["UUID": .string(psmUUID), "Service": .objectPath(service), "Flags": .strings(["read"])])
+    interface.methods.append(
+      ExportedMethod(name: "ReadValue", inSignature: "a{sv}", outSignature: "ay") { _ in
+        [.bytes(try await read())]
+      })
+    return ExportedObject(interfaces: [interface])
+  }
+
+  @Test func aStaleHandleIsReadAgainOnceBluetoothdReplacedTheObject() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let bluez = try await FakeBlueZObjects(bus: bus)
+    try bluez.exportAdapter("hci0", powered: true)
+    try bluez.exportConnectedDevice(
+      Self.device, address: "00:AA:01:01:00:01", service: Self.service,
+      serviceUUID: "a0b40001-926d-4d61-98df-8c5c62ee53b3")
+    let staleReads = Atomic(0)
+    let connection = bluez.connection
+    try connection.export(
+      Self.characteristic {
+        staleReads.add(1, ordering: .relaxed)
+        // Service Changed handled: the object goes, another takes its place.
+        connection.unexport(Self.stale)
+        try connection.export(Self.characteristic { [0x81, 0x00] }, at: Self.fresh)
+        throw DBusError.remote(
+          name: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x01")
+      }, at: Self.stale)
+    let central = try await CentralManager.open(connection: try bus.connect())
+    let identifier = try #require(
+      await central.peripheral(address: BluetoothAddress("00:AA:01:01:00:01")))
+    let peripheral = Peripheral(identifier: identifier, manager: central)
+    let psm = try await peripheral.l2capPSM()
+    #expect(psm?.rawValue == 0x81)
+    #expect(staleReads.load(ordering: .relaxed) == 1)
+    await central.close()
+    bluez.close()
+  }
+
+  @Test func anotherReadErrorIsNotRetried() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let bluez = try await FakeBlueZObjects(bus: bus)
+    try bluez.exportAdapter("hci0", powered: true)
+    try bluez.exportConnectedDevice(
+      Self.device, address: "00:AA:01:01:00:01", service: Self.service,
+      serviceUUID: "a0b40001-926d-4d61-98df-8c5c62ee53b3")
+    let reads = Atomic(0)
+    try bluez.connection.export(
+      Self.characteristic {
+        reads.add(1, ordering: .relaxed)
+        throw DBusError.remote(name: "org.bluez.Error.NotPermitted", message: "Read not permitted")
+      }, at: Self.stale)
+    let central = try await CentralManager.open(connection: try bus.connect())
+    let identifier = try #require(
+      await central.peripheral(address: BluetoothAddress("00:AA:01:01:00:01")))
+    let peripheral = Peripheral(identifier: identifier, manager: central)
+    await #expect(throws: BluetoothError.self) { _ = try await peripheral.l2capPSM() }
+    #expect(reads.load(ordering: .relaxed) == 1)
+    await central.close()
+    bluez.close()
+  }
+}
