@@ -32,57 +32,62 @@ import Testing
     return ExportedObject(interfaces: [interface])
   }
 
-  @Test func aStaleHandleIsReadAgainOnceBluetoothdReplacedTheObject() async throws {
+  /// Runs `body` with the peripheral of a stand-in bluetoothd that exports a connected device
+  /// and its PSM characteristic at `stale`, reading by `read`.
+  static func withPeripheral(
+    reading read: @escaping @Sendable (DBusConnection) async throws -> [UInt8],
+    then body: (Peripheral) async throws -> Void
+  ) async throws {
     let bus = try PrivateBus()
     defer { bus.stop() }
     let bluez = try await FakeBlueZObjects(bus: bus)
     try bluez.exportAdapter("hci0", powered: true)
     try bluez.exportConnectedDevice(
-      Self.device, address: "00:AA:01:01:00:01", service: Self.service,
+      device, address: "00:AA:01:01:00:01", service: service,
       serviceUUID: "a0b40001-926d-4d61-98df-8c5c62ee53b3")
-    let staleReads = Atomic(0)
     let connection = bluez.connection
-    try connection.export(
-      Self.characteristic {
+    try connection.export(characteristic { try await read(connection) }, at: stale)
+    let central = try await CentralManager.open(connection: try bus.connect())
+    defer { bluez.close() }
+    let identifier = try #require(
+      await central.peripheral(address: BluetoothAddress("00:AA:01:01:00:01")))
+    do {
+      try await body(Peripheral(identifier: identifier, manager: central))
+    } catch {
+      await central.close()
+      throw error
+    }
+    await central.close()
+  }
+
+  @Test func aStaleHandleIsReadAgainOnceBluetoothdReplacedTheObject() async throws {
+    let staleReads = Atomic(0)
+    try await Self.withPeripheral(
+      reading: { connection in
         staleReads.add(1, ordering: .relaxed)
         // Service Changed handled: the object goes, another takes its place.
         connection.unexport(Self.stale)
         try connection.export(Self.characteristic { [0x81, 0x00] }, at: Self.fresh)
         throw DBusError.remote(
           name: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x01")
-      }, at: Self.stale)
-    let central = try await CentralManager.open(connection: try bus.connect())
-    let identifier = try #require(
-      await central.peripheral(address: BluetoothAddress("00:AA:01:01:00:01")))
-    let peripheral = Peripheral(identifier: identifier, manager: central)
-    let psm = try await peripheral.l2capPSM()
-    #expect(psm?.rawValue == 0x81)
+      },
+      then: { peripheral in
+        let psm = try await peripheral.l2capPSM()
+        #expect(psm?.rawValue == 0x81)
+      })
     #expect(staleReads.load(ordering: .relaxed) == 1)
-    await central.close()
-    bluez.close()
   }
 
   @Test func anotherReadErrorIsNotRetried() async throws {
-    let bus = try PrivateBus()
-    defer { bus.stop() }
-    let bluez = try await FakeBlueZObjects(bus: bus)
-    try bluez.exportAdapter("hci0", powered: true)
-    try bluez.exportConnectedDevice(
-      Self.device, address: "00:AA:01:01:00:01", service: Self.service,
-      serviceUUID: "a0b40001-926d-4d61-98df-8c5c62ee53b3")
     let reads = Atomic(0)
-    try bluez.connection.export(
-      Self.characteristic {
+    try await Self.withPeripheral(
+      reading: { _ in
         reads.add(1, ordering: .relaxed)
         throw DBusError.remote(name: "org.bluez.Error.NotPermitted", message: "Read not permitted")
-      }, at: Self.stale)
-    let central = try await CentralManager.open(connection: try bus.connect())
-    let identifier = try #require(
-      await central.peripheral(address: BluetoothAddress("00:AA:01:01:00:01")))
-    let peripheral = Peripheral(identifier: identifier, manager: central)
-    await #expect(throws: BluetoothError.self) { _ = try await peripheral.l2capPSM() }
+      },
+      then: { peripheral in
+        await #expect(throws: BluetoothError.self) { _ = try await peripheral.l2capPSM() }
+      })
     #expect(reads.load(ordering: .relaxed) == 1)
-    await central.close()
-    bluez.close()
   }
 }
