@@ -323,9 +323,12 @@ bluetoothd_survived "a central that never confirms"
 
 # --- 7. two centrals on one `serve` at once: connection and subscription events ---------------
 # serve notifies the heart rate every second; blekit on hci0 and on hci2 subscribe at the same
-# time and take 3 values each. serve --json reports each central's connection and departure;
-# BlueZ 5.66 names only the first subscriber and the last one leaving (docs/serve.md), so one
-# "subscribed" and one "unsubscribed" is what it can say.
+# time and take 3 values each. Each central gets its 3 values or a clear error: with both
+# centrals and the peripheral in one bluetoothd, the second connection can time out (as in
+# section 1), and in rehearsal 4 of 2026-12-04 the kernel oopsed here. serve --json must report
+# every central that got its values connecting and leaving; BlueZ 5.66 names only the first
+# subscriber and the last one leaving (docs/serve.md), so one "subscribed" and one
+# "unsubscribed" is what it can say.
 "$BLEKIT" serve profiles/heart-rate.json -a hci1 --json >"$OUT/two-serve.jsonl" \
   2>"$OUT/two-serve.err" &
 serve=$!
@@ -335,10 +338,14 @@ a=$!
 bounded two-notify-b 90 "$BLEKIT" notify -a hci2 --timeout 30 --count 3 "$HCI1" 2a37 &
 b=$!
 wait "$a" "$b"
+served=0
 for side in a b; do
   load "two-notify-$side"
-  check "two centrals on serve, central $side: 3 heart-rate values (exit $RC, $(wc -l <"$OUT/two-notify-$side.out") lines; $(head -c 120 "$OUT/two-notify-$side.err"))" \
-    bash -c "(($RC == 0)) && [[ \$(wc -l <'$OUT/two-notify-$side.out') == 3 ]]"
+  lines=$(wc -l <"$OUT/two-notify-$side.out")
+  ((RC == 0 && lines == 3)) && served=$((served + 1))
+  check "two centrals on serve, central $side: 3 heart-rate values or a clear error (exit $RC, $lines lines; $(head -c 120 "$OUT/two-notify-$side.err"))" \
+    bash -c "(($RC == 0 && $lines == 3)) || { (($RC != 255 && $RC < 128 && $lines == 0)) \
+      && [[ \$(wc -l <'$OUT/two-notify-$side.err') == 1 ]]; }"
 done
 sleep 2
 kill -TERM "$serve" 2>/dev/null
@@ -348,8 +355,8 @@ echo "# serve: $(grep -v '"notified"' "$OUT/two-serve.jsonl" | cut -c1-140 | tr 
 centrals() { # centrals EVENT: the distinct centrals of serve's EVENT lines
   grep "\"event\":\"$1\"" "$OUT/two-serve.jsonl" | grep -o '"central":"[0-9A-F:]*"' | sort -u | wc -l
 }
-check "two centrals on serve: serve --json reported 2 centrals connecting ($(centrals connected)) and 2 leaving ($(centrals disconnected))" \
-  bash -c "(($(centrals connected) == 2 && $(centrals disconnected) == 2))"
+check "two centrals on serve: $served of 2 got their values; serve --json reported $(centrals connected) connecting and $(centrals disconnected) leaving" \
+  bash -c "(($served >= 1 && $(centrals connected) >= $served && $(centrals disconnected) == $(centrals connected)))"
 check "two centrals on serve: subscribed and unsubscribed on 2a37 reported" \
   bash -c "grep -q '\"event\":\"subscribed\".*2a37\|2a37.*\"event\":\"subscribed\"' '$OUT/two-serve.jsonl' \
     && grep -q '\"event\":\"unsubscribed\".*2a37\|2a37.*\"event\":\"unsubscribed\"' '$OUT/two-serve.jsonl'"
