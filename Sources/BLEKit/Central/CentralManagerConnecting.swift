@@ -91,7 +91,7 @@ extension CentralManager {
           }
           throw BluetoothError(
             .timeout,
-            "connecting to \(peripheral) timed out after \(timeout) (\(attempt) attempt"
+            "connecting to \(peripheral) timed out after \(roughSeconds(timeout)) (\(attempt) attempt"
               + (attempt == 1 ? ")" : "s)") + (error.code == .timeout ? "" : ": \(error)"),
             bluez: error.bluez)
         }
