@@ -1,5 +1,5 @@
-// A last resort for commands with a bounded run time: exit with one line if the command is
-// still running well past every limit it was given.
+// A last resort for a command that should have ended: exit with one line once a time limit
+// has passed.
 
 import ArgumentParsing
 import Dispatch
@@ -9,29 +9,28 @@ import Synchronization
   import Glibc
 #endif
 
-/// Ends the process when a command outlives the time its own limits allow.
+/// Ends the process when a command outlives the time it was allowed.
 ///
-/// A command whose every step has a timeout (`pair`: finding, then pairing, each within
-/// `--timeout`) cannot take longer than their sum unless something inside it is stuck. The
-/// watchdog then writes one line and exits with ``ExitStatus/timedOut``, so a script waiting
-/// for the command is never held forever. The timer runs on a Dispatch queue, outside Swift's
-/// cooperative pool, so it fires even when no task of the command can run.
+/// Used where a command's own limits bound its run time: `pair` (finding, then pairing, each
+/// within `--timeout`) and any command after its first signal (cleanup steps of a few seconds
+/// each). Past that, something inside is stuck: the watchdog writes `blekit: MESSAGE` and exits
+/// with the given status, so a script waiting for the command is never held forever. The timer
+/// runs on a Dispatch queue, outside Swift's cooperative pool, so it fires even when no task of
+/// the command can run.
 final class HangWatchdog: Sendable {
   private let disarmed = Atomic(false)
 
-  /// Arms the watchdog: after `limit`, unless ``disarm()`` was called first.
-  init(after limit: Duration, command: String) {
+  /// Arms the watchdog: after `limit` (whole seconds), unless ``disarm()`` was called first.
+  init(after limit: Duration, status: ExitStatus, message: String) {
     let seconds = Int(limit.components.seconds)
     DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(seconds)) { [self] in
       guard !disarmed.load(ordering: .acquiring) else { return }
-      let line = Array(
-        ("blekit: \(command) is still running after \(seconds) s, past all of its time limits "
-          + "(a blekit bug: please report it); exiting\n").utf8)
+      let line = Array("blekit: \(message)\n".utf8)
       _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
-      _exit(ExitStatus.timedOut.rawValue)
+      _exit(status.rawValue)
     }
   }
 
-  /// The command ended (or reached a part with no time limit): the watchdog never fires.
+  /// The command ended: the watchdog never fires.
   func disarm() { disarmed.store(true, ordering: .releasing) }
 }

@@ -63,7 +63,11 @@ struct PairCommand: ParsableCommand {
 
   func run() async throws {
     // Finding and pairing take at most --timeout each; cleanup a few seconds.
-    let watchdog = HangWatchdog(after: timeout * 2 + .seconds(60), command: "pair")
+    let limit = timeout * 2 + .seconds(60)
+    let watchdog = HangWatchdog(
+      after: limit, status: .timedOut,
+      message: "pair is still running after \(limit.components.seconds) s, past all of its time "
+        + "limits (a blekit bug: please report it); exiting")
     defer { watchdog.disarm() }
     let manager = try await openPoweredCentral(adapter: adapter)
     let agent = AgentSlot()

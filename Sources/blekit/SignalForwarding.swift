@@ -33,10 +33,11 @@ final class SignalForwarding: Sendable {
   /// Starts watching; `cancel` runs once, on the first signal. Keep the returned sources alive
   /// for as long as signals should be watched.
   func start(cancel: @escaping @Sendable () -> Void) -> [any DispatchSourceSignal] {
-    let watched: [(Int32, ExitStatus)] = [
-      (SIGHUP, .hangUp), (SIGINT, .interrupted), (SIGTERM, .terminated),
+    let watched: [(Int32, String, ExitStatus)] = [
+      (SIGHUP, "SIGHUP", .hangUp), (SIGINT, "SIGINT", .interrupted),
+      (SIGTERM, "SIGTERM", .terminated),
     ]
-    return watched.map { number, status in
+    return watched.map { number, name, status in
       // Dispatch sees the signal only once its default action (terminate) is turned off.
       signal(number, SIG_IGN)
       let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
@@ -48,28 +49,17 @@ final class SignalForwarding: Sendable {
         }
         if isFirst {
           cancel()
-          Self.exitUnlessStopped(within: Self.stopLimit, status: status, signal: number)
+          // Never disarmed: the process normally ends before it fires.
+          _ = HangWatchdog(
+            after: Self.stopLimit, status: status,
+            message: "still stopping \(Self.stopLimit.components.seconds) s after \(name); "
+              + "exiting without the rest of the cleanup")
         } else {
           _exit(status.rawValue)
         }
       }
       source.resume()
       return source
-    }
-  }
-
-  /// Exits with `status` once `limit` has passed (the process normally ends before). The
-  /// timer runs on a Dispatch queue, not in Swift's cooperative pool, so it fires even when
-  /// the command's tasks cannot run.
-  private static func exitUnlessStopped(within limit: Duration, status: ExitStatus, signal: Int32) {
-    let seconds = limit.components.seconds
-    DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(seconds))) {
-      let name = signal == SIGINT ? "SIGINT" : signal == SIGHUP ? "SIGHUP" : "SIGTERM"
-      let line = Array(
-        ("blekit: still stopping \(seconds) s after \(name); exiting without the rest of "
-          + "the cleanup\n").utf8)
-      _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
-      _exit(status.rawValue)
     }
   }
 }
