@@ -49,7 +49,7 @@ public final class Peripheral: Sendable {
     (try? await device())?[Device1.name]
   }
 
-  private func requireResolved() async throws(BluetoothError) {
+  func requireResolved() async throws(BluetoothError) {
     let device = try await device()
     guard Self.isConnected(device) else {
       throw BluetoothError(.disconnected, "\(identifier) is not connected")
@@ -63,12 +63,35 @@ public final class Peripheral: Sendable {
 
   /// The peripheral's services, all or those with the given UUIDs (CoreBluetooth's
   /// `discoverServices(_:)`), in handle order.
+  ///
+  /// When some of the given UUIDs are missing, it looks again until bluetoothd has finished
+  /// exporting the device's objects: bluetoothd 5.66 reports a known device's services as
+  /// resolved before it exports those of a database that changed since (at most 3 s).
   public func services(_ uuids: [BluetoothUUID]? = nil) async throws(BluetoothError)
     -> [RemoteService]
   {
     try await requireResolved()
     let wanted = uuids.map(Set.init)
-    return objects.proxies(GattService1.self, under: identifier.path).compactMap { proxy in
+    return await lookingUntilExported(
+      { resolvedServices(wanted) },
+      isComplete: { found in wanted.map { $0.isSubset(of: found.map(\.uuid)) } ?? true })
+  }
+
+  /// The characteristics of `service`, all or those with the given UUIDs (CoreBluetooth's
+  /// `discoverCharacteristics(_:for:)`); looked for again as ``services(_:)`` does.
+  public func characteristics(
+    _ uuids: [BluetoothUUID]? = nil, for service: RemoteService
+  ) async throws(BluetoothError) -> [RemoteCharacteristic] {
+    try await requireResolved()
+    let wanted = uuids.map(Set.init)
+    return await lookingUntilExported(
+      { resolvedCharacteristics(wanted, of: service) },
+      isComplete: { found in wanted.map { $0.isSubset(of: found.map(\.uuid)) } ?? true })
+  }
+
+  /// The services bluetoothd exports for this device now, those in `wanted` when given.
+  func resolvedServices(_ wanted: Set<BluetoothUUID>?) -> [RemoteService] {
+    objects.proxies(GattService1.self, under: identifier.path).compactMap { proxy in
       guard proxy[GattService1.device] == identifier.path,
         let uuid = proxy[GattService1.uuid].flatMap({ try? BluetoothUUID($0) }),
         wanted?.contains(uuid) ?? true
@@ -78,15 +101,11 @@ public final class Peripheral: Sendable {
     }
   }
 
-  /// The characteristics of `service`, all or those with the given UUIDs (CoreBluetooth's
-  /// `discoverCharacteristics(_:for:)`).
-  public func characteristics(
-    _ uuids: [BluetoothUUID]? = nil, for service: RemoteService
-  ) async throws(BluetoothError) -> [RemoteCharacteristic] {
-    try await requireResolved()
-    let wanted = uuids.map(Set.init)
-    return objects.proxies(GattCharacteristic1.self, under: service.path).compactMap {
-      proxy in
+  /// The characteristics bluetoothd exports for `service` now, those in `wanted` when given.
+  func resolvedCharacteristics(_ wanted: Set<BluetoothUUID>?, of service: RemoteService)
+    -> [RemoteCharacteristic]
+  {
+    objects.proxies(GattCharacteristic1.self, under: service.path).compactMap { proxy in
       guard proxy[GattCharacteristic1.service] == service.path,
         let uuid = proxy[GattCharacteristic1.uuid].flatMap({ try? BluetoothUUID($0) }),
         wanted?.contains(uuid) ?? true

@@ -16,8 +16,15 @@ extension Peripheral {
   public func characteristic(_ uuid: BluetoothUUID, in service: BluetoothUUID? = nil)
     async throws(BluetoothError) -> RemoteCharacteristic
   {
-    for candidate in try await services(service.map { [$0] }) {
-      if let found = try await characteristics([uuid], for: candidate).first { return found }
+    try await requireResolved()
+    let services = service.map { Set([$0]) }
+    let search = {
+      self.resolvedServices(services).lazy.compactMap {
+        self.resolvedCharacteristics([uuid], of: $0).first
+      }.first
+    }
+    if let found = await lookingUntilExported(search, isComplete: { $0 != nil }) {
+      return found
     }
     let place = service.map { " in service \($0)" } ?? ""
     throw BluetoothError(

@@ -1,0 +1,78 @@
+import BlueZ
+import Bluetooth
+import DBus
+import TestSupport
+import Testing
+
+// GATT objects that bluetoothd exports after ServicesResolved (a known device whose database
+// changed): a lookup by UUID waits for them; a UUID the device lacks is still reported soon.
+@testable import BLEKit
+
+@Suite(.timeLimit(.minutes(1)))
+struct LateExportTests {
+  static let heartRate = BluetoothUUID(uint16: 0x180D)
+  static let measurement = BluetoothUUID(uint16: 0x2A37)
+
+  /// Exports a heart-rate service with its measurement characteristic under the fixture's
+  /// device, `after` from now, as bluetoothd does once it has read the changed database.
+  static func exportHeartRate(on bluez: FakeBlueZObjects, after delay: Duration) -> Task<
+    Void, any Error
+  > {
+    Task {
+      try await Task.sleep(for: delay)
+      let service = RemoteGattFixture.device.appending("service0020")
+      try bluez.connection.export(
+        ExportedObject(interfaces: [
+          FakeBlueZObjects.interface(
+            GattService1.interface,
+            [
+              "UUID": .string(heartRate.uuidString),
+              "Device": .objectPath(RemoteGattFixture.device), "Primary": .bool(true),
+            ])
+        ]), at: service)
+      try bluez.connection.export(
+        ExportedObject(interfaces: [
+          FakeBlueZObjects.interface(
+            GattCharacteristic1.interface,
+            [
+              "UUID": .string(measurement.uuidString), "Service": .objectPath(service),
+              "Flags": .strings(["notify"]),
+            ])
+        ]), at: service.appending("char0021"))
+    }
+  }
+
+  @Test func aCharacteristicExportedLateIsFound() async throws {
+    try await RemoteGattFixture.with(flags: ["read"]) { bluez, peripheral, _, _ in
+      let export = Self.exportHeartRate(on: bluez, after: .milliseconds(200))
+      let found = try await peripheral.characteristic(Self.measurement)
+      #expect(found.uuid == Self.measurement)
+      try await export.value
+    }
+  }
+
+  @Test func aServiceExportedLateIsFound() async throws {
+    try await RemoteGattFixture.with(flags: ["read"]) { bluez, peripheral, _, _ in
+      let export = Self.exportHeartRate(on: bluez, after: .milliseconds(200))
+      let services = try await peripheral.services([Self.heartRate])
+      #expect(services.map(\.uuid) == [Self.heartRate])
+      let characteristics = try await peripheral.characteristics(
+        [Self.measurement], for: try #require(services.first))
+      #expect(characteristics.map(\.uuid) == [Self.measurement])
+      try await export.value
+    }
+  }
+
+  @Test func aMissingCharacteristicIsReportedOnceTheObjectsAreQuiet() async throws {
+    try await RemoteGattFixture.with(flags: ["read"]) { _, peripheral, _, _ in
+      let clock = ContinuousClock()
+      let start = clock.now
+      await #expect(throws: BluetoothError.self) {
+        try await peripheral.characteristic(Self.measurement)
+      }
+      let waited = clock.now - start
+      #expect(waited >= Peripheral.exportQuiet)
+      #expect(waited < Peripheral.exportLimit)
+    }
+  }
+}
