@@ -165,6 +165,12 @@ struct ServeCommand: ParsableCommand {
         continue
       case .advertisingStopped:
         output.status("advertising-stopped", "bluetoothd stopped the advertisement")
+      case .advertisingPaused(let reason):
+        output.status(
+          "advertising-paused",
+          "a central connected and bluetoothd would not advertise alongside it (\(reason)); "
+            + "other centrals can connect once it leaves",
+          fields: [("reason", .string(reason))])
       }
     }
     for pusher in pushers.values { pusher.cancel() }

@@ -21,6 +21,8 @@ final class FakeBluetoothd: Sendable {
     let advertisements = Mutex<[ObjectPath: [String: DBusValue]]>([:])
     /// How many times the adapter's `Powered` was read.
     let poweredReads = Mutex(0)
+    /// When set, RegisterAdvertisement fails as bluetoothd does when the kernel refuses.
+    let refusesAdvertisements = Mutex(false)
   }
   let registry = Registry()
 
@@ -58,6 +60,10 @@ final class FakeBluetoothd: Sendable {
         ExportedMethod(name: "RegisterAdvertisement", inSignature: "oa{sv}", outSignature: "") {
           call in
           guard let path = call.arguments.first?.objectPathValue else { return [] }
+          if registry.refusesAdvertisements.withLock({ $0 }) {
+            throw DBusError.remote(
+              name: "org.bluez.Error.Failed", message: "Failed to register advertisement")
+          }
           let reply = try await connection.call(
             destination: call.sender, path: path, interface: "org.freedesktop.DBus.Properties",
             member: "GetAll", arguments: [.string("org.bluez.LEAdvertisement1")])

@@ -43,6 +43,11 @@ public final class PeripheralManager: Sendable {
     var services: [ObjectIdentifier: Published] = [:]
     var channels: [ObjectIdentifier: NotificationChannel] = [:]
     var advertisement: LEAdvertisementRegistration?
+    /// What `advertisement` registered, when it is connectable: registered again on each new
+    /// link (PeripheralManagerReadvertising.swift).
+    var connectableAdvertisement: LEAdvertisement?
+    /// Whether a follower of the adapter's links already registers it again.
+    var followsLinksForAdvertising = false
     var nextApplication = 0
     var nextAdvertisement = 0
     /// Object trees following bluetoothd for ``connectionEvents()``, stopped on close.
@@ -283,6 +288,7 @@ public final class PeripheralManager: Sendable {
         state.services.removeAll()
         state.channels.removeAll()
         state.advertisement = nil
+        state.connectableAdvertisement = nil
         state.followers.removeAll()
       }
       return (

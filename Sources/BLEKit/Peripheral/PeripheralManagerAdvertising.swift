@@ -8,6 +8,14 @@ extension PeripheralManager {
   /// Starts advertising `payload` (`LEAdvertisingManager1.RegisterAdvertisement`), replacing
   /// the current advertisement.
   ///
+  /// A connectable advertisement (``AdvertisingPayload/Kind/peripheral``) goes on while
+  /// centrals are connected, as CoreBluetooth's does: the controller stops advertising when a
+  /// central connects, and Linux starts it again only when that central leaves, so the manager
+  /// registers the advertisement again on each new link. When bluetoothd refuses that (a
+  /// controller that cannot advertise while connected), ``events`` reports
+  /// ``PeripheralManagerEvent/advertisingPaused(reason:)``, and the adapter advertises again
+  /// once the central leaves.
+  ///
   /// The size is computed first, against the adapter's
   /// ``AdvertisingCapabilities/advertisingDataLimit`` (its `MaxAdvLen` when bluetoothd reports
   /// it, else the 31 bytes of legacy advertising): when the advertising data does not fit, the
@@ -47,6 +55,8 @@ extension PeripheralManager {
               + "\(supported.isEmpty ? "none" : supported.joined(separator: ", ")))"))
       }
     }
+    // Before the registration, so that no central's link is missed.
+    if payload.kind == .peripheral { try await followConnectionsToKeepAdvertising() }
     await stopAdvertising()
     let number = try state.withLock { state throws(BluetoothError) -> Int in
       if state.closed { throw .closed }
@@ -55,10 +65,11 @@ extension PeripheralManager {
     }
     let path = ObjectPath.applicationRoot.appending("advertisement\(number)")
     let events = eventContinuation
+    let object = Self.advertisement(payload, txPower: txPower)
     let registration: LEAdvertisementRegistration
     do {
       registration = try await manager.register(
-        Self.advertisement(payload, txPower: txPower), at: path, callerCheck: callerCheck,
+        object, at: path, callerCheck: callerCheck,
         onRelease: { events.yield(.advertisingStopped) })
     } catch {
       if error.code == .failed || error.name == "org.bluez.Error.InvalidLength" {
@@ -74,6 +85,7 @@ extension PeripheralManager {
     let stillOpen = state.withLock { state in
       guard !state.closed else { return false }
       state.advertisement = registration
+      state.connectableAdvertisement = payload.kind == .peripheral ? object : nil
       return true
     }
     if !stillOpen {
@@ -87,7 +99,10 @@ extension PeripheralManager {
   /// (bounded by `runCleanup(within:_:)`).
   public func stopAdvertising() async {
     let registration = state.withLock { state in
-      defer { state.advertisement = nil }
+      defer {
+        state.advertisement = nil
+        state.connectableAdvertisement = nil
+      }
       return state.advertisement
     }
     guard let registration else { return }

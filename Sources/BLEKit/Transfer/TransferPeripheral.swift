@@ -120,6 +120,10 @@ public final class TransferPeripheral: Sendable {
           continuation.yield(.reply(request.value, request.central))
         case .readyToUpdate:
           continue
+        case .advertisingPaused:
+          // Only further centrals must wait for the connected one to leave; the transfer
+          // to the connected one goes on.
+          continue
         case .advertisingStopped:
           continuation.yield(.advertisingStopped)
         }

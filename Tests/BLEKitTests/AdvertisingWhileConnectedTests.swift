@@ -1,0 +1,93 @@
+import BlueZ
+import DBus
+import TestSupport
+import Testing
+
+// A connectable advertisement goes on while a central is connected: the manager registers it
+// again on each new link (the controller stops advertising at a connection and Linux enables
+// it again only when the link ends). A stand-in bluetoothd on a private bus.
+@testable import BLEKit
+
+@Suite struct AdvertisingWhileConnectedTests {
+  static let service = BluetoothUUID(uint16: 0x180D)
+
+  /// A manager on a stand-in bluetoothd advertising `payload`, and the central's Device1
+  /// object, exported but not yet connected.
+  static func advertising(_ payload: AdvertisingPayload, on bus: PrivateBus) async throws
+    -> (FakeBluetoothd, PeripheralManager, ObjectPath)
+  {
+    let bluetoothd = try await FakeBluetoothd(bus: bus)
+    let manager = try await PeripheralManager.open(adapter: "hci0", connection: try bus.connect())
+    try await manager.startAdvertising(payload)
+    let central = try ConnectionEventTests.exportCentral(on: bluetoothd, connected: false)
+    return (bluetoothd, manager, central)
+  }
+
+  static func connect(_ central: ObjectPath, on bluetoothd: FakeBluetoothd) throws {
+    try bluetoothd.connection.emitPropertiesChanged(
+      path: central, interface: Device1.interface, changed: ["Connected": .bool(true)])
+  }
+
+  @Test func aConnectableAdvertisementIsRegisteredAgainWhenACentralConnects() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let (bluetoothd, manager, central) = try await Self.advertising(
+      AdvertisingPayload(serviceUUIDs: [Self.service], localName: "hr"), on: bus)
+    let registry = bluetoothd.registry
+    let first = try #require(registry.advertisements.withLock { $0.keys.first })
+    try Self.connect(central, on: bluetoothd)
+    // One advertisement, at a new path, with the same content; the old one withdrawn.
+    #expect(
+      await eventually {
+        registry.advertisements.withLock { $0.count == 1 && $0.keys.first != first }
+      })
+    let again = try #require(registry.advertisements.withLock { $0.values.first })
+    #expect(again["LocalName"]?.stringValue == "hr")
+    #expect(again["ServiceUUIDs"]?.stringArrayValue == [Self.service.uuidString])
+    #expect(manager.isAdvertising)
+    await manager.close()
+    #expect(registry.advertisements.withLock { $0.isEmpty })
+    bluetoothd.close()
+  }
+
+  @Test func aRefusalKeepsTheOldAdvertisementAndIsReported() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let (bluetoothd, manager, central) = try await Self.advertising(
+      AdvertisingPayload(serviceUUIDs: [Self.service]), on: bus)
+    let registry = bluetoothd.registry
+    let first = try #require(registry.advertisements.withLock { $0.keys.first })
+    bluetoothd.registry.refusesAdvertisements.withLock { $0 = true }
+    try Self.connect(central, on: bluetoothd)
+    let reported = await within(.seconds(5)) { () -> String? in
+      for await event in manager.events {
+        if case .advertisingPaused(let reason) = event { return reason }
+      }
+      return nil
+    }
+    #expect(reported.value??.contains("Failed to register advertisement") == true)
+    #expect(registry.advertisements.withLock { Array($0.keys) } == [first])
+    #expect(manager.isAdvertising)
+    await manager.close()
+    #expect(registry.advertisements.withLock { $0.isEmpty })
+    bluetoothd.close()
+  }
+
+  @Test func aBroadcastIsNotRegisteredAgain() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let (bluetoothd, manager, central) = try await Self.advertising(
+      AdvertisingPayload(kind: .broadcast, serviceUUIDs: [Self.service]), on: bus)
+    let links = try await manager.connectionEvents()
+    let registry = bluetoothd.registry
+    let first = try #require(registry.advertisements.withLock { $0.keys.first })
+    try Self.connect(central, on: bluetoothd)
+    // The link is seen (by this stream, and so by any follower), and nothing is registered.
+    let seen = await ConnectionEventTests.take(1, from: links)
+    #expect(seen.count == 1)
+    try await Task.sleep(for: .milliseconds(300))
+    #expect(registry.advertisements.withLock { Array($0.keys) } == [first])
+    await manager.close()
+    bluetoothd.close()
+  }
+}
