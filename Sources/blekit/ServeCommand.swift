@@ -168,8 +168,8 @@ struct ServeCommand: ParsableCommand {
       case .advertisingPaused(let reason):
         output.status(
           "advertising-paused",
-          "a central connected and bluetoothd would not advertise alongside it (\(reason)); "
-            + "other centrals can connect once it leaves",
+          "advertising paused while a central is connected (\(reason)); other centrals can "
+            + "connect once it leaves",
           fields: [("reason", .string(reason))])
       }
     }

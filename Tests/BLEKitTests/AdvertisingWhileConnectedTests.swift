@@ -13,10 +13,11 @@ import Testing
 
   /// A manager on a stand-in bluetoothd advertising `payload`, and the central's Device1
   /// object, exported but not yet connected.
-  static func advertising(_ payload: AdvertisingPayload, on bus: PrivateBus) async throws
-    -> (FakeBluetoothd, PeripheralManager, ObjectPath)
-  {
+  static func advertising(
+    _ payload: AdvertisingPayload, on bus: PrivateBus, legacy: Bool = false
+  ) async throws -> (FakeBluetoothd, PeripheralManager, ObjectPath) {
     let bluetoothd = try await FakeBluetoothd(bus: bus)
+    bluetoothd.registry.legacyAdvertising.withLock { $0 = legacy }
     let manager = try await PeripheralManager.open(adapter: "hci0", connection: try bus.connect())
     try await manager.startAdvertising(payload)
     let central = try ConnectionEventTests.exportCentral(on: bluetoothd, connected: false)
@@ -70,6 +71,27 @@ import Testing
     #expect(manager.isAdvertising)
     await manager.close()
     #expect(registry.advertisements.withLock { $0.isEmpty })
+    bluetoothd.close()
+  }
+
+  @Test func legacyAdvertisingPausesInsteadOfRegisteringAgain() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let (bluetoothd, manager, central) = try await Self.advertising(
+      AdvertisingPayload(serviceUUIDs: [Self.service]), on: bus, legacy: true)
+    let registry = bluetoothd.registry
+    let first = try #require(registry.advertisements.withLock { $0.keys.first })
+    try Self.connect(central, on: bluetoothd)
+    let reported = await within(.seconds(5)) { () -> String? in
+      for await event in manager.events {
+        if case .advertisingPaused(let reason) = event { return reason }
+      }
+      return nil
+    }
+    #expect(reported.value??.contains("legacy") == true)
+    // The registration the link came from stays, for the kernel to enable when it ends.
+    #expect(registry.advertisements.withLock { Array($0.keys) } == [first])
+    await manager.close()
     bluetoothd.close()
   }
 

@@ -23,6 +23,8 @@ final class FakeBluetoothd: Sendable {
     let poweredReads = Mutex(0)
     /// When set, RegisterAdvertisement fails as bluetoothd does when the kernel refuses.
     let refusesAdvertisements = Mutex(false)
+    /// When set, the adapter has legacy advertising only (no secondary channels).
+    let legacyAdvertising = Mutex(false)
   }
   let registry = Registry()
 
@@ -87,6 +89,11 @@ final class FakeBluetoothd: Sendable {
           .byte(UInt8(registry.advertisements.withLock { $0.count }))
         },
         ExportedProperty(name: "SupportedInstances", signature: "y", access: .read) { .byte(5) },
+        ExportedProperty(name: "SupportedSecondaryChannels", signature: "as", access: .read) {
+          .array(
+            element: "s",
+            registry.legacyAdvertising.withLock { $0 } ? [] : [.string("1M"), .string("2M")])
+        },
         ExportedProperty(name: "SupportedIncludes", signature: "as", access: .read) {
           .array(element: "s", [.string("tx-power"), .string("appearance")])
         },

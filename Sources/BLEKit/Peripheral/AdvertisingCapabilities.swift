@@ -5,10 +5,12 @@ import BlueZ
 /// An adapter's advertising capabilities, as bluetoothd reports them
 /// (`org.bluez.LEAdvertisingManager1`).
 ///
-/// BlueZ 5.66 reports ``secondaryChannels``, ``features`` and the `SupportedCapabilities`
+/// BlueZ 5.66 reports ``features`` and the `SupportedCapabilities`
 /// (``maxAdvertisingDataLength``, ``maxScanResponseLength``, the TX power range) only when
 /// bluetoothd runs with `--experimental`; they are then empty or `nil`, and the size check
-/// uses the 31 bytes of legacy advertising.
+/// uses the 31 bytes of legacy advertising. ``secondaryChannels`` it reports whenever the
+/// kernel drives the controller with extended advertising (seen in the lab without
+/// `--experimental`: `1M 2M Coded` for a Bumble controller, nothing for btvirt's).
 public struct AdvertisingCapabilities: Sendable, Hashable {
   /// Advertisements that can still be registered.
   public var supportedInstances: Int
@@ -17,7 +19,7 @@ public struct AdvertisingCapabilities: Sendable, Hashable {
   /// What bluetoothd can add by itself: `tx-power`, `appearance`, `local-name`.
   public var supportedIncludes: [String]
   /// The secondary channels extended advertising can use (`SupportedSecondaryChannels`);
-  /// empty for a controller without extended advertising, or without `--experimental`.
+  /// empty for a controller without extended advertising.
   public var secondaryChannels: [AdvertisingPayload.SecondaryChannel]
   /// `SupportedFeatures`, e.g. `CanSetTxPower`, `HardwareOffload`.
   public var features: [String]

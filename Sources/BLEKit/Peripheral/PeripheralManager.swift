@@ -48,6 +48,9 @@ public final class PeripheralManager: Sendable {
     var connectableAdvertisement: LEAdvertisement?
     /// Whether a follower of the adapter's links already registers it again.
     var followsLinksForAdvertising = false
+    /// Whether the kernel drives the adapter with extended advertising sets (it reports
+    /// secondary channels); only then is an advertisement registered again on a new link.
+    var extendedAdvertising = false
     var nextApplication = 0
     var nextAdvertisement = 0
     /// Object trees following bluetoothd for ``connectionEvents()``, stopped on close.

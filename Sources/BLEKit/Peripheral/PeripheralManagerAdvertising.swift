@@ -9,11 +9,12 @@ extension PeripheralManager {
   /// the current advertisement.
   ///
   /// A connectable advertisement (``AdvertisingPayload/Kind/peripheral``) goes on while
-  /// centrals are connected, as CoreBluetooth's does: the controller stops advertising when a
-  /// central connects, and Linux starts it again only when that central leaves, so the manager
-  /// registers the advertisement again on each new link. When bluetoothd refuses that (a
-  /// controller that cannot advertise while connected), ``events`` reports
-  /// ``PeripheralManagerEvent/advertisingPaused(reason:)``, and the adapter advertises again
+  /// centrals are connected, as CoreBluetooth's does, on an adapter with extended advertising
+  /// (``AdvertisingCapabilities/secondaryChannels`` not empty): the controller ends an
+  /// advertising set when a central connects through it, and Linux enables it again only
+  /// when that central leaves, so the manager registers the advertisement again on each new
+  /// link. With legacy advertising, or when bluetoothd refuses, ``events`` reports
+  /// ``PeripheralManagerEvent/advertisingPaused(reason:)`` and the adapter advertises again
   /// once the central leaves.
   ///
   /// The size is computed first, against the adapter's
@@ -86,6 +87,7 @@ extension PeripheralManager {
       guard !state.closed else { return false }
       state.advertisement = registration
       state.connectableAdvertisement = payload.kind == .peripheral ? object : nil
+      state.extendedAdvertising = !capabilities.secondaryChannels.isEmpty
       return true
     }
     if !stillOpen {

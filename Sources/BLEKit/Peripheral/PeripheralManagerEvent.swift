@@ -17,9 +17,9 @@ public enum PeripheralManagerEvent: Sendable {
   /// bluetoothd dropped the advertisement by itself (its `Release`), e.g. the adapter powered
   /// off.
   case advertisingStopped
-  /// A central connected, which stopped the controller's connectable advertising, and
-  /// bluetoothd refused to start it again (`reason` is its answer, e.g. a controller that
-  /// cannot advertise while connected): other centrals cannot connect until the adapter
+  /// A central connected, which stopped the controller's connectable advertising, and it
+  /// could not be started again beside the link (`reason`: the adapter has only legacy
+  /// advertising, or bluetoothd's refusal): other centrals cannot connect until the adapter
   /// advertises again, which Linux does when that central leaves.
   case advertisingPaused(reason: String)
 }

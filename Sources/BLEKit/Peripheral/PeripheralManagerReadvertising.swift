@@ -2,6 +2,12 @@
 // advertising when a central connects through it (Core spec, LE Set Advertising Enable), and
 // Linux enables the advertisement again only when that central leaves; registering it again
 // makes the kernel advertise alongside the link, so that further centrals can connect.
+//
+// Only with extended advertising. With legacy advertising Linux 6.1 remembers which
+// advertisement the link came from and, when the link ends, enables that one again; once it
+// has been withdrawn, it advertises an empty non-connectable PDU instead (lab, btvirt:
+// ADV_NONCONN_IND from a random address after the first central left, and no later central
+// could connect). Legacy adapters therefore keep their one registration and pause.
 import BlueZ
 import DBus
 
@@ -49,6 +55,13 @@ extension PeripheralManager {
     }
     guard let current, current.isRegistered, let object else { return }
     let events = eventContinuation
+    guard state.withLock({ $0.extendedAdvertising }) else {
+      events.yield(
+        .advertisingPaused(
+          reason: "\(adapterName) advertises with legacy PDUs, which stop while a central is "
+            + "connected"))
+      return
+    }
     let fresh: LEAdvertisementRegistration
     do {
       fresh = try await LEAdvertisingManager1(connection: connection, adapter: adapterPath)
