@@ -24,6 +24,17 @@ import Testing
     return (bluetoothd, manager, central)
   }
 
+  /// The reason of the manager's first `.advertisingPaused` within 5 s, if any.
+  static func pausedReason(of manager: PeripheralManager) async -> String? {
+    let reported = await within(.seconds(5)) { () -> String? in
+      for await event in manager.events {
+        if case .advertisingPaused(let reason) = event { return reason }
+      }
+      return nil
+    }
+    return reported.value ?? nil
+  }
+
   static func connect(_ central: ObjectPath, on bluetoothd: FakeBluetoothd) throws {
     try bluetoothd.connection.emitPropertiesChanged(
       path: central, interface: Device1.interface, changed: ["Connected": .bool(true)])
@@ -51,47 +62,30 @@ import Testing
     bluetoothd.close()
   }
 
-  @Test func aRefusalKeepsTheOldAdvertisementAndIsReported() async throws {
+  /// Why a link leaves the advertisement paused: bluetoothd refuses a second registration,
+  /// or the adapter has legacy advertising only; and the words the reason must hold.
+  enum Pause: String, CaseIterable, Sendable {
+    case refused = "Failed to register advertisement"
+    case legacy = "legacy"
+  }
+
+  @Test(arguments: Pause.allCases)
+  func aPauseKeepsTheRegistrationTheLinkCameFromAndIsReported(_ pause: Pause) async throws {
     let bus = try PrivateBus()
     defer { bus.stop() }
     let (bluetoothd, manager, central) = try await Self.advertising(
-      AdvertisingPayload(serviceUUIDs: [Self.service]), on: bus)
+      AdvertisingPayload(serviceUUIDs: [Self.service]), on: bus, legacy: pause == .legacy)
     let registry = bluetoothd.registry
     let first = try #require(registry.advertisements.withLock { $0.keys.first })
-    bluetoothd.registry.refusesAdvertisements.withLock { $0 = true }
+    registry.refusesAdvertisements.withLock { $0 = pause == .refused }
     try Self.connect(central, on: bluetoothd)
-    let reported = await within(.seconds(5)) { () -> String? in
-      for await event in manager.events {
-        if case .advertisingPaused(let reason) = event { return reason }
-      }
-      return nil
-    }
-    #expect(reported.value??.contains("Failed to register advertisement") == true)
+    let reported = await Self.pausedReason(of: manager)
+    #expect(reported?.contains(pause.rawValue) == true)
+    // The registration the link came from stays, for the kernel to enable when it ends.
     #expect(registry.advertisements.withLock { Array($0.keys) } == [first])
     #expect(manager.isAdvertising)
     await manager.close()
     #expect(registry.advertisements.withLock { $0.isEmpty })
-    bluetoothd.close()
-  }
-
-  @Test func legacyAdvertisingPausesInsteadOfRegisteringAgain() async throws {
-    let bus = try PrivateBus()
-    defer { bus.stop() }
-    let (bluetoothd, manager, central) = try await Self.advertising(
-      AdvertisingPayload(serviceUUIDs: [Self.service]), on: bus, legacy: true)
-    let registry = bluetoothd.registry
-    let first = try #require(registry.advertisements.withLock { $0.keys.first })
-    try Self.connect(central, on: bluetoothd)
-    let reported = await within(.seconds(5)) { () -> String? in
-      for await event in manager.events {
-        if case .advertisingPaused(let reason) = event { return reason }
-      }
-      return nil
-    }
-    #expect(reported.value??.contains("legacy") == true)
-    // The registration the link came from stays, for the kernel to enable when it ends.
-    #expect(registry.advertisements.withLock { Array($0.keys) } == [first])
-    await manager.close()
     bluetoothd.close()
   }
 

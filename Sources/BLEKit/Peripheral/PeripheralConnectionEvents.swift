@@ -24,20 +24,7 @@ extension PeripheralManager {
   /// ```
   public func connectionEvents() async throws(BluetoothError) -> AsyncStream<CentralConnectionEvent>
   {
-    let tree: BlueZObjectTree
-    do throws(BlueZError) {
-      tree = try await BlueZObjectTree.start(connection: connection)
-    } catch {
-      throw BluetoothError(error, while: "following connections on \(adapterName)")
-    }
-    let admitted = state.withLock { state in
-      if !state.closed { state.followers.append(tree) }
-      return !state.closed
-    }
-    guard admitted else {
-      tree.stop()
-      throw BluetoothError(.closed, "the peripheral manager is closed")
-    }
+    let tree = try await startFollower("following connections on \(adapterName)")
     let links = ConnectionEventRelay.events(on: adapterPath, in: tree, onEnd: { tree.stop() })
     // Unbounded, as the links it relays: no connection change may be lost.
     let (stream, continuation) = AsyncStream.makeStream(

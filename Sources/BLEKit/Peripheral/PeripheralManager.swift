@@ -267,6 +267,27 @@ public final class PeripheralManager: Sendable {
     return channel
   }
 
+  /// A tree of bluetoothd's objects that follows them until this manager closes (it is
+  /// stopped then), for a stream or a task of the manager's; `purpose` says what for in the
+  /// error, e.g. "following connections on hci1".
+  func startFollower(_ purpose: String) async throws(BluetoothError) -> BlueZObjectTree {
+    let tree: BlueZObjectTree
+    do throws(BlueZError) {
+      tree = try await BlueZObjectTree.start(connection: connection)
+    } catch {
+      throw BluetoothError(error, while: purpose)
+    }
+    let admitted = state.withLock { state in
+      if !state.closed { state.followers.append(tree) }
+      return !state.closed
+    }
+    guard admitted else {
+      tree.stop()
+      throw BluetoothError(.closed, "the peripheral manager is closed")
+    }
+    return tree
+  }
+
   // MARK: - Closing
 
   var isClosed: Bool { state.withLock { $0.closed } }

@@ -21,19 +21,11 @@ extension PeripheralManager {
     }
     guard first else { return }
     let tree: BlueZObjectTree
-    do throws(BlueZError) {
-      tree = try await BlueZObjectTree.start(connection: connection)
+    do {
+      tree = try await startFollower("following connections on \(adapterName)")
     } catch {
       state.withLock { $0.followsLinksForAdvertising = false }
-      throw BluetoothError(error, while: "following connections on \(adapterName)")
-    }
-    let admitted = state.withLock { state in
-      if !state.closed { state.followers.append(tree) }
-      return !state.closed
-    }
-    guard admitted else {
-      tree.stop()
-      throw BluetoothError(.closed, "the peripheral manager is closed")
+      throw error
     }
     let links = ConnectionEventRelay.events(on: adapterPath, in: tree, onEnd: { tree.stop() })
     Task { [weak self] in

@@ -18,20 +18,7 @@ extension PeripheralManager {
   /// Only the states matter here: ``supervise(returnWithin:)`` is what registers services
   /// again after a bluetoothd restart.
   public func stateUpdates() async throws(BluetoothError) -> AsyncStream<PeripheralManagerState> {
-    let tree: BlueZObjectTree
-    do throws(BlueZError) {
-      tree = try await BlueZObjectTree.start(connection: connection)
-    } catch {
-      throw BluetoothError(error, while: "following the state of \(adapterName)")
-    }
-    let admitted = state.withLock { state in
-      if !state.closed { state.followers.append(tree) }
-      return !state.closed
-    }
-    guard admitted else {
-      tree.stop()
-      throw BluetoothError(.closed, "the peripheral manager is closed")
-    }
+    let tree = try await startFollower("following the state of \(adapterName)")
     let (snapshot, running, events) = tree.subscribe(where: { $0.concernsCentralState })
     let initial = PeripheralStateTracker(
       adapter: adapterPath, powered: Self.powered(snapshot[adapterPath]?[Adapter1.interface]),
