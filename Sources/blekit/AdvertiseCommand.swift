@@ -125,6 +125,8 @@ struct AdvertiseCommand: ParsableCommand {
 
   /// How long `--once` waits for the central to unsubscribe after the last value went out.
   static let onceGrace: Duration = .seconds(10)
+  /// How long `--once` still takes a reply after the central unsubscribed.
+  static let replyGrace: Duration = .seconds(1)
   /// How long a released advertisement waits for the supervision to explain it (bluetoothd
   /// stopping, a power-off) before it counts as bluetoothd dropping it.
   static let releaseGrace: Duration = PeripheralManager.powerOffGrace + .seconds(5)
@@ -339,7 +341,7 @@ struct AdvertiseCommand: ParsableCommand {
         })
     }
     let progress = ProgressLine(verb: "sent", enabled: report.isTerminal)
-    loop: for await event in transfer.serve() {
+    for await event in transfer.serve() {
       switch event {
       case .subscribed(let framing, let central, let length):
         report.line(
@@ -365,7 +367,18 @@ struct AdvertiseCommand: ParsableCommand {
         report.line("the central left after \(sent) of \(total) bytes (\(framing.rawValue))")
       case .unsubscribed(let framing, let central):
         report.line("\(central?.description ?? "the central") unsubscribed (\(framing.rawValue))")
-        if once && outcome.completedSends > 0 { break loop }
+        if once && outcome.completedSends > 0 {
+          // bluetoothd hands a central's writes over D-Bus and its unsubscription through the
+          // notification socket, two paths with no order between them: a reply the central
+          // wrote just before it unsubscribed can still be on its way (lab, 2026-12-05: the
+          // Write Command came before the CCC write on the air, and advertise had left).
+          timers.append(
+            Task {
+              try? await Task.sleep(for: Self.replyGrace)
+              guard !Task.isCancelled else { return }
+              await manager.close()
+            })
+        }
       case .reply(let value, _):
         progress.finish()
         // A peer's bytes: exact on a file or pipe; on a terminal, controls made visible.
