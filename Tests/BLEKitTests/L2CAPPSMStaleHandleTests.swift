@@ -78,6 +78,25 @@ import Testing
     #expect(staleReads.load(ordering: .relaxed) == 1)
   }
 
+  @Test func aStaleObjectLeftBesideTheNewOneIsReadLast() async throws {
+    let staleReads = Atomic(0)
+    try await Self.withPeripheral(
+      reading: { connection in
+        staleReads.add(1, ordering: .relaxed)
+        // Service Changed for the new range only: the stale object stays, a new one appears.
+        if staleReads.load(ordering: .relaxed) == 1 {
+          try connection.export(Self.characteristic { [0x83, 0x00] }, at: Self.fresh)
+        }
+        throw DBusError.remote(
+          name: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x01")
+      },
+      then: { peripheral in
+        let psm = try await peripheral.l2capPSM()
+        #expect(psm?.rawValue == 0x83)
+      })
+    #expect(staleReads.load(ordering: .relaxed) == 1)
+  }
+
   @Test func anotherReadErrorIsNotRetried() async throws {
     let reads = Atomic(0)
     try await Self.withPeripheral(

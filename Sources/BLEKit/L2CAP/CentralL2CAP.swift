@@ -2,6 +2,7 @@
 // and opening a channel to a peripheral bluetoothd knows.
 import BlueZ
 import Bluetooth
+import DBus
 
 extension Peripheral {
   /// Reads Apple's L2CAP PSM characteristic (`ABDD3056-28FA-441D-A470-55A75A52553A`) in
@@ -24,8 +25,10 @@ extension Peripheral {
         try? await manager.disconnect(identifier)
         _ = try await manager.connect(to: identifier)
       }
+      // bluetoothd may keep the stale object beside the new one (Service Changed for the new
+      // range only: lab, 2026-12-05), so the one that failed is read last.
       var again: RemoteCharacteristic?
-      return try await readL2CAPPSM(noting: &again)
+      return try await readL2CAPPSM(noting: &again, failed: stale.path)
     }
   }
 
@@ -56,13 +59,17 @@ extension Peripheral {
     } ?? false
   }
 
-  /// One look for the PSM characteristic; `read` is set to the characteristic read, if any.
-  private func readL2CAPPSM(noting read: inout RemoteCharacteristic?) async throws(BluetoothError)
-    -> L2CAPPSM?
-  {
+  /// One look for the PSM characteristic, the one at `failed` last; `read` is set to the
+  /// characteristic read, if any.
+  private func readL2CAPPSM(
+    noting read: inout RemoteCharacteristic?, failed: ObjectPath? = nil
+  ) async throws(BluetoothError) -> L2CAPPSM? {
+    var candidates: [RemoteCharacteristic] = []
     for service in try await services() {
-      let found = try await characteristics([BlekitUUID.l2capPSMCharacteristic], for: service)
-      guard let characteristic = found.first else { continue }
+      candidates += resolvedCharacteristics([BlekitUUID.l2capPSMCharacteristic], of: service)
+    }
+    let ordered = candidates.filter { $0.path != failed } + candidates.filter { $0.path == failed }
+    if let characteristic = ordered.first {
       read = characteristic
       let value = try await readValue(for: characteristic)
       guard let psm = L2CAPPSM(characteristicValue: value) else {
