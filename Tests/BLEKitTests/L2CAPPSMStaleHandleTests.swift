@@ -60,39 +60,33 @@ import Testing
     await central.close()
   }
 
-  @Test func aStaleHandleIsReadAgainOnceBluetoothdReplacedTheObject() async throws {
-    let staleReads = Atomic(0)
-    try await Self.withPeripheral(
-      reading: { connection in
-        staleReads.add(1, ordering: .relaxed)
-        // Service Changed handled: the object goes, another takes its place.
-        connection.unexport(Self.stale)
-        try connection.export(Self.characteristic { [0x81, 0x00] }, at: Self.fresh)
-        throw DBusError.remote(
-          name: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x01")
-      },
-      then: { peripheral in
-        let psm = try await peripheral.l2capPSM()
-        #expect(psm?.rawValue == 0x81)
-      })
-    #expect(staleReads.load(ordering: .relaxed) == 1)
+  /// How bluetoothd handles the peripheral's Service Changed after the stale read, and the PSM
+  /// the new characteristic holds.
+  enum Replacement: UInt16, CaseIterable, Sendable {
+    /// The stale object goes, another takes its place.
+    case objectReplaced = 0x81
+    /// Service Changed for the new range only: the stale object stays, a new one appears,
+    /// and the one that failed must be read last.
+    case staleObjectStays = 0x83
   }
 
-  @Test func aStaleObjectLeftBesideTheNewOneIsReadLast() async throws {
+  @Test(arguments: Replacement.allCases)
+  func aStaleHandleIsReadAgainAtTheNewObject(_ replacement: Replacement) async throws {
     let staleReads = Atomic(0)
     try await Self.withPeripheral(
       reading: { connection in
         staleReads.add(1, ordering: .relaxed)
-        // Service Changed for the new range only: the stale object stays, a new one appears.
+        if replacement == .objectReplaced { connection.unexport(Self.stale) }
         if staleReads.load(ordering: .relaxed) == 1 {
-          try connection.export(Self.characteristic { [0x83, 0x00] }, at: Self.fresh)
+          let psm = UInt8(replacement.rawValue)
+          try connection.export(Self.characteristic { [psm, 0x00] }, at: Self.fresh)
         }
         throw DBusError.remote(
           name: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x01")
       },
       then: { peripheral in
         let psm = try await peripheral.l2capPSM()
-        #expect(psm?.rawValue == 0x83)
+        #expect(psm?.rawValue == replacement.rawValue)
       })
     #expect(staleReads.load(ordering: .relaxed) == 1)
   }

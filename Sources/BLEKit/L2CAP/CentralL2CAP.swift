@@ -64,10 +64,13 @@ extension Peripheral {
   private func readL2CAPPSM(
     noting read: inout RemoteCharacteristic?, failed: ObjectPath? = nil
   ) async throws(BluetoothError) -> L2CAPPSM? {
-    var candidates: [RemoteCharacteristic] = []
-    for service in try await services() {
-      candidates += resolvedCharacteristics([BlekitUUID.l2capPSMCharacteristic], of: service)
-    }
+    try await requireResolved()
+    let candidates = await lookingUntilExported(
+      {
+        resolvedServices(nil).flatMap {
+          resolvedCharacteristics([BlekitUUID.l2capPSMCharacteristic], of: $0)
+        }
+      }, isComplete: { !$0.isEmpty })
     let ordered = candidates.filter { $0.path != failed } + candidates.filter { $0.path == failed }
     if let characteristic = ordered.first {
       read = characteristic

@@ -9,8 +9,8 @@ import BlueZ
 /// (``maxAdvertisingDataLength``, ``maxScanResponseLength``, the TX power range) only when
 /// bluetoothd runs with `--experimental`; they are then empty or `nil`, and the size check
 /// uses the 31 bytes of legacy advertising. ``secondaryChannels`` it reports whenever the
-/// kernel drives the controller with extended advertising (seen in the lab without
-/// `--experimental`: `1M 2M Coded` for a Bumble controller, nothing for btvirt's).
+/// kernel drives the controller with extended advertising, `--experimental` or not (e.g.
+/// `1M 2M Coded`), and not at all for a controller with legacy advertising only.
 public struct AdvertisingCapabilities: Sendable, Hashable {
   /// Advertisements that can still be registered.
   public var supportedInstances: Int

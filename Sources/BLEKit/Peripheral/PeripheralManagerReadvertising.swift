@@ -5,9 +5,9 @@
 //
 // Only with extended advertising. With legacy advertising Linux 6.1 remembers which
 // advertisement the link came from and, when the link ends, enables that one again; once it
-// has been withdrawn, it advertises an empty non-connectable PDU instead (lab, btvirt:
-// ADV_NONCONN_IND from a random address after the first central left, and no later central
-// could connect). Legacy adapters therefore keep their one registration and pause.
+// has been withdrawn, it advertises an empty non-connectable PDU instead (ADV_NONCONN_IND
+// from a random address, in btmon; no later central could connect: docs/lab.md). Legacy
+// adapters therefore keep their one registration and pause.
 import BlueZ
 import DBus
 
@@ -41,18 +41,21 @@ extension PeripheralManager {
   /// old registration, so that the adapter is never left without one: when bluetoothd refuses
   /// the new one, the old one stays, and the kernel enables it again when the link ends.
   func advertiseAgain() async {
-    let (current, object, number) = state.withLock { state in
-      defer { state.nextAdvertisement += 1 }
-      return (state.advertisement, state.connectableAdvertisement, state.nextAdvertisement)
+    let (current, object, extended) = state.withLock { state in
+      (state.advertisement, state.connectableAdvertisement, state.extendedAdvertising)
     }
     guard let current, current.isRegistered, let object else { return }
     let events = eventContinuation
-    guard state.withLock({ $0.extendedAdvertising }) else {
+    guard extended else {
       events.yield(
         .advertisingPaused(
           reason: "\(adapterName) advertises with legacy PDUs, which stop while a central is "
             + "connected"))
       return
+    }
+    let number = state.withLock { state in
+      defer { state.nextAdvertisement += 1 }
+      return state.nextAdvertisement
     }
     let fresh: LEAdvertisementRegistration
     do {
