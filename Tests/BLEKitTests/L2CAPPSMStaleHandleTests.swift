@@ -91,6 +91,102 @@ import Testing
     #expect(staleReads.load(ordering: .relaxed) == 1)
   }
 
+  /// What a fresh discovery finds after the peripheral is forgotten.
+  enum AfterForgetting: Sendable, CaseIterable {
+    /// The PSM characteristic at a new handle.
+    case moved
+    /// No PSM characteristic at all: the peripheral stopped listening.
+    case absent
+  }
+
+  /// The stale handle stays the only PSM object across the reconnection (bluetoothd's cache
+  /// matched the peripheral's hash: lab, 2026-12-05, l2cap suite "absent PSM", exit 8 with
+  /// "ATT error: 0x01" instead of exit 10). An unpaired peripheral is forgotten, found again
+  /// and read from a fresh discovery; a paired one keeps its keys and the error is thrown.
+  @Test(arguments: AfterForgetting.allCases, [false, true])
+  func aHandleStaleAfterReconnectingMeansForgettingAnUnpairedPeripheral(
+    _ after: AfterForgetting, paired: Bool
+  ) async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let bluez = try await FakeBlueZObjects(bus: bus)
+    defer { bluez.close() }
+    let connection = bluez.connection
+    let removals = Atomic(0)
+    let stale = Self.characteristic {
+      throw DBusError.remote(
+        name: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x01")
+    }
+    @Sendable func exportDevice(withStale: Bool) throws {
+      var device = FakeBlueZObjects.interface(
+        Device1.interface,
+        [
+          "Address": .string("00:AA:01:01:00:01"), "Adapter": .objectPath("/org/bluez/hci0"),
+          "Connected": .bool(true), "ServicesResolved": .bool(true), "Paired": .bool(paired),
+          "RSSI": .int16(-40),
+        ])
+      device.methods.append(
+        ExportedMethod(name: "Disconnect", inSignature: "", outSignature: "") { _ in
+          throw DBusError.remote(name: "org.bluez.Error.NotConnected", message: "Not Connected")
+        })
+      try connection.export(ExportedObject(interfaces: [device]), at: Self.device)
+      try connection.export(
+        ExportedObject(interfaces: [
+          FakeBlueZObjects.interface(
+            GattService1.interface,
+            [
+              "UUID": .string("a0b40001-926d-4d61-98df-8c5c62ee53b3"),
+              "Device": .objectPath(Self.device), "Primary": .bool(true),
+            ])
+        ]), at: Self.service)
+      if withStale {
+        try connection.export(stale, at: Self.stale)
+      } else if after == .moved {
+        try connection.export(Self.characteristic { [0x85, 0x00] }, at: Self.fresh)
+      }
+    }
+    let none = { (name: MemberName, signature: Signature) in
+      ExportedMethod(name: name, inSignature: signature, outSignature: "") { _ in [] }
+    }
+    var adapter = FakeBlueZObjects.interface(
+      Adapter1.interface,
+      [
+        "Address": .string("00:AA:01:00:00:00"), "Powered": .bool(true),
+        "Discovering": .bool(false),
+      ])
+    adapter.methods += [
+      ExportedMethod(name: "RemoveDevice", inSignature: "o", outSignature: "") { _ in
+        removals.add(1, ordering: .relaxed)
+        for path in [Self.stale, Self.fresh, Self.service, Self.device] {
+          connection.unexport(path)
+        }
+        return []
+      },
+      ExportedMethod(name: "StartDiscovery", inSignature: "", outSignature: "") { _ in
+        // The peripheral is heard advertising again; connecting discovers its services afresh.
+        try exportDevice(withStale: false)
+        return []
+      },
+      none("SetDiscoveryFilter", "a{sv}"), none("StopDiscovery", ""),
+    ]
+    try connection.export(ExportedObject(interfaces: [adapter]), at: "/org/bluez/hci0")
+    try exportDevice(withStale: true)
+
+    let central = try await CentralManager.open(connection: try bus.connect())
+    let identifier = try #require(
+      await central.peripheral(address: BluetoothAddress("00:AA:01:01:00:01")))
+    let peripheral = Peripheral(identifier: identifier, manager: central)
+    if paired {
+      await #expect(throws: BluetoothError.self) { _ = try await peripheral.l2capPSM() }
+      #expect(removals.load(ordering: .relaxed) == 0)
+    } else {
+      let psm = try await peripheral.l2capPSM()
+      #expect(psm?.rawValue == (after == .moved ? 0x85 : nil))
+      #expect(removals.load(ordering: .relaxed) == 1)
+    }
+    await central.close()
+  }
+
   @Test func anotherReadErrorIsNotRetried() async throws {
     let reads = Atomic(0)
     try await Self.withPeripheral(
