@@ -68,12 +68,21 @@ public final class MQTTClient: @unchecked Sendable {
     var startWaiter: CheckedContinuation<MQTTError?, Never>?
     /// The last error-level line libmosquitto logged before the first connection.
     var loggedError: String?
+    /// Network threads restarted since the last connection (see `restartNetworkThread`).
+    var threadRestarts = 0
   }
 
   private let handle: OpaquePointer
   private let birth: MQTTMessage?
   private let state: Mutex<State>
   private let sender = DispatchQueue(label: "blekit.mqtt.sender")
+  /// Where restarts of libmosquitto's network thread wait their turn.
+  private let supervisor = DispatchQueue(label: "blekit.mqtt.supervisor")
+  /// Held while the network thread is stopped or started: a restart and the final stop never
+  /// overlap.
+  private let networkThread = Mutex(())
+  /// The first and the longest wait before a restart of the network thread (seconds).
+  private let restartDelays: (first: Int, longest: Int)
   private let eventContinuation: AsyncStream<MQTTEvent>.Continuation
   private let messageContinuation: AsyncStream<MQTTMessage>.Continuation
   /// The connection's events, oldest first (the newest 256 are kept for a slow reader).
@@ -115,6 +124,8 @@ public final class MQTTClient: @unchecked Sendable {
     self.handle = handle
     birth = configuration.birth
     broker = configuration.broker
+    let first = Swift.max(1, configuration.reconnectDelay)
+    restartDelays = (first, Swift.max(first, configuration.maximumReconnectDelay))
     state = Mutex(State(buffer: OutgoingBuffer(capacity: configuration.bufferCapacity)))
     (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
     (messages, messageContinuation) = AsyncStream.makeStream(
@@ -266,6 +277,7 @@ public final class MQTTClient: @unchecked Sendable {
       state.connected = true
       state.everConnected = true
       if again { state.statistics.reconnections += 1 }
+      state.threadRestarts = 0
       return (again, state.subscriptions)
     }
     if let birth {
@@ -293,6 +305,53 @@ public final class MQTTClient: @unchecked Sendable {
     if !closing {
       eventContinuation.yield(
         .disconnected(reason: code == 0 ? "closed" : String(cString: mosquitto_strerror(code))))
+      if Self.endsNetworkThread(code) { scheduleThreadRestart() }
+    }
+  }
+
+  /// Whether libmosquitto's network loop (`mosquitto_loop_forever`, which its thread runs)
+  /// returns after a connection ended with `code` instead of reconnecting: libmosquitto 2.0
+  /// takes these as final. One of them, a protocol error, is what a client sees when something
+  /// in front of the broker (a proxy, a load balancer, a port forward) accepts the TCP
+  /// connection and closes it because the broker behind is down: the lab's fleet suite,
+  /// 2026-12-05, where both gateways never reconnected after a 3 s broker restart.
+  static func endsNetworkThread(_ code: Int32) -> Bool {
+    let final: [mosq_err_t] = [
+      MOSQ_ERR_NOMEM, MOSQ_ERR_PROTOCOL, MOSQ_ERR_INVAL, MOSQ_ERR_NOT_FOUND, MOSQ_ERR_TLS,
+      MOSQ_ERR_PAYLOAD_SIZE, MOSQ_ERR_NOT_SUPPORTED, MOSQ_ERR_AUTH, MOSQ_ERR_ACL_DENIED,
+      MOSQ_ERR_UNKNOWN, MOSQ_ERR_EAI, MOSQ_ERR_PROXY,
+    ]
+    return final.contains { $0.rawValue == code }
+  }
+
+  /// Starts the network thread again after the loop gave up, with the reconnection backoff
+  /// (the first delay, doubling, up to the longest); the counts and the buffer carry on.
+  private func scheduleThreadRestart() {
+    let attempt = state.withLock { state in
+      state.threadRestarts += 1
+      return state.threadRestarts
+    }
+    let delay = Swift.min(
+      restartDelays.first << Swift.min(attempt - 1, 16), restartDelays.longest)
+    supervisor.asyncAfter(deadline: .now() + .seconds(delay)) { [weak self] in
+      self?.restartNetworkThread()
+    }
+  }
+
+  private func restartNetworkThread() {
+    let code = networkThread.withLock { _ -> Int32 in
+      guard !state.withLock({ $0.closing }) else { return MOSQ_ERR_SUCCESS.rawValue }
+      // The thread has returned from its loop (it did so right after the disconnect callback):
+      // joining it is immediate. `force` because libmosquitto asks for a disconnect before a
+      // plain stop, and there was none: should the thread still run, it is cancelled.
+      _ = mosquitto_loop_stop(handle, true)
+      _ = mosquitto_reconnect_async(handle)
+      return mosquitto_loop_start(handle)
+    }
+    if code != MOSQ_ERR_SUCCESS.rawValue {
+      eventContinuation.yield(
+        .disconnected(reason: "cannot restart the network thread: \(Self.reason(code))"))
+      scheduleThreadRestart()
     }
   }
 
@@ -438,7 +497,8 @@ public final class MQTTClient: @unchecked Sendable {
     }
     guard !already else { return }
     _ = mosquitto_disconnect(handle)
-    _ = mosquitto_loop_stop(handle, false)
+    // After any restart in progress (a later one sees `closing` and does nothing).
+    networkThread.withLock { _ in _ = mosquitto_loop_stop(handle, false) }
     state.withLock { $0.connected = false }
     eventContinuation.finish()
     messageContinuation.finish()

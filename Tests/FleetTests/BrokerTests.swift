@@ -130,6 +130,37 @@ import Testing
     }
   }
 
+  /// A broker behind a forward that, while the broker is down, accepts and answers with an
+  /// error line: the client sees a protocol error, which ends libmosquitto's own reconnecting
+  /// (lab fleet suite, 2026-12-05, qemu's guestfwd: both gateways stayed disconnected after a
+  /// 3 s broker restart). The client must reach the broker again once it is back.
+  @Test func aBrokerBehindAForwardIsReachedAgainAfterItsRestart() async throws {
+    let broker = try MosquittoBroker()
+    let forward = try PortForward(to: broker.port)
+    defer { forward.stop() }
+    var configuration = MQTTConfiguration(
+      broker: try BrokerURL("mqtt://127.0.0.1:\(forward.port)"))
+    configuration.clientID = "behind-a-forward"
+    let client = try await MQTTClient.connect(configuration)
+    let reasons = Task {
+      var seen: [String] = []
+      for await event in client.events {
+        if case .disconnected(let reason) = event { seen.append(reason) }
+      }
+      return seen
+    }
+    broker.stop()
+    #expect(await eventually { !client.isConnected })
+    // libmosquitto tries again after 1 s: the forward accepts and closes.
+    try await Task.sleep(for: .seconds(3))
+    try broker.start()
+    #expect(await eventually(20) { client.isConnected })
+    #expect(client.statistics.reconnections >= 1)
+    await client.close(grace: .zero)
+    let seen = await reasons.value
+    #expect(seen.contains { $0.contains("protocol error") }, "reasons: \(seen)")
+  }
+
   @Test func brokerRestartLosesOnlyCountedDrops() async throws {
     let broker = try MosquittoBroker()
     var subscriberConfiguration = MQTTConfiguration(broker: try BrokerURL(broker.url))

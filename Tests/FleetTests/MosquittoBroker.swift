@@ -192,7 +192,7 @@ final class MosquittoBroker: @unchecked Sendable {
     }
   }
 
-  private static func freePort() throws -> Int {
+  static func freePort() throws -> Int {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     defer { close(fd) }
     var address = sockaddr_in()

@@ -15,13 +15,6 @@ extension Peripheral {
   /// against the peripheral's Database Hash again and discovers afresh. (A BlueZ peripheral
   /// updates its hash 100 ms after its services change: a central that connects within that
   /// time reads the old hash, keeps its stale cache, and is told nothing.)
-  ///
-  /// If that read fails the same way, bluetoothd's cache holds a service the peripheral
-  /// removed while its hash matches the peripheral's current one (the removal's Service Changed
-  /// was lost, the addition's was not), and no reconnection discovers afresh. Then a peripheral
-  /// that is neither paired nor bonded is forgotten (`Adapter1.RemoveDevice`), found again
-  /// (it must be advertising; at most ``rediscoveryLimit``), connected and read once more. A
-  /// paired one is not forgotten, since that would drop its keys: the error is thrown.
   public func l2capPSM() async throws(BluetoothError) -> L2CAPPSM? {
     var stale: RemoteCharacteristic?
     do throws(BluetoothError) {
@@ -35,37 +28,8 @@ extension Peripheral {
       // bluetoothd may keep the stale object beside the new one (Service Changed for the new
       // range only: lab, 2026-12-05), so the one that failed is read last.
       var again: RemoteCharacteristic?
-      do throws(BluetoothError) {
-        return try await readL2CAPPSM(noting: &again, failed: stale.path)
-      } catch  where error.message.contains(Self.invalidHandleText) && !isPairedOrBonded {
-        return try await readL2CAPPSMAfresh()
-      }
+      return try await readL2CAPPSM(noting: &again, failed: stale.path)
     }
-  }
-
-  /// How long ``l2capPSM()`` looks for a forgotten peripheral's advertisement.
-  public static let rediscoveryLimit: Duration = .seconds(10)
-
-  /// Whether bluetoothd holds keys for this peripheral (which forgetting it would drop).
-  private var isPairedOrBonded: Bool {
-    let device = try? objects.proxy(Device1.self, at: identifier.path)
-    return device?[Device1.paired] == true || device?[Device1.bonded] == true
-  }
-
-  /// Forgets the peripheral, finds it again, connects and reads the PSM from a fresh discovery.
-  private func readL2CAPPSMAfresh() async throws(BluetoothError) -> L2CAPPSM? {
-    try await manager.forget(identifier)
-    do throws(BluetoothError) {
-      _ = try await manager.find(.address(identifier.address), timeout: Self.rediscoveryLimit)
-    } catch  where error.code == .timeout {
-      throw BluetoothError(
-        .peripheralNotFound,
-        "\(identifier)'s cached services were stale, so bluetoothd was told to forget it, and "
-          + "it did not advertise again within \(roughSeconds(Self.rediscoveryLimit))")
-    }
-    _ = try await manager.connect(to: identifier)
-    var fresh: RemoteCharacteristic?
-    return try await readL2CAPPSM(noting: &fresh)
   }
 
   /// How bluetoothd words ATT's Invalid Handle (0x01) in a failed read's error message (BlueZ
