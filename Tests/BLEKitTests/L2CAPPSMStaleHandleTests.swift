@@ -91,6 +91,27 @@ import Testing
     #expect(staleReads.load(ordering: .relaxed) == 1)
   }
 
+  /// The stale handle stays the only PSM object across the reconnection (bluetoothd's cache
+  /// matched the peripheral's hash: lab, 2026-12-05, l2cap suite "absent PSM"): the error says
+  /// so and how to clear the cache, and nothing is removed.
+  @Test func aHandleStaleAfterReconnectingIsExplained() async throws {
+    let reads = Atomic(0)
+    try await Self.withPeripheral(
+      reading: { _ in
+        reads.add(1, ordering: .relaxed)
+        throw DBusError.remote(
+          name: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x01")
+      },
+      then: { peripheral in
+        let error = await #expect(throws: BluetoothError.self) {
+          _ = try await peripheral.l2capPSM()
+        }
+        #expect(error?.message.contains("ATT error: 0x01") == true)
+        #expect(error?.message.contains("bluetoothctl remove 00:AA:01:01:00:01") == true)
+      })
+    #expect(reads.load(ordering: .relaxed) == 2)
+  }
+
   @Test func anotherReadErrorIsNotRetried() async throws {
     let reads = Atomic(0)
     try await Self.withPeripheral(

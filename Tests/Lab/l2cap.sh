@@ -18,6 +18,7 @@ BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
 OUT=${LAB_RESULTS:-/tmp}/l2cap
 mkdir -p "$OUT"
 PERIPHERAL=00:AA:01:01:00:01
+HCI0_DEV=/org/bluez/hci0/dev_${PERIPHERAL//:/_}
 # The pipes' outputs go to the guest's tmpfs first (copied to $OUT after): a consumer slower
 # than the channel (9p) makes the kernel queue SDUs, and one run saw an SDU out of order then
 # (docs/l2cap.md).
@@ -96,6 +97,39 @@ exchange() {
   wait "$adv"
   ADV_RC=$?
 }
+
+# --- absent PSM characteristic: a transfer peripheral without --l2cap ---------------------------
+# First, while bluetoothd on hci0 has not yet cached a PSM characteristic of this peripheral:
+# a later case could leave one behind that the peripheral removed just as a central connected
+# (BlueZ 5.66 then keeps it while its cached hash matches; docs/l2cap.md), and the read of it
+# fails with ATT error 0x01 (exit 8) instead of finding no characteristic. That race is
+# bluetoothd's, covered by L2CAPPSMStaleHandleTests; this case checks the absent one.
+"$BLEKIT" advertise -a hci1 -m plain --timeout 60 >"$OUT/absent.adv.out" 2>&1 &
+adv=$!
+sleep 2
+"$BLEKIT" l2cap connect -a hci0 --timeout 30 "$PERIPHERAL" </dev/null >"$OUT/absent.out" \
+  2>"$OUT/absent.err"
+rc=$?
+"$BLEKIT" receive --l2cap -a hci0 --from "$PERIPHERAL" --timeout 30 >"$OUT/absent.recv.out" \
+  2>"$OUT/absent.recv.err"
+rc2=$?
+kill -TERM "$adv" 2>/dev/null
+wait "$adv" 2>/dev/null
+if ((rc == 10 && rc2 == 10)) && grep -q "no L2CAP PSM characteristic" "$OUT/absent.err" \
+  && [[ ! -s $OUT/absent.recv.out ]]; then
+  ok "no PSM characteristic: l2cap connect and receive --l2cap exit 10: $(first_line "$OUT/absent.err")"
+else
+  fail "absent PSM: connect exit $rc ($(first_line "$OUT/absent.err")); receive exit $rc2" \
+    "($(first_line "$OUT/absent.recv.err"))"
+fi
+# The next case wants hci0 to find the peripheral by scanning, as it does when the peripheral is
+# new: bluetoothd forgets it now, instead of 30 s after the link went down (its temporary
+# device timeout).
+wait_for 10 sh -c "! busctl --system get-property org.bluez '$HCI0_DEV' org.bluez.Device1 Connected | grep -q true"
+busctl --system call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o "$HCI0_DEV" \
+  >"$OUT/absent.remove" 2>&1
+forgotten() { ! known; }
+wait_for 10 forgotten
 
 # --- l2cap connect -> listen: 1 MiB, PSM read from the characteristic --------------------------
 # The central's scan first (it finds the listener's advertisement), then the listener.
@@ -179,26 +213,6 @@ if ((rc == 10)) && grep -q "PSM 203" "$OUT/wrong.err" && [[ $(wc -l <"$OUT/wrong
   ok "connect --psm 203 where nothing listens: exit 10: $(first_line "$OUT/wrong.err")"
 else
   fail "wrong PSM: exit $rc: $(first_line "$OUT/wrong.err")"
-fi
-
-# --- absent PSM characteristic: a transfer peripheral without --l2cap ---------------------------
-"$BLEKIT" advertise -a hci1 -m plain --timeout 60 >"$OUT/absent.adv.out" 2>&1 &
-adv=$!
-sleep 2
-"$BLEKIT" l2cap connect -a hci0 --timeout 30 "$PERIPHERAL" </dev/null >"$OUT/absent.out" \
-  2>"$OUT/absent.err"
-rc=$?
-"$BLEKIT" receive --l2cap -a hci0 --from "$PERIPHERAL" --timeout 30 >"$OUT/absent.recv.out" \
-  2>"$OUT/absent.recv.err"
-rc2=$?
-kill -TERM "$adv" 2>/dev/null
-wait "$adv" 2>/dev/null
-if ((rc == 10 && rc2 == 10)) && grep -q "no L2CAP PSM characteristic" "$OUT/absent.err" \
-  && [[ ! -s $OUT/absent.recv.out ]]; then
-  ok "no PSM characteristic: l2cap connect and receive --l2cap exit 10: $(first_line "$OUT/absent.err")"
-else
-  fail "absent PSM: connect exit $rc ($(first_line "$OUT/absent.err")); receive exit $rc2" \
-    "($(first_line "$OUT/absent.recv.err"))"
 fi
 
 # --- the link lost mid-stream: connect exits 7, no hang --------------------------------------

@@ -14,7 +14,10 @@ extension Peripheral {
   /// Changed arrives; if it does not, the link is made anew, and bluetoothd checks its cache
   /// against the peripheral's Database Hash again and discovers afresh. (A BlueZ peripheral
   /// updates its hash 100 ms after its services change: a central that connects within that
-  /// time reads the old hash, keeps its stale cache, and is told nothing.)
+  /// time reads the old hash, keeps its stale cache, and is told nothing.) A read that still
+  /// fails is reported with that explanation: BlueZ 5.66 can keep a service the peripheral
+  /// removed while its cached hash matches, and only removing the device from its cache helps.
+  /// blekit does not do that itself, since it drops a paired device's keys.
   public func l2capPSM() async throws(BluetoothError) -> L2CAPPSM? {
     var stale: RemoteCharacteristic?
     do throws(BluetoothError) {
@@ -28,7 +31,16 @@ extension Peripheral {
       // bluetoothd may keep the stale object beside the new one (Service Changed for the new
       // range only: lab, 2026-12-05), so the one that failed is read last.
       var again: RemoteCharacteristic?
-      return try await readL2CAPPSM(noting: &again, failed: stale.path)
+      do throws(BluetoothError) {
+        return try await readL2CAPPSM(noting: &again, failed: stale.path)
+      } catch  where error.message.contains(Self.invalidHandleText) {
+        throw BluetoothError(
+          error.code,
+          "\(error.message) (again after reconnecting: bluetoothd's cache of \(identifier)'s "
+            + "services is stale and matches its Database Hash; remove the device from the cache, "
+            + "e.g. bluetoothctl remove \(identifier.address), and try again)",
+          bluez: error.bluez)
+      }
     }
   }
 
