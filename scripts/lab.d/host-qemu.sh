@@ -8,6 +8,9 @@
 #   9p hostroot        the host's / (read-only; an overlay makes it writable)
 #   9p results         HOSTDIR, writable, mounted at the same path inside
 #   9p shared          RUN_DIR/shared, writable, the same for both hosts
+# --forward G:H adds a virtio network card on qemu's user network, restricted (no route
+# out), whose forwards take the guest's connections to 10.0.2.100:G to the host's
+# 127.0.0.1:H (a socat per connection).
 # Two-host mode adds the radio bridge, a unix socket joining the two VMs:
 #   host a: virtio port lab.bridge (socat joins it to btvirt's server socket)
 #   host b: virtio console hvc0 (btattach turns it into hci0)
@@ -42,6 +45,13 @@ qemu_command() {
     -chardev "file,id=out,path=$RUN_TMP/out-$host"
     -device virtserialport,bus=vser.0,chardev=out,name=lab.out
   )
+  if ((${#FORWARDS[@]})); then
+    local netdev=user,id=lab,restrict=on forward
+    for forward in "${FORWARDS[@]}"; do
+      netdev+=",guestfwd=tcp:10.0.2.100:${forward%%:*}-cmd:socat - TCP:127.0.0.1:${forward#*:}"
+    done
+    QEMU_CMD+=(-netdev "$netdev" -device virtio-net-pci,netdev=lab)
+  fi
   case $role in
     bridge-server)
       QEMU_CMD+=(
