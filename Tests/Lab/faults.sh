@@ -3,7 +3,7 @@
 # `scan --json` and under `advertise`, and killed (SIGKILL) under `advertise --pairable`, which
 # then gets SIGHUP; the adapter powered off under `advertise`; `receive`
 # interrupted (SIGINT) mid-transfer, which must still call Device1.Disconnect; `advertise`
-# killed mid-transfer; and a soak of 20 receives from one long-running `advertise` whose file
+# killed mid-transfer; and a soak of 12 receives from one long-running `advertise` whose file
 # descriptors, bus match rules and exported objects must not grow; last, the system bus
 # (dbus-daemon) restarted under `advertise`, `scan`, `monitor` and `receive` (issue 17), after
 # the adapters were removed (btvirt, their owner, killed) under the same. Runs inside the lab:
@@ -174,7 +174,7 @@ wait_for 20 discovering || echo "# hci0 not discovering after 20 s"
 power_off_under scan "$scan" hci0 "$OUT/scan-power.err"
 power_on hci0
 
-# --- 3. soak: 20 receives from one long-running advertise ----------------------------------
+# --- 3. soak: 12 receives from one long-running advertise ----------------------------------
 # A scan runs before the advertisement switches on, so that hci0 hears it (the emulator reports
 # an advertiser only when it switches on, docs/lab.md); then every receive names the peer with
 # --from, which connects to the known address without scanning: each disconnect switches the
@@ -202,26 +202,29 @@ matches() {
     grep -oE '"MatchRules" u [0-9]+' | awk '{print $NF}'
 }
 objects() { busctl --system tree "$unique" 2>/dev/null | grep -c '/'; }
+# 12 receives: a leak per receive shows as growth over the 10 after the baseline (the hour-long
+# run with bluetoothd restarts is scripts/soak, outside CI).
+soak_n=12
 soak_ok=0
-for i in $(seq 1 20); do
+for i in $(seq 1 $soak_n); do
   receive "soak-$i" --from "$HCI1_ADDR"
   if ((RC == 0)) && grep -qx soak "$OUT/soak-$i.out"; then soak_ok=$((soak_ok + 1)); fi
   sleep 0.5
   if ((i == 2)); then fd2=$(fds); m2=$(matches); o2=$(objects); fi
 done
 sleep 1
-fd20=$(fds); m20=$(matches); o20=$(objects)
+fdn=$(fds); mn=$(matches); on=$(objects)
 echo "# after receive 2: fds $fd2, match rules ${m2:-n/a}, objects $o2;" \
-  "after receive 20: fds $fd20, match rules ${m20:-n/a}, objects $o20"
-check "soak: 20 of 20 receives got the message ($soak_ok)" "((soak_ok == 20))"
-check "soak: advertise still running after 20 receives" "kill -0 $adv"
-check "soak: advertise's fd count did not grow ($fd2 -> $fd20)" "((fd20 > 0 && fd20 <= fd2))"
-if [[ -n $m2 && -n $m20 ]]; then
-  check "soak: advertise's bus match rules did not grow ($m2 -> $m20)" "((m20 <= m2))"
+  "after receive $soak_n: fds $fdn, match rules ${mn:-n/a}, objects $on"
+check "soak: $soak_n of $soak_n receives got the message ($soak_ok)" "((soak_ok == soak_n))"
+check "soak: advertise still running after $soak_n receives" "kill -0 $adv"
+check "soak: advertise's fd count did not grow ($fd2 -> $fdn)" "((fdn > 0 && fdn <= fd2))"
+if [[ -n $m2 && -n $mn ]]; then
+  check "soak: advertise's bus match rules did not grow ($m2 -> $mn)" "((mn <= m2))"
 else
   echo "# Debug.Stats not available: match rules not counted"
 fi
-check "soak: advertise's exported objects did not grow ($o2 -> $o20)" "((o20 <= o2))"
+check "soak: advertise's exported objects did not grow ($o2 -> $on)" "((on <= o2))"
 stop_pid "$adv"
 check "soak: advertise exits 143 on SIGTERM (exit $STATUS)" "((STATUS == 143))"
 check "soak: nothing left registered" "wait_for 10 instances_are 0"

@@ -127,7 +127,7 @@ test_two_hosts() {
 }
 
 test_timeout() {
-  local dir="$RUN_ROOT/timeout" log="$RUN_ROOT/timeout.out" status limit=45
+  local dir="$RUN_ROOT/timeout" log="$RUN_ROOT/timeout.out" status limit=30
   echo "# boot 3: a command that hangs, --timeout $limit"
   run_lab "$log" status run --controllers 1 --timeout "$limit" --results "$dir" "${EXTRA[@]}" \
     -- sh -c 'echo hanging now; sleep 100000'
