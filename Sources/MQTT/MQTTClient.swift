@@ -312,9 +312,10 @@ public final class MQTTClient: @unchecked Sendable {
   /// Whether libmosquitto's network loop (`mosquitto_loop_forever`, which its thread runs)
   /// returns after a connection ended with `code` instead of reconnecting: libmosquitto 2.0
   /// takes these as final. One of them, a protocol error, is what a client sees when something
-  /// in front of the broker (a proxy, a load balancer, a port forward) accepts the TCP
-  /// connection and closes it because the broker behind is down: the lab's fleet suite,
-  /// 2026-12-05, where both gateways never reconnected after a 3 s broker restart.
+  /// in front of the broker (a proxy, a port forward) accepts the TCP connection and, the
+  /// broker behind being down, answers with bytes that are not MQTT (an error line) and closes:
+  /// the lab's fleet suite, 2026-12-05, where both gateways never reconnected after a 3 s
+  /// broker restart.
   static func endsNetworkThread(_ code: Int32) -> Bool {
     let final: [mosq_err_t] = [
       MOSQ_ERR_NOMEM, MOSQ_ERR_PROTOCOL, MOSQ_ERR_INVAL, MOSQ_ERR_NOT_FOUND, MOSQ_ERR_TLS,
@@ -496,9 +497,12 @@ public final class MQTTClient: @unchecked Sendable {
       return state.closing
     }
     guard !already else { return }
-    _ = mosquitto_disconnect(handle)
-    // After any restart in progress (a later one sees `closing` and does nothing).
-    networkThread.withLock { _ in _ = mosquitto_loop_stop(handle, false) }
+    // After any restart in progress, so that the disconnect reaches the connection the stop
+    // waits for (a later restart sees `closing` and does nothing).
+    networkThread.withLock { _ in
+      _ = mosquitto_disconnect(handle)
+      _ = mosquitto_loop_stop(handle, false)
+    }
     state.withLock { $0.connected = false }
     eventContinuation.finish()
     messageContinuation.finish()

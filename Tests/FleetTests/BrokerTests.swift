@@ -4,6 +4,7 @@
 import Fleet
 import Foundation
 import MQTT
+import Synchronization
 import Testing
 
 @Suite struct BrokerTests {
@@ -142,23 +143,24 @@ import Testing
       broker: try BrokerURL("mqtt://127.0.0.1:\(forward.port)"))
     configuration.clientID = "behind-a-forward"
     let client = try await MQTTClient.connect(configuration)
-    let reasons = Task {
-      var seen: [String] = []
+    let reasons = Mutex<[String]>([])
+    let watcher = Task {
       for await event in client.events {
-        if case .disconnected(let reason) = event { seen.append(reason) }
+        if case .disconnected(let reason) = event { reasons.withLock { $0.append(reason) } }
       }
-      return seen
     }
     broker.stop()
-    #expect(await eventually { !client.isConnected })
-    // libmosquitto tries again after 1 s: the forward accepts and closes.
-    try await Task.sleep(for: .seconds(3))
+    // libmosquitto tries again after 1 s: the forward accepts, answers with an error line
+    // and closes. The broker comes back only after the client has seen that.
+    let protocolError = await eventually(20) {
+      reasons.withLock { $0.contains { $0.contains("protocol error") } }
+    }
+    #expect(protocolError, "reasons: \(reasons.withLock { $0 })")
     try broker.start()
     #expect(await eventually(20) { client.isConnected })
     #expect(client.statistics.reconnections >= 1)
     await client.close(grace: .zero)
-    let seen = await reasons.value
-    #expect(seen.contains { $0.contains("protocol error") }, "reasons: \(seen)")
+    watcher.cancel()
   }
 
   @Test func brokerRestartLosesOnlyCountedDrops() async throws {

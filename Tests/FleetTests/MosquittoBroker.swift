@@ -177,7 +177,8 @@ final class MosquittoBroker: @unchecked Sendable {
     }
   }
 
-  private static func accepts(port: Int) -> Bool {
+  /// Whether something accepts TCP connections on the loopback port.
+  static func accepts(port: Int) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     guard fd >= 0 else { return false }
     defer { close(fd) }

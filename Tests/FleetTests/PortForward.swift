@@ -1,50 +1,62 @@
-// A TCP port forward in front of a test broker, made as qemu's guestfwd `cmd:` makes one: a
-// process per connection that is accepted first and then connects onwards, and whose error
-// text goes to the client when the broker is down.
+// A TCP port forward in front of a test broker, that behaves as the lab's forward (qemu's
+// guestfwd running socat) does when the broker is down: it accepts the connection, answers
+// with socat's kind of error line and closes. libmosquitto reads that line's first bytes
+// ("2026/...") as a PUBLISH before any CONNACK: a protocol error.
 
 import Foundation
 
-/// `socat` listening on a free loopback port and forwarding each connection to `target` through
-/// a second socat. While nothing listens at the target, a connection is accepted, gets that
-/// socat's error line ("... E connect(...): Connection refused"), which is not MQTT, and is
-/// closed.
+/// A forward (a small Python server) on a free loopback port: each connection is relayed to
+/// `target`; while nothing listens there, the client gets an error line
+/// ("2026/12/05 03:25:39 forward E connect(127.0.0.1:PORT): Connection refused") and the
+/// connection is closed.
 final class PortForward: @unchecked Sendable {
   let port: Int
   private let process = Process()
 
+  /// The forward: one thread per direction per connection.
+  private static let program = """
+    import socket, sys, threading, time
+    listener = socket.create_server(("127.0.0.1", int(sys.argv[1])), reuse_port=False)
+    target = ("127.0.0.1", int(sys.argv[2]))
+    def pump(source, sink):
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for s in (source, sink):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+    while True:
+        client, _ = listener.accept()
+        try:
+            server = socket.create_connection(target)
+        except OSError as error:
+            stamp = time.strftime("%Y/%m/%d %H:%M:%S")
+            line = f"{stamp} forward E connect({target[0]}:{target[1]}): {error.strerror}\\n"
+            client.sendall(line.encode())
+            client.close()
+            continue
+        threading.Thread(target=pump, args=(client, server), daemon=True).start()
+        threading.Thread(target=pump, args=(server, client), daemon=True).start()
+    """
+
   init(to target: Int) throws {
     port = try MosquittoBroker.freePort()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/socat")
-    process.arguments = [
-      "TCP-LISTEN:\(port),bind=127.0.0.1,reuseaddr,fork",
-      "EXEC:socat - TCP\\:127.0.0.1\\:\(target),stderr",
-    ]
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+    process.arguments = ["-c", Self.program, String(port), String(target)]
     process.standardError = FileHandle.nullDevice
     try process.run()
     // Listening within 5 s, or the test fails here.
     for _ in 0..<250 {
-      if Self.accepts(port) { return }
+      if MosquittoBroker.accepts(port: port) { return }
       usleep(20_000)
     }
     stop()
-    throw CocoaError(
-      .fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "socat did not listen"])
-  }
-
-  /// Whether something accepts TCP connections on the loopback port.
-  private static func accepts(_ port: Int) -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = in_port_t(UInt16(port).bigEndian)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    return withUnsafePointer(to: &address) {
-      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-        connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-      }
-    }
+    throw MosquittoBroker.BrokerError(
+      message: "the forward did not listen on port \(port) within 5 s")
   }
 
   /// SIGKILL: the test process blocks SIGTERM in its threads, and its children inherit that.
