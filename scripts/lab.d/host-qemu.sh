@@ -48,7 +48,7 @@ qemu_command() {
   if ((${#FORWARDS[@]})); then
     local netdev=user,id=lab,restrict=on forward
     for forward in "${FORWARDS[@]}"; do
-      netdev+=",guestfwd=tcp:10.0.2.100:${forward%%:*}-cmd:socat - TCP:127.0.0.1:${forward#*:}"
+      netdev+=",guestfwd=tcp:$FORWARD_ADDRESS:${forward%%:*}-cmd:socat - TCP:127.0.0.1:${forward#*:}"
     done
     QEMU_CMD+=(-netdev "$netdev" -device virtio-net-pci,netdev=lab)
   fi
