@@ -2,6 +2,7 @@
 
 import ArgumentParsing
 import BLEKit
+import Glibc
 import Synchronization
 
 /// Finds a peripheral advertising the transfer service, receives its message, prints it.
@@ -119,6 +120,8 @@ struct ReceiveCommand: ParsableCommand {
       var options = TransferCentral.Options(
         reply: reply, connectTimeout: timeout, acceptUnordered: acceptUnordered)
       options.progress = { bytes in progress.update(bytes, of: nil) }
+      let cpuAtSubscription = Mutex(Duration.zero)
+      options.subscribed = { cpuAtSubscription.withLock { $0 = Self.processorTime() } }
       options.warning = { text in
         // Once per run, even with --count.
         if warned.withLock({ seen in
@@ -150,7 +153,8 @@ struct ReceiveCommand: ParsableCommand {
       }
       progress.finish()
       if json {
-        try StandardOutput.write(Array((JSON.text(Self.json(received)) + "\n").utf8))
+        let cpu = Self.processorTime() - cpuAtSubscription.withLock { $0 }
+        try StandardOutput.write(Array((JSON.text(Self.json(received, cpu: cpu)) + "\n").utf8))
       } else if nul {
         guard !received.bytes.contains(0) else {
           throw CLIError(
@@ -168,8 +172,10 @@ struct ReceiveCommand: ParsableCommand {
   }
 
   /// One message as a JSON object. `message` is the text when the bytes are UTF-8
-  /// (`"encoding":"utf-8"`), else their base64 (`"encoding":"base64"`).
-  static func json(_ received: TransferCentral.Received) -> JSON.Value {
+  /// (`"encoding":"utf-8"`), else their base64 (`"encoding":"base64"`). `cpuSeconds` is the
+  /// process's CPU time (user and system, all threads) from the subscription until the receive
+  /// returned: the transfer's span (`seconds`) plus the reply and the unsubscribing.
+  static func json(_ received: TransferCentral.Received, cpu: Duration) -> JSON.Value {
     let text = received.text
     return .object([
       ("message", .string(text ?? Base64.encode(received.bytes))),
@@ -185,9 +191,17 @@ struct ReceiveCommand: ParsableCommand {
         "bytesPerSecond",
         .number(Double(received.byteCount) / max(seconds(received.duration), 0.001))
       ),
+      ("cpuSeconds", .number(seconds(cpu))),
       ("framesOutOfOrder", .int(received.framesOutOfOrder)),
       ("socketBacklogPeak", received.socketBacklogPeak.map { .int($0) } ?? .null),
     ])
+  }
+
+  /// The CPU time this process has used so far, all threads.
+  static func processorTime() -> Duration {
+    var now = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
+    return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
   }
 
   static func describe(_ method: NotificationMethod) -> String {

@@ -63,6 +63,10 @@ public struct TransferCentral: Sendable {
     /// wrong; ``Received/order`` says so). Off by default: such a receive throws
     /// ``TransferError/orderNotGuaranteed(_:)`` before subscribing.
     public var acceptUnordered: Bool
+    /// Called once the subscription is in place, before the first value is read:
+    /// ``Received/duration`` is measured from this moment. A receive that connects again after
+    /// a failed setup calls it once per subscription.
+    public var subscribed: (@Sendable () -> Void)?
 
     public init(
       reply: String? = nil, connectTimeout: Duration = .seconds(30),
@@ -264,6 +268,7 @@ public struct TransferCentral: Sendable {
 
     let notifications = try await peripheral.notifications(for: source)
     onSubscribed()
+    options.subscribed?()
     let start = ContinuousClock.now
     let outcome: (bytes: [UInt8], outOfOrder: Int)
     do {
