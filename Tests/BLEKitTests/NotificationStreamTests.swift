@@ -138,11 +138,38 @@ import Testing
   @Test func stopClosesTheSocket() async throws {
     let (reader, sender) = try Self.socketPair()
     defer { close(sender) }
+    let socket = Self.inode(of: reader)
     let stream = Self.stream(reading: reader)
     await stream.stop()
     _ = fcntl(sender, F_SETFL, fcntl(sender, F_GETFL) | O_NONBLOCK)
     var byte: UInt8 = 0
-    // The reader's end closed: the sender's end reads end-of-file.
+    // The reader's end shut down: the sender's end reads end-of-file.
     #expect(await eventually { read(sender, &byte, 1) == 0 })
+    // And closed, not only shut down: its number no longer names that socket.
+    #expect(await eventually { Self.inode(of: reader) != socket })
+  }
+
+  @Test func valuesThatComeOneAtATimeArriveEachInTurnThenTheEnd() async throws {
+    // A slow link: each value alone in the socket, the reader waiting in between.
+    let (reader, sender) = try Self.socketPair()
+    let socket = Self.inode(of: reader)
+    let count = 40
+    Thread {
+      for index in 0..<count {
+        _ = Self.sendValues(index..<(index + 1), to: sender, waiting: true)
+        usleep(2_000)
+      }
+      close(sender)
+    }.start()
+    let drained = await Self.drain(Self.stream(reading: reader))
+    #expect(drained.values == (0..<count).map(Self.value))
+    #expect(drained.error?.code == .disconnected)
+    #expect(await eventually { Self.inode(of: reader) != socket })
+  }
+
+  /// The inode of what `fd` names, or nil when it names nothing (closed).
+  static func inode(of fd: Int32) -> UInt? {
+    var status = stat()
+    return fstat(fd, &status) == 0 ? UInt(status.st_ino) : nil
   }
 }

@@ -1,5 +1,5 @@
-// NotificationSocket: reads AcquireNotify's SOCK_SEQPACKET fd, one notification per read(), and
-// hands over what one burst of reads brought as one batch.
+// NotificationSocket: reads AcquireNotify's SOCK_SEQPACKET fd on a thread of its own, one
+// notification per read(), and hands over what one burst of reads brought as one batch.
 import Dispatch
 import Synchronization
 
@@ -13,8 +13,17 @@ import Synchronization
 ///
 /// Each `read(2)` on the SOCK_SEQPACKET socket yields exactly one notification value; the
 /// buffer is as large as the MTU (at least 512 bytes, the longest attribute value), so no
-/// value is truncated. Reading happens on a private serial queue driven by a DispatchSource;
-/// the fd is closed (which unsubscribes in bluetoothd) when the reader is cancelled.
+/// value is truncated. A thread of the reader's own waits in `poll(2)` until the socket is
+/// readable and then reads on a private serial queue, entered with `queue.sync` (which runs the
+/// block on that same thread when the queue is idle). The fd is closed (which unsubscribes in
+/// bluetoothd) when the reader has ended or is cancelled.
+///
+/// Why a thread and not a Dispatch read source: on a link that brings one value at a time (a
+/// radio sends a few per connection event), a source wakes Dispatch's manager thread, then a
+/// worker thread to read, then the manager again to re-arm the descriptor, before the consumer
+/// is woken: four thread wake-ups per value, measured with `strace -f -c` (futex and
+/// epoll calls per value) under `scripts/bench-receive --interval 20`. This thread is woken by
+/// the kernel and reads at once, and the consumer's task is the only other wake-up.
 ///
 /// Each wake-up reads until the socket is empty and hands the values over in order, in batches
 /// of at most `batchLimit` (one `onValues` call per batch, not per value: the consumer's cost
@@ -23,18 +32,18 @@ import Synchronization
 /// whether bluetoothd may have dropped a value, and a ``KernelATTQueueWatch`` samples the
 /// kernel's ATT queues, which tells whether the kernel may have (``lossCheck(within:)``).
 ///
-/// `@unchecked Sendable`: this is the one owner of the fd. Its stored properties are constants;
-/// the DispatchSource (not marked Sendable by Dispatch) is only resumed in `init` and cancelled
-/// on `queue`, and the mutable state (`ended`, `backlog`, `attQueue`) is behind Mutexes.
-final class NotificationSocket: @unchecked Sendable {
+/// Ending: the first end (EOF, a read error, ``finish(after:)`` or ``cancel()``) sets `ended`
+/// and shuts the socket down in one block on `queue`, which wakes the thread from `poll`; the
+/// thread learns of the end inside `queue.sync`, after that block, and only then closes the
+/// fd: no `shutdown` can reach the fd's number after it was closed (and perhaps reused).
+final class NotificationSocket: Sendable {
   private let fd: Int32
   private let bufferSize: Int
   private let queue = DispatchQueue(label: "blekit.notification-socket")
-  private let source: any DispatchSourceRead
   private let onValues: @Sendable ([[UInt8]]) -> Void
   private let onEnd: @Sendable ((any Error)?) -> Void
-  /// Set once the reader has ended (EOF, error or cancel); read and written on `queue` only,
-  /// kept in a Mutex so the compiler can check it.
+  /// Set once the reader has ended (EOF, error or cancel); written on `queue` only, together
+  /// with the socket's shutdown.
   private let ended = Mutex(false)
   /// The backlog meter; used on `queue` only (in a Mutex so the compiler can check it).
   private let backlog = Mutex(NotificationBacklog())
@@ -45,7 +54,8 @@ final class NotificationSocket: @unchecked Sendable {
   /// consumer can start on it while the rest is read.
   static let batchLimit = 256
 
-  /// Starts reading `fd` (whose ownership passes to the reader).
+  /// Starts reading `fd` (whose ownership passes to the reader). When no thread can be
+  /// started, the reader ends at once with an error (and closes `fd`).
   init(
     fd: Int32, mtu: Int, attQueue: KernelATTQueueWatch = KernelATTQueueWatch(),
     onValues: @escaping @Sendable ([[UInt8]]) -> Void,
@@ -58,17 +68,53 @@ final class NotificationSocket: @unchecked Sendable {
     self.onEnd = onEnd
     let flags = fcntl(fd, F_GETFL)
     _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
-    source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-    source.setEventHandler { [weak self] in self?.drain(thenEndWith: nil) }
-    source.setCancelHandler { close(fd) }
-    source.resume()
+    var thread = pthread_t()
+    let context = Unmanaged.passRetained(self).toOpaque()
+    let started = pthread_create(
+      &thread, nil,
+      { context in
+        Unmanaged<NotificationSocket>.fromOpaque(context!).takeRetainedValue().waitAndRead()
+        return nil
+      }, context)
+    if started == 0 {
+      pthread_detach(thread)
+    } else {
+      Unmanaged<NotificationSocket>.fromOpaque(context).release()
+      queue.async {
+        self.end(
+          BluetoothError(
+            .system, "no thread to read notifications: \(String(cString: strerror(started)))"))
+        close(fd)
+      }
+    }
   }
 
   /// Stops reading and closes the fd, without reporting an end.
   func cancel() {
     queue.async {
-      self.ended.withLock { $0 = true }
-      self.source.cancel()
+      let first = self.ended.withLock { ended in
+        defer { ended = true }
+        return !ended
+      }
+      if first { shutdown(self.fd, Int32(SHUT_RDWR)) }
+    }
+  }
+
+  /// The reader's thread: waits until the socket is readable (or shut down), reads what is
+  /// there on `queue`, and closes the fd once the reader has ended.
+  private func waitAndRead() {
+    defer { close(fd) }
+    while true {
+      var wanted = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+      let ready = poll(&wanted, 1, -1)
+      if ready < 0 && errno == EINTR { continue }
+      let over: Bool = queue.sync {
+        drain(thenEndWith: nil)
+        return ended.withLock { $0 }
+      }
+      if over { return }
+      // poll failed, or said ready while a read found nothing: don't spin.
+      if ready < 0 || wanted.revents & Int16(POLLIN) == 0 { usleep(10_000) }
     }
   }
 
@@ -170,9 +216,11 @@ final class NotificationSocket: @unchecked Sendable {
     if !batch.isEmpty { onValues(batch) }
   }
 
+  /// Ends the reader (on `queue`, once: `drain` returns early after an end) and wakes its
+  /// thread, which then closes the fd.
   private func end(_ error: (any Error)?) {
     ended.withLock { $0 = true }
-    source.cancel()
+    shutdown(fd, Int32(SHUT_RDWR))
     onEnd(error)
   }
 }
