@@ -11,8 +11,10 @@ subscribing work:
   AcquireNotify: a SOCK_SEQPACKET socket pair, one datagram per value (bluetoothd's way);
   StartNotify: one PropertiesChanged(Value) signal per value.
 Every subscription gets the whole message. Prints "ready" when the bus name is owned, and one
-line per subscription on stderr; with MESSAGE_OUT=FILE it writes the message there first. Nothing here is timed: a central's instructions per KiB are
-what scripts/bench-receive measures."""
+line per subscription on stderr; with MESSAGE_OUT=FILE it writes the message there first.
+With INTERVAL_MS=N it sends one value every N milliseconds (a slow link, where each value
+reaches the central on its own) instead of as fast as the central reads. Nothing here is
+timed: a central's instructions per KiB are what scripts/bench-receive measures."""
 import asyncio
 import fcntl
 import os
@@ -38,6 +40,7 @@ SERVICE_UUID = "e20a39f4-73f5-4bc4-a12f-17d1ad07a961"
 PLAIN_UUID = "08590f7e-db05-467e-8757-72f6faeb13d4"
 MTU = 247
 OUTQ_LIMIT = 40_000  # bytes of kernel memory (about 31 values of 244 bytes)
+INTERVAL = float(os.environ.get("INTERVAL_MS", "0")) / 1000
 
 
 def outq(sock):
@@ -180,6 +183,8 @@ class Peer:
                     while outq(ours) > OUTQ_LIMIT:
                         time.sleep(0.001)
                     ours.send(value)
+                    if INTERVAL:
+                        time.sleep(INTERVAL)
             except OSError:
                 pass  # the central closed its end (it unsubscribed)
 
@@ -198,7 +203,7 @@ class Peer:
                 return
             self.changed(CHARACTERISTIC, "org.bluez.GattCharacteristic1",
                          {"Value": Variant("ay", value)})
-            await asyncio.sleep(0)
+            await asyncio.sleep(INTERVAL)
         print("fake_peer: StartNotify, %d values" % len(self.values), file=sys.stderr, flush=True)
 
     async def advertise(self):

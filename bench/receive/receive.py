@@ -14,8 +14,15 @@ Each central's output is checked against the message. The same runs without valg
 CPU time (user + system of the central's processes) per KiB, for comparison only: it moves
 with the machine's load.
 
+By default the stand-in writes as fast as the central reads (at most ~31 values unread), so a
+central that wakes up finds several values waiting. --interval MS sends one value every MS
+milliseconds instead: each value then reaches the central alone, as on a slow radio link (a
+few values per connection event), and every value pays the central's whole wake-up path.
+Pick MS well above a value's cost under valgrind (bleak: ~100,000 instructions, a few ms
+under callgrind) and sizes small enough for the time it takes.
+
 Usage: receive.py --blekit PATH --floor PATH --shim PATH --pylib DIR --work DIR
-                  [--small BYTES] [--large BYTES] [--centrals a,b,...]"""
+                  [--small BYTES] [--large BYTES] [--centrals a,b,...] [--interval MS]"""
 import argparse
 import json
 import os
@@ -63,7 +70,8 @@ class Bench:
     def start_fake(self, size):
         self.stop_fake()
         self.expected = os.path.join(self.work, "message-%d" % size)
-        env = dict(self.env, MESSAGE_BYTES=str(size), MESSAGE_OUT=self.expected)
+        env = dict(self.env, MESSAGE_BYTES=str(size), MESSAGE_OUT=self.expected,
+                   INTERVAL_MS=str(self.args.interval))
         self.fake = subprocess.Popen([sys.executable, os.path.join(HERE, "fake_peer.py")],
                                      env=env, stdout=subprocess.PIPE, text=True,
                                      stderr=open(os.path.join(self.work, "fake.log"), "a"))
@@ -139,6 +147,8 @@ def main():
     parser.add_argument("--small", type=int, default=64 << 10)
     parser.add_argument("--large", type=int, default=1 << 20)
     parser.add_argument("--centrals", default="floor,blekit,bleak-acquire,bleak")
+    parser.add_argument("--interval", type=float, default=0,
+                        help="milliseconds between values (default 0: as fast as read)")
     args = parser.parse_args()
     names = args.centrals.split(",")
     commands = centrals(args)
@@ -160,15 +170,19 @@ def main():
            for name in names}
     cpu = {name: (results[name][args.large][1] - results[name][args.small][1]) / kib * 1e6
            for name in names}
+    pace = ("one value every %g ms" % args.interval if args.interval
+            else "values as fast as the central reads")
     print("instructions per received KiB (callgrind: %d-byte message minus %d-byte message,"
-          " 244-byte values)" % (args.large, args.small))
-    print("%-14s %14s %14s %14s %14s %12s" % ("central", "instr/KiB", "x floor", "x bleak-acq",
-                                             "x bleak", "CPU us/KiB"))
+          " 244-byte values, %s)" % (args.large, args.small, pace))
+    print("%-14s %14s %14s %14s %14s %12s %12s" % ("central", "instr/KiB", "x floor",
+                                                  "x bleak-acq", "x bleak", "CPU us/KiB",
+                                                  "instr/value"))
     for name in names:
         def ratio(other):
             return "%.3fx" % (per[name] / per[other]) if other in per and per[other] else "-"
-        print("%-14s %14.0f %14s %14s %14s %12.1f" % (
-            name, per[name], ratio("floor"), ratio("bleak-acquire"), ratio("bleak"), cpu[name]))
+        print("%-14s %14.0f %14s %14s %14s %12.1f %12.0f" % (
+            name, per[name], ratio("floor"), ratio("bleak-acquire"), ratio("bleak"), cpu[name],
+            per[name] * 244 / 1024))
     print("totals (instructions, native CPU s, native wall s) per message size:")
     for name in names:
         print("  %-14s %s" % (name, "  ".join(
