@@ -282,44 +282,32 @@ case $host in
     wait_file "$shared/b-addresses" 120 || { echo "a: host b never said its address"; exit 0; }
     peripheral=$(sed -n 's/.*hci0=\([0-9A-F:]*\).*/\1/p' "$shared/b-addresses")
     echo "a: central $central (hci0), peripheral $peripheral (host b's hci0)"
+    # One case against host b's listener: CASE K CHUNK LABEL [--att]; advances psm.
+    remote_case() {
+      local case=$1 k=$2 chunk=$3 label=$4
+      shift 4
+      if ! wait_file "$shared/ceiling-$case.listening" 120; then
+        echo "ceiling ${label}k=$k chunk=$chunk send failed: host b did not listen within 120 s"
+        return
+      fi
+      send "$case" "$psm" "$k" "$chunk" "$central" "$peripheral" "$@"
+      echo "ceiling ${label}k=$k chunk=$chunk send $sent"
+      if wait_file "$shared/ceiling-$case.listen" 150; then
+        echo "ceiling ${label}k=$k chunk=$chunk listen $(cat "$shared/ceiling-$case.listen")"
+      else
+        echo "ceiling ${label}k=$k chunk=$chunk listen failed: host b reported nothing within 150 s"
+      fi
+      drop_link 0 "$peripheral"
+      psm=$((psm + 2))
+    }
     psm=129
     for k in "${ks[@]}"; do
-      for chunk in "${chunks[@]}"; do
-        case=$k-$chunk
-        if ! wait_file "$shared/ceiling-$case.listening" 120; then
-          echo "ceiling k=$k chunk=$chunk send failed: host b did not listen within 120 s"
-          continue
-        fi
-        send "$case" "$psm" "$k" "$chunk" "$central" "$peripheral"
-        echo "ceiling k=$k chunk=$chunk send $sent"
-        if wait_file "$shared/ceiling-$case.listen" 150; then
-          echo "ceiling k=$k chunk=$chunk listen $(cat "$shared/ceiling-$case.listen")"
-        else
-          echo "ceiling k=$k chunk=$chunk listen failed: host b reported nothing within 150 s"
-        fi
-        drop_link 0 "$peripheral"
-        psm=$((psm + 2))
-      done
+      for chunk in "${chunks[@]}"; do remote_case "$k-$chunk" "$k" "$chunk" ""; done
     done
     if ((att)); then
       without_bluetoothd 0
       for k in "${ks[@]}"; do
-        for chunk in "${chunks[@]}"; do
-          case=att-$k-$chunk
-          if ! wait_file "$shared/ceiling-$case.listening" 120; then
-            echo "ceiling att k=$k chunk=$chunk send failed: host b did not listen within 120 s"
-            continue
-          fi
-          send "$case" "$psm" "$k" "$chunk" "$central" "$peripheral" --att
-          echo "ceiling att k=$k chunk=$chunk send $sent"
-          if wait_file "$shared/ceiling-$case.listen" 150; then
-            echo "ceiling att k=$k chunk=$chunk listen $(cat "$shared/ceiling-$case.listen")"
-          else
-            echo "ceiling att k=$k chunk=$chunk listen failed: host b reported nothing within 150 s"
-          fi
-          drop_link 0 "$peripheral"
-          psm=$((psm + 2))
-        done
+        for chunk in "${chunks[@]}"; do remote_case "att-$k-$chunk" "$k" "$chunk" "att " --att; done
       done
       with_bluetoothd
     fi
@@ -346,35 +334,29 @@ case $host in
     mgmt --index 0 connectable on
     mgmt --index 0 advertising on
     echo "${LAB_ADDRESSES:-hci0=$peripheral}" | put_file "$shared/b-addresses"
+    # One case for host a's sender: CASE K CHUNK LABEL [--att]; advances psm.
+    listen_case() {
+      local case=$1 k=$2 chunk=$3 label=$4
+      shift 4
+      start_listener "$case" "$psm" "$k" "$peripheral" "$@"
+      : >"$shared/ceiling-$case.listening"
+      wait "$listener"
+      outcome $? "/tmp/listen-$case" "/tmp/listen-$case.err" |
+        put_file "$shared/ceiling-$case.listen"
+      echo "b: case ${label}k=$k chunk=$chunk listened:" \
+        "$(cut -c1-120 "$shared/ceiling-$case.listen")"
+      psm=$((psm + 2))
+    }
     psm=129
     for k in "${ks[@]}"; do
-      for chunk in "${chunks[@]}"; do
-        case=$k-$chunk
-        start_listener "$case" "$psm" "$k" "$peripheral"
-        : >"$shared/ceiling-$case.listening"
-        wait "$listener"
-        outcome $? "/tmp/listen-$case" "/tmp/listen-$case.err" |
-          put_file "$shared/ceiling-$case.listen"
-        echo "b: case k=$k chunk=$chunk listened: $(cut -c1-120 "$shared/ceiling-$case.listen")"
-        psm=$((psm + 2))
-      done
+      for chunk in "${chunks[@]}"; do listen_case "$k-$chunk" "$k" "$chunk" ""; done
     done
     if ((att)); then
       without_bluetoothd 0
       mgmt --index 0 connectable on
       mgmt --index 0 advertising on
       for k in "${ks[@]}"; do
-        for chunk in "${chunks[@]}"; do
-          case=att-$k-$chunk
-          start_listener "$case" "$psm" "$k" "$peripheral" --att
-          : >"$shared/ceiling-$case.listening"
-          wait "$listener"
-          outcome $? "/tmp/listen-$case" "/tmp/listen-$case.err" |
-            put_file "$shared/ceiling-$case.listen"
-          echo "b: case att k=$k chunk=$chunk listened:" \
-            "$(cut -c1-120 "$shared/ceiling-$case.listen")"
-          psm=$((psm + 2))
-        done
+        for chunk in "${chunks[@]}"; do listen_case "att-$k-$chunk" "$k" "$chunk" "att " --att; done
       done
       mgmt --index 0 advertising off
       with_bluetoothd
