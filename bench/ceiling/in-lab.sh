@@ -219,43 +219,46 @@ echo "in-lab: host $host, addresses ${LAB_ADDRESSES:-?}, channels config ${LAB_C
   "bytes $bytes, mtu ${mtu/#0/kernel default}, K ${ks[*]}, chunks ${chunks[*]}, settle $settle s," \
   "ATT-channel cases $( ((att)) && echo yes || echo no)"
 
+# each_case FUNC [--att]: runs FUNC CASE K CHUNK LABEL [--att] for every K and chunk size, each
+# case on a PSM of its own (psm, advanced here); with --att the cases are named att-K-CHUNK and
+# their lines say "ceiling att k=...".
+each_case() {
+  local fn=$1 k chunk prefix="" label=""
+  shift
+  if [[ ${1-} == --att ]]; then prefix=att- label="att "; fi
+  for k in "${ks[@]}"; do
+    for chunk in "${chunks[@]}"; do
+      "$fn" "$prefix$k-$chunk" "$k" "$chunk" "$label" "$@"
+      psm=$((psm + 2))
+    done
+  done
+}
+
 case $host in
   single)
     central=$(address_of hci0 || echo 00:AA:01:00:00:00)
     peripheral=$(address_of hci1 || echo 00:AA:01:01:00:01)
     mgmt --index 1 connectable on
     mgmt --index 1 advertising on
+    # One case, both ends in this host: CASE K CHUNK LABEL [--att].
+    local_case() {
+      local case=$1 k=$2 chunk=$3 label=$4 heard
+      shift 4
+      start_listener "$case" "$psm" "$k" "$peripheral" "$@"
+      send "$case" "$psm" "$k" "$chunk" "$central" "$peripheral" "$@"
+      wait "$listener"
+      heard=$(outcome $? "/tmp/listen-$case" "/tmp/listen-$case.err")
+      echo "ceiling ${label}k=$k chunk=$chunk send $sent"
+      echo "ceiling ${label}k=$k chunk=$chunk listen $heard"
+      drop_link 0 "$peripheral"
+    }
     psm=129
-    for k in "${ks[@]}"; do
-      for chunk in "${chunks[@]}"; do
-        case=$k-$chunk
-        start_listener "$case" "$psm" "$k" "$peripheral"
-        send "$case" "$psm" "$k" "$chunk" "$central" "$peripheral"
-        wait "$listener"
-        heard=$(outcome $? "/tmp/listen-$case" "/tmp/listen-$case.err")
-        echo "ceiling k=$k chunk=$chunk send $sent"
-        echo "ceiling k=$k chunk=$chunk listen $heard"
-        drop_link 0 "$peripheral"
-        psm=$((psm + 2))
-      done
-    done
+    each_case local_case
     if ((att)); then
       without_bluetoothd 0 1
       mgmt --index 1 connectable on
       mgmt --index 1 advertising on
-      for k in "${ks[@]}"; do
-        for chunk in "${chunks[@]}"; do
-          case=att-$k-$chunk
-          start_listener "$case" "$psm" "$k" "$peripheral" --att
-          send "$case" "$psm" "$k" "$chunk" "$central" "$peripheral" --att
-          wait "$listener"
-          heard=$(outcome $? "/tmp/listen-$case" "/tmp/listen-$case.err")
-          echo "ceiling att k=$k chunk=$chunk send $sent"
-          echo "ceiling att k=$k chunk=$chunk listen $heard"
-          drop_link 0 "$peripheral"
-          psm=$((psm + 2))
-        done
-      done
+      each_case local_case --att
       mgmt --index 1 advertising off
       with_bluetoothd
     fi
@@ -282,7 +285,7 @@ case $host in
     wait_file "$shared/b-addresses" 120 || { echo "a: host b never said its address"; exit 0; }
     peripheral=$(sed -n 's/.*hci0=\([0-9A-F:]*\).*/\1/p' "$shared/b-addresses")
     echo "a: central $central (hci0), peripheral $peripheral (host b's hci0)"
-    # One case against host b's listener: CASE K CHUNK LABEL [--att]; advances psm.
+    # One case against host b's listener: CASE K CHUNK LABEL [--att].
     remote_case() {
       local case=$1 k=$2 chunk=$3 label=$4
       shift 4
@@ -298,17 +301,12 @@ case $host in
         echo "ceiling ${label}k=$k chunk=$chunk listen failed: host b reported nothing within 150 s"
       fi
       drop_link 0 "$peripheral"
-      psm=$((psm + 2))
     }
     psm=129
-    for k in "${ks[@]}"; do
-      for chunk in "${chunks[@]}"; do remote_case "$k-$chunk" "$k" "$chunk" ""; done
-    done
+    each_case remote_case
     if ((att)); then
       without_bluetoothd 0
-      for k in "${ks[@]}"; do
-        for chunk in "${chunks[@]}"; do remote_case "att-$k-$chunk" "$k" "$chunk" "att " --att; done
-      done
+      each_case remote_case --att
       with_bluetoothd
     fi
     : >"$shared/ceiling-done"
@@ -334,7 +332,7 @@ case $host in
     mgmt --index 0 connectable on
     mgmt --index 0 advertising on
     echo "${LAB_ADDRESSES:-hci0=$peripheral}" | put_file "$shared/b-addresses"
-    # One case for host a's sender: CASE K CHUNK LABEL [--att]; advances psm.
+    # One case for host a's sender: CASE K CHUNK LABEL [--att].
     listen_case() {
       local case=$1 k=$2 chunk=$3 label=$4
       shift 4
@@ -345,19 +343,14 @@ case $host in
         put_file "$shared/ceiling-$case.listen"
       echo "b: case ${label}k=$k chunk=$chunk listened:" \
         "$(cut -c1-120 "$shared/ceiling-$case.listen")"
-      psm=$((psm + 2))
     }
     psm=129
-    for k in "${ks[@]}"; do
-      for chunk in "${chunks[@]}"; do listen_case "$k-$chunk" "$k" "$chunk" ""; done
-    done
+    each_case listen_case
     if ((att)); then
       without_bluetoothd 0
       mgmt --index 0 connectable on
       mgmt --index 0 advertising on
-      for k in "${ks[@]}"; do
-        for chunk in "${chunks[@]}"; do listen_case "att-$k-$chunk" "$k" "$chunk" "att " --att; done
-      done
+      each_case listen_case --att
       mgmt --index 0 advertising off
       with_bluetoothd
     fi
