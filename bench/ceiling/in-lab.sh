@@ -16,12 +16,14 @@
 # hosts) and started again before the GATT trials; the controllers are powered on with btmgmt
 # meanwhile, as bluetoothd powers them off when it stops.
 # With BLEKIT set (a blekit binary the guest sees), GATT_TRIALS (default 3) transfers of the
-# same size follow in the same boot: `blekit advertise --file MSG --once` on the listener's
-# controller to `blekit receive --json` on the central's, the central's scan started first (the
+# same size follow in the same boot, in the raw cases' direction: in one host `blekit advertise
+# --file MSG --once` on hci1 to `blekit receive --json` on hci0; in two, advertise on host a
+# (the sender's) to receive on host b (the listener's); the central's scan started first (the
 # emulator reports an advertiser reliably only to a scan already running), one line each:
 #   gatt trial=I receive JSON (the message left out)   or   gatt trial=I failed: CAUSE
-# followed by what bluetoothd logged about EATT during that trial (the central's bluetoothd in
-# two-host mode; the one bluetoothd of both controllers in one host).
+# followed by what bluetoothd logged about EATT during that trial (each host's bluetoothd in
+# two-host mode; the one bluetoothd of both controllers in one host), unless the lab runs
+# without its trace (LAB_TRACE=0: bluetoothd without -d logs none of it).
 #   in-lab.sh BINARY BYTES MTU PARALLEL CHUNK...
 # Environment: BLEKIT, ATT (0), GATT_TRIALS (3), SETTLE (seconds between the last channel's
 # connect and the first write, default 3: bluetoothd's GATT discovery and EATT setup on the new
@@ -148,6 +150,10 @@ send() {
 # eatt_since LINE: what bluetoothd logged about EATT after line LINE of its log.
 eatt_since() {
   local attempts connected
+  if [[ ${LAB_TRACE:-1} == 0 ]]; then
+    echo "eatt: not logged (the lab runs bluetoothd without -d)"
+    return
+  fi
   attempts=$(tail -n +"$(($1 + 1))" "$log" |
     grep -c "btd_gatt_client_eatt_connect() Connection attempt")
   connected=$(tail -n +"$(($1 + 1))" "$log" | grep -c "EATT channel connected")
@@ -311,15 +317,30 @@ case $host in
     fi
     : >"$shared/ceiling-done"
     [[ -n ${BLEKIT:-} ]] || exit 0
+    # The GATT trials send the way the raw cases do, from host a to host b: the bridge between
+    # the hosts is not symmetric (host b's controller is attached through a virtio serial port
+    # and the kernel's HCI UART line discipline, and b to a carried a fifth of a to b in the
+    # runs of 2026-12-05), so a ceiling and a transfer are compared in one direction only.
+    # Host b runs the central (`blekit receive`) and host a the peripheral (`advertise`).
     wait_file "$shared/b-gatt-ready" 120 || echo "note: host b not ready for GATT after 120 s"
+    message
     for ((trial = 1; trial <= trials; trial++)); do
+      if ! wait_file "$shared/gatt-$trial.scanning" 200; then
+        echo "gatt trial=$trial failed: host b did not start scanning within 200 s"
+        break
+      fi
       before=$(log_lines)
-      start_receive "$trial"
-      : >"$shared/gatt-$trial.scanning"
-      wait "$receiver"
-      gatt_line "$trial" $?
-      : >"$shared/gatt-$trial.done"
-      echo "gatt trial=$trial $(eatt_since "$before") (host a's bluetoothd)"
+      timeout 180 "$BLEKIT" advertise -a hci0 --file /tmp/message --once --timeout 170 \
+        >/dev/null 2>"/tmp/adv-$trial.err" &
+      advertiser=$!
+      if wait_file "$shared/gatt-$trial.result" 200; then
+        cat "$shared/gatt-$trial.result"
+      else
+        echo "gatt trial=$trial failed: host b reported nothing within 200 s"
+      fi
+      stop_advertiser "$advertiser"
+      echo "gatt trial=$trial advertise: $(tail -n 1 "/tmp/adv-$trial.err" | cut -c1-200);" \
+        "$(eatt_since "$before") (host a's bluetoothd, the peripheral's)"
       wait_file "$shared/gatt-$trial.b" 30 &&
         echo "gatt trial=$trial b: $(cat "$shared/gatt-$trial.b")"
       drop_link 0 "$peripheral"
@@ -357,23 +378,18 @@ case $host in
     wait_file "$shared/ceiling-done" 300 || echo "note: host a did not finish the ceiling in 300 s"
     [[ -n ${BLEKIT:-} ]] || exit 0
     mgmt --index 0 advertising off
-    message
     : >"$shared/b-gatt-ready"
     for ((trial = 1; trial <= trials; trial++)); do
-      if ! wait_file "$shared/gatt-$trial.scanning" 200; then
-        echo "b: trial $trial: host a did not start scanning within 200 s"
-        break
-      fi
       before=$(log_lines)
-      timeout 180 "$BLEKIT" advertise -a hci0 --file /tmp/message --once --timeout 170 \
-        >/dev/null 2>"/tmp/adv-$trial.err" &
-      advertiser=$!
-      wait_file "$shared/gatt-$trial.done" 200 ||
-        echo "b: trial $trial: no word from host a in 200 s"
-      stop_advertiser "$advertiser"
-      echo "advertise: $(tail -n 1 "/tmp/adv-$trial.err" | cut -c1-200);" \
-        "$(eatt_since "$before") (host b's bluetoothd)" |
+      start_receive "$trial"
+      : >"$shared/gatt-$trial.scanning"
+      wait "$receiver"
+      gatt_line "$trial" $? | put_file "$shared/gatt-$trial.result"
+      echo "$(eatt_since "$before") (host b's bluetoothd, the central's)" |
         put_file "$shared/gatt-$trial.b"
+      # Host a drops the link; the next trial starts once it is gone here too.
+      n=50
+      while [[ -n $(links_of 0) ]] && ((n-- > 0)); do sleep 0.2; done
     done
     ;;
 esac

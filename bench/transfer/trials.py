@@ -11,11 +11,13 @@
 #             [--centrals LIST] [--role single|central|peripheral]
 #
 # --role single (default): one host, the centrals on hci0, the peripheral on hci1. In a
-# two-host lab, --role central on host a (hci0) and --role peripheral on host b (its hci0):
+# two-host lab, --role central on one host (hci0) and --role peripheral on the other (its hci0;
+# scripts/bench-transfer puts the peripheral on host a):
 # each side has its own bluetoothd, so bleak cannot meet the one-host race between its connect
 # and bluetoothd's own GATT client (docs/lab.md). The hosts take turns through files in
-# $LAB_SHARED: a writes go-NNNN (the central's name) once its central is scanning, b starts
-# `advertise --once` for it and writes done-NNNN with advertise's status when it has exited.
+# $LAB_SHARED: the central's host writes go-NNNN (the central's name) once its central is
+# scanning, the peripheral's starts `advertise --once` for it and writes done-NNNN with
+# advertise's status when it has exited.
 #
 # Per trial: remove every device object on the central's adapter (a fresh start for either
 # central), start the central, wait until the adapter is discovering, then start `blekit
@@ -154,7 +156,8 @@ class LocalPeripheral:
 
 
 class RemotePeripheral:
-    """The two-host peripheral: host b's trials.py --role peripheral, told through $LAB_SHARED."""
+    """The two-host peripheral: the other host's trials.py --role peripheral, told through
+    $LAB_SHARED."""
 
     def __init__(self, shared):
         self.shared, self.number = shared, 0
@@ -171,18 +174,19 @@ class RemotePeripheral:
     def finish(self, tag):
         done = f"{self.shared}/done-{self.number:04d}"
         if not wait_for(lambda: os.path.exists(done), 40, step=0.1):
-            log(f"{tag}: host b's advertise did not finish within 40 s of the central")
+            log(f"{tag}: the peripheral host's advertise did not finish within 40 s of the central")
             return
         status = open(done).read().strip()
         if status != "0":
-            log(f"{tag}: host b's advertise exited {status}")
+            log(f"{tag}: the peripheral host's advertise exited {status}")
 
     def end(self):
         open(f"{self.shared}/end", "w").close()
 
 
 def serve_trials(args, message_path):
-    """Host b: one `advertise --once` on hci0 per go-NNNN file, until host a writes end."""
+    """The peripheral's host: one `advertise --once` on hci0 per go-NNNN file, until the
+    central's host writes end."""
     shared = os.environ.get("LAB_SHARED", "/tmp")
     number = 0
     while True:
@@ -190,7 +194,7 @@ def serve_trials(args, message_path):
         go = f"{shared}/go-{number:04d}"
         if not wait_for(lambda: os.path.exists(go) or os.path.exists(f"{shared}/end"), 900,
                         step=0.05):
-            log("peripheral: host a sent nothing for 15 minutes")
+            log("peripheral: the central's host sent nothing for 15 minutes")
             return 1
         if not os.path.exists(go):
             return 0
