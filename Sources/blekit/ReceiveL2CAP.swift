@@ -29,6 +29,7 @@ extension ReceiveCommand {
     let progress = ProgressLine(verb: "received")
     let message: [UInt8]
     var duration = Duration.zero
+    var mtus = (send: 0, receive: 0)
     do {
       guard let psm = try await peripheral.l2capPSM() else {
         throw CLIError(
@@ -39,6 +40,7 @@ extension ReceiveCommand {
       let channel = try await peripheral.openL2CAPChannel(
         psm, timeout: max(deadline - .now, .seconds(1)))
       defer { channel.close() }
+      mtus = (channel.sendMTU, channel.receiveMTU)
       let began = ContinuousClock.now
       message = try await L2CAPMessageTransfer.receive(
         over: channel, limit: TransferReassembler.defaultMaximumMessageLength
@@ -76,6 +78,8 @@ extension ReceiveCommand {
                 "bytesPerSecond",
                 .number(Double(message.count) / max(seconds(duration), 0.001))
               ),
+              ("sendMTU", .int(mtus.send)),
+              ("receiveMTU", .int(mtus.receive)),
             ])) + "\n").utf8))
     } else if nul {
       guard !message.contains(0) else {

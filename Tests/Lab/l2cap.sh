@@ -3,9 +3,9 @@
 # peripheral): `blekit l2cap listen|connect` piping 1 MiB one way and 256 KiB the other (PSM from Apple's
 # PSM characteristic and given with --psm), stdin EOF, a wrong or absent PSM, --secure, a link
 # cut mid-stream; `advertise --l2cap` / `receive --l2cap` byte-exact, a sender killed mid-stream
-# (exit 7, nothing printed), a peer without the PSM characteristic (exit 10); and one
-# throughput comparison of the same message over GATT notifications and over L2CAP. Runs
-# inside the lab:
+# (exit 7, nothing printed), a peer without the PSM characteristic (exit 10), the channel's
+# 16 KiB MTUs (receive --l2cap --json); and one throughput comparison of the same message over
+# GATT notifications and over L2CAP. Runs inside the lab:
 #
 #   scripts/lab run -- Tests/Lab/l2cap.sh [BLEKIT]
 #
@@ -351,6 +351,16 @@ if ((gatt_rc == 0 && RC == 0)) && [[ $same == yes ]]; then
   ok "throughput measured: GATT $gatt_rate B/s, L2CAP $l2cap_rate B/s (see docs/lab.md)"
 else
   fail "throughput run: GATT exit $gatt_rc ($(first_line "$OUT/bench-gatt.err")), L2CAP exit $RC"
+fi
+
+# The channel's MTUs: blekit asks for a 16 KiB receive MTU on both ends (the kernel's default
+# is 672), so the peer may send larger SDUs and is granted credits for more PDUs at a time.
+mtus=$(/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["sendMTU"], d["receiveMTU"])' \
+  "$OUT/bench-l2cap.json" 2>/dev/null)
+if [[ $mtus == "16384 16384" ]]; then
+  ok "receive --l2cap --json: the channel's MTUs are 16384 out and 16384 in"
+else
+  fail "receive --l2cap --json: MTUs out and in '${mtus:-none}', want 16384 16384"
 fi
 
 echo "l2cap: $passed passed, $failed failed"

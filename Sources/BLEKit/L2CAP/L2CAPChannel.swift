@@ -44,7 +44,9 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
   public let psm: L2CAPPSM
   /// The largest SDU ``send(_:)`` takes (the peer's MTU).
   public let sendMTU: Int
-  /// The largest SDU this side accepts.
+  /// The largest SDU this side accepts: 16,384 on the channels blekit opens and accepts (it
+  /// asks the kernel for that instead of its default 672, so that the peer gets credits for
+  /// more PDUs at a time).
   public let receiveMTU: Int
   /// Whether the link was encrypted when the channel opened (security level medium or more).
   public let isEncrypted: Bool

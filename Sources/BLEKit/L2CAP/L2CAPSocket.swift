@@ -116,6 +116,23 @@ enum L2CAPSocket {
     return value.0
   }
 
+  /// The receive MTU every channel of blekit's asks for, instead of the kernel's 672: the
+  /// peer may then send SDUs of up to 16 KiB, and the kernel grants it credits for as many
+  /// PDUs at the start (about MTU / MPS + 1: 4 at 672 bytes and a 188-byte MPS, 88 at 16 KiB),
+  /// so a sender is not held up every few PDUs waiting for credits to come back, which on a
+  /// radio takes a connection event or more. The lab's raw single channel carried 2-8 times
+  /// more with it (docs/benchmarks.md, L2CAP).
+  static let preferredReceiveMTU: UInt16 = 16_384
+
+  /// `BT_RCVMTU` on a socket bound to an LE address and not yet connected or listening (an
+  /// accepted channel takes its listener's).
+  static func setReceiveMTU(_ fd: Int32, _ mtu: UInt16) throws(L2CAPError) {
+    var value = mtu
+    let result = setsockopt(
+      fd, levelBluetooth, optionReceiveMTU, &value, socklen_t(MemoryLayout<UInt16>.size))
+    guard result == 0 else { throw .fromErrno(errno, "setsockopt(BT_RCVMTU)") }
+  }
+
   static func mtu(_ fd: Int32, option: Int32) throws(L2CAPError) -> Int {
     var value: UInt16 = 0
     var length = socklen_t(MemoryLayout<UInt16>.size)
