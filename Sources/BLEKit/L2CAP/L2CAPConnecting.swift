@@ -40,7 +40,7 @@ extension L2CAPChannel {
                 L2CAPSocketAddress(
                   address: local ?? L2CAPSocketAddress.anyAddress,
                   kind: L2CAPSocketAddress.Kind(localType), psm: 0))
-              try L2CAPSocket.setReceiveMTU(fd, L2CAPSocket.preferredReceiveMTU)
+              L2CAPSocket.requestReceiveMTU(fd, L2CAPSocket.preferredReceiveMTU)
               if requireEncryption {
                 try L2CAPSocket.setSecurity(fd, level: L2CAPSocket.securityMedium)
               }

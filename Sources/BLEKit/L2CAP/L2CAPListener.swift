@@ -58,7 +58,7 @@ public final class L2CAPListener: Sendable, CustomStringConvertible {
         L2CAPSocketAddress(
           address: local ?? L2CAPSocketAddress.anyAddress,
           kind: L2CAPSocketAddress.Kind(addressType), psm: psm?.rawValue ?? 0))
-      try L2CAPSocket.setReceiveMTU(fd, L2CAPSocket.preferredReceiveMTU)
+      L2CAPSocket.requestReceiveMTU(fd, L2CAPSocket.preferredReceiveMTU)
       if requireEncryption {
         try L2CAPSocket.setSecurity(fd, level: L2CAPSocket.securityMedium)
       }

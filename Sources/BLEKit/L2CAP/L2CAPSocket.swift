@@ -125,12 +125,12 @@ enum L2CAPSocket {
   static let preferredReceiveMTU: UInt16 = 16_384
 
   /// `BT_RCVMTU` on a socket bound to an LE address and not yet connected or listening (an
-  /// accepted channel takes its listener's).
-  static func setReceiveMTU(_ fd: Int32, _ mtu: UInt16) throws(L2CAPError) {
+  /// accepted channel takes its listener's). Best effort: a kernel that refuses it keeps its
+  /// default, which is slower but correct (``L2CAPChannel/receiveMTU`` tells which one holds).
+  static func requestReceiveMTU(_ fd: Int32, _ mtu: UInt16) {
     var value = mtu
-    let result = setsockopt(
+    _ = setsockopt(
       fd, levelBluetooth, optionReceiveMTU, &value, socklen_t(MemoryLayout<UInt16>.size))
-    guard result == 0 else { throw .fromErrno(errno, "setsockopt(BT_RCVMTU)") }
   }
 
   static func mtu(_ fd: Int32, option: Int32) throws(L2CAPError) -> Int {
