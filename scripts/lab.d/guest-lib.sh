@@ -5,7 +5,7 @@
 # State kept in /run/lab/state (sourced), written by guest-init:
 #   LAB_BLUETOOTHD_CONF   main.conf for bluetoothd -f, or empty for stock
 #   LAB_BLUETOOTHD_EXPERIMENTAL  1: bluetoothd -E (experimental interfaces)
-#   LAB_BLUETOOTHD_DEBUG  0: bluetoothd without -d (scripts/lab --no-trace)
+#   LAB_TRACE             0: no btmon, bluetoothd without -d (scripts/lab --no-trace)
 #   LAB_BLUETOOTHD_LOG    bluetoothd's log (appended on every start)
 #   LAB_EXPECTED_ADAPTERS how many controllers must be powered to be ready
 
@@ -58,7 +58,7 @@ lab_bluetoothd_start() {
     return 0
   fi
   local -a args=(-n)
-  [[ ${LAB_BLUETOOTHD_DEBUG-1} == 0 ]] || args+=(-d)
+  [[ ${LAB_TRACE-1} == 0 ]] || args+=(-d)
   [[ -n $LAB_BLUETOOTHD_CONF ]] && args+=(-f "$LAB_BLUETOOTHD_CONF")
   [[ ${LAB_BLUETOOTHD_EXPERIMENTAL-} == 1 ]] && args+=(-E)
   printf '=== lab: starting bluetoothd %s (uptime %s s)\n' "${args[*]}" \
