@@ -13,19 +13,8 @@ private func blekit(_ arguments: String...) throws -> (status: Int32, out: Strin
   let binary: URL = try #require(blekitBinary)
   process.executableURL = binary
   process.arguments = arguments
-  let out = Pipe()
-  let err = Pipe()
-  process.standardOutput = out
-  process.standardError = err
-  try process.run()
-  // Help and errors are small; reading to the end before waiting cannot fill a pipe.
-  let outData = out.fileHandleForReading.readDataToEndOfFile()
-  let errData = err.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  return (
-    process.terminationStatus, String(decoding: outData, as: UTF8.self),
-    String(decoding: errData, as: UTF8.self)
-  )
+  let run = try runCapturing(process)
+  return (run.status, run.output, run.error)
 }
 
 @Suite(.enabled(if: blekitBinary != nil, "the blekit executable was not built"))

@@ -17,7 +17,8 @@ import Testing
   static func channelToSilentPeer() throws -> (channel: L2CAPChannel, fd: Int32, peer: Int32) {
     var fds: [Int32] = [-1, -1]
     let result = fds.withUnsafeMutableBufferPointer {
-      socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, $0.baseAddress)
+      socketpair(
+        AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
     }
     try #require(result == 0)
     return (L2CAPChannel(seqpacket: fds[0], sendMTU: 4096, receiveMTU: 4096), fds[0], fds[1])

@@ -18,7 +18,8 @@ import Testing
   static func channels() throws -> (sender: L2CAPChannel, receiver: L2CAPChannel) {
     var fds: [Int32] = [-1, -1]
     let result = fds.withUnsafeMutableBufferPointer {
-      socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, $0.baseAddress)
+      socketpair(
+        AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
     }
     try #require(result == 0)
     return (

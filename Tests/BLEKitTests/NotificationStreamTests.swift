@@ -2,6 +2,7 @@
 // brings is one batch, handed out value by value, complete and in order; an end after a burst
 // (a disconnection, the socket closed) comes after the burst's values; stop() closes the socket.
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
@@ -26,7 +27,8 @@ import Testing
   static func socketPair() throws -> (reader: Int32, sender: Int32) {
     var fds: [Int32] = [-1, -1]
     let result = fds.withUnsafeMutableBufferPointer {
-      socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, $0.baseAddress)
+      socketpair(
+        AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
     }
     try #require(result == 0)
     return (fds[0], fds[1])
@@ -133,6 +135,51 @@ import Testing
     let drained = await Self.drain(stream)
     #expect(drained.values == (0...300).map(Self.value))
     #expect(drained.error?.code == .disconnected)
+  }
+
+  /// A consumer that diverts the stream to a sink on the reader's thread (as a transfer
+  /// does): the values before the marker come through the stream, every later one through the
+  /// sink, each once and in order, and a sink that says it is done wakes the consumer with a
+  /// second marker before the end.
+  @Test func aDivertedStreamHandsEveryValueOnceInOrder() async throws {
+    let (reader, sender) = try Self.socketPair()
+    #expect(Self.sendValues(0..<100, to: sender))
+    let stream = Self.stream(reading: reader)
+    let sunk = Mutex<[[UInt8]]>([])
+    let last = Self.value(2_999)
+    #expect(
+      stream.divert { batch in
+        sunk.withLock { $0 += batch }
+        return batch.last == last
+      })
+    Thread {
+      _ = Self.sendValues(100..<3_000, to: sender, waiting: true)
+      close(sender)
+    }.start()
+    let outcome = await within(.seconds(10)) {
+      var values = stream.makeAsyncIterator()
+      var before: [[UInt8]] = []
+      var markers = 0
+      do {
+        while let batch = try await values.nextBatchOrMarker() {
+          if batch.isEmpty {
+            markers += 1
+          } else {
+            // Only values before the first marker may come through the stream.
+            if markers > 0 { return (before, -1) }
+            before += batch
+          }
+        }
+      } catch {}
+      return (before, markers)
+    }
+    guard case .finished(let (before, markers)) = outcome else {
+      Issue.record("the diverted stream did not end")
+      return
+    }
+    #expect(markers == 2)
+    #expect(before + sunk.withLock { $0 } == (0..<3_000).map(Self.value))
+    await stream.stop()
   }
 
   @Test func stopClosesTheSocket() async throws {

@@ -45,7 +45,9 @@ import Testing
 
   @Test func readingThreadFollowsItsStateAndClosesItsDescriptor() async throws {
     var ends: [Int32] = [-1, -1]
-    #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0)
+    #expect(
+      socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0
+    )
     let (mine, theirs) = (ends[0], ends[1])
     defer { close(mine) }
     let queue = DispatchQueue(label: "reading-thread-test")
@@ -93,7 +95,9 @@ import Testing
     var tested = false
     for _ in 0..<50 where !tested {
       var pair: [Int32] = [-1, -1]
-      #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+      #expect(
+        socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair)
+          == 0)
       defer { close(pair[0]) }
       let reader = try #require(
         ReadWatchThread(fd: pair[1], queue: DispatchQueue(label: "reused-fd-test")) { _ in })

@@ -22,18 +22,8 @@ func run(_ executable: String, _ arguments: [String], environment: [String: Stri
   var env = ProcessInfo.processInfo.environment
   for (key, value) in environment { env[key] = value }
   process.environment = env
-  let out = Pipe()
-  let err = Pipe()
-  process.standardOutput = out
-  process.standardError = err
-  try process.run()
-  let outData = out.fileHandleForReading.readDataToEndOfFile()
-  let errData = err.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  return (
-    process.terminationStatus, String(decoding: outData, as: UTF8.self),
-    String(decoding: errData, as: UTF8.self)
-  )
+  let run = try runCapturing(process)
+  return (run.status, run.output, run.error)
 }
 
 /// Runs `body` with a fresh bus and two connections (server exporting `echoObject()` at
@@ -113,22 +103,8 @@ private func runWithInput(_ executable: String, _ arguments: [String], input: St
   let process = Process()
   process.executableURL = URL(fileURLWithPath: executable)
   process.arguments = arguments
-  let stdin = Pipe()
-  let out = Pipe()
-  let err = Pipe()
-  process.standardInput = stdin
-  process.standardOutput = out
-  process.standardError = err
-  try process.run()
-  stdin.fileHandleForWriting.write(Data(input.utf8))
-  try stdin.fileHandleForWriting.close()
-  let outData = out.fileHandleForReading.readDataToEndOfFile()
-  let errData = err.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  return (
-    process.terminationStatus, String(decoding: outData, as: UTF8.self),
-    String(decoding: errData, as: UTF8.self)
-  )
+  let run = try runCapturing(process, input: Data(input.utf8))
+  return (run.status, run.output, run.error)
 }
 
 /// `dbus-send --print-reply` on the test bus.

@@ -32,19 +32,8 @@ import Testing
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
-    let output = Pipe()
-    let error = Pipe()
-    process.standardOutput = output
-    process.standardError = error
-    try process.run()
-    let deadline = Date().addingTimeInterval(limit)
-    while process.isRunning && Date() < deadline { usleep(20_000) }
-    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-    process.waitUntilExit()
-    return Run(
-      status: process.terminationStatus,
-      output: String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self),
-      error: String(decoding: error.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self))
+    let run = try runCapturing(process, limit: limit)
+    return Run(status: run.status, output: run.output, error: run.error)
   }
 
   @Test func fleetMergesTwoGateways() async throws {

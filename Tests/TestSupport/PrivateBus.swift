@@ -33,22 +33,24 @@ public final class PrivateBus: Sendable {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-daemon")
     process.arguments = ["--config-file=\(configURL.path)", "--nofork", "--print-address=1"]
-    let output = Pipe()
-    process.standardOutput = output
+    // Close-on-exec: no other child keeps the pipe open (ChildPipe).
+    let output = try ChildPipe()
+    process.standardOutput = output.writing
     process.standardError = FileHandle.nullDevice
     process.standardInput = FileHandle.nullDevice
     try process.run()
+    try? output.writing.close()
     _ = Self.running.withLock { $0.insert(process.processIdentifier) }
     Self.installExitHandler
 
     // The daemon prints its address once it listens, then nothing more.
     var line = Data()
     while true {
-      let byte = output.fileHandleForReading.readData(ofLength: 1)
+      let byte = output.reading.readData(ofLength: 1)
       if byte.isEmpty || byte == Data([0x0A]) { break }
       line.append(byte)
     }
-    try? output.fileHandleForReading.close()
+    try? output.reading.close()
     self.address = String(decoding: line, as: UTF8.self)
     self.directory = directory
     self.pid = process.processIdentifier

@@ -38,16 +38,6 @@ public func runProgram(
   process.executableURL = URL(fileURLWithPath: program)
   process.arguments = arguments
   if let environment { process.environment = environment }
-  let out = Pipe()
-  let err = Pipe()
-  process.standardOutput = out
-  process.standardError = err
-  process.standardInput = FileHandle.nullDevice
-  try process.run()
-  let outData = out.fileHandleForReading.readDataToEndOfFile()
-  let errData = err.fileHandleForReading.readDataToEndOfFile()
-  process.waitUntilExit()
-  return ShellRun(
-    status: process.terminationStatus, out: String(decoding: outData, as: UTF8.self),
-    err: String(decoding: errData, as: UTF8.self))
+  let run = try runCapturing(process)
+  return ShellRun(status: run.status, out: run.output, err: run.error)
 }

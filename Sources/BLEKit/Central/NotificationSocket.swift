@@ -14,8 +14,7 @@ import Synchronization
 /// Each `read(2)` on the SOCK_SEQPACKET socket yields exactly one notification value; the
 /// buffer is as large as the MTU (at least 512 bytes, the longest attribute value), so no
 /// value is truncated. A thread of the reader's own waits in `poll(2)` until the socket is
-/// readable and then reads on a private serial queue, entered with `queue.sync` (which runs the
-/// block on that same thread when the queue is idle). The fd is closed (which unsubscribes in
+/// readable and then reads, holding the reader's lock. The fd is closed (which unsubscribes in
 /// bluetoothd) when the reader has ended or is cancelled.
 ///
 /// Why a thread and not a Dispatch read source: on a link that brings one value at a time (a
@@ -23,32 +22,47 @@ import Synchronization
 /// worker thread to read, then the manager again to re-arm the descriptor, before the consumer
 /// is woken: four thread wake-ups per value, measured with `strace -f -c` (futex and
 /// epoll calls per value) under `scripts/bench-receive --interval 20`. This thread is woken by
-/// the kernel and reads at once, and the consumer's task is the only other wake-up.
+/// the kernel and reads at once. Why a lock and not a serial queue entered with `sync`:
+/// Dispatch's `sync` cost about 2,400 instructions per wake-up (callgrind, same benchmark),
+/// more than reading and reassembling a value.
 ///
 /// Each wake-up reads until the socket is empty and hands the values over in order, in batches
 /// of at most `batchLimit` (one `onValues` call per batch, not per value: the consumer's cost
 /// per hand-over is paid once per batch). Every value read is handed over before `onEnd`.
-/// Meanwhile a ``NotificationBacklog`` measures how far the reads fell behind, which tells
-/// whether bluetoothd may have dropped a value, and a ``KernelATTQueueWatch`` samples the
-/// kernel's ATT queues, which tells whether the kernel may have (``lossCheck(within:)``).
+/// Both are called with the lock held, so they must not call back into the reader but
+/// through its queue (every method here does). Meanwhile a ``NotificationBacklog`` measures
+/// how far the reads fell behind, which tells whether bluetoothd may have dropped a value,
+/// and a ``KernelATTQueueWatch`` samples the kernel's ATT queues, which tells whether the
+/// kernel may have (``lossCheck(within:)``).
 ///
 /// Ending: the first end (EOF, a read error, ``finish(after:)`` or ``cancel()``) sets `ended`
-/// and shuts the socket down in one block on `queue`, which wakes the thread from `poll`; the
-/// thread learns of the end inside `queue.sync`, after that block, and only then closes the
-/// fd: no `shutdown` can reach the fd's number after it was closed (and perhaps reused).
+/// and shuts the socket down under the lock, which wakes the thread from `poll`; the thread
+/// learns of the end under the lock, after that, and only then closes the fd: no `shutdown`
+/// can reach the fd's number after it was closed (and perhaps reused).
 final class NotificationSocket: Sendable {
   private let fd: Int32
-  private let bufferSize: Int
+  /// Where the calls from outside (cancel, finish, loss check, perform) run, each taking the
+  /// lock: none of them waits for the reader's current burst.
   private let queue = DispatchQueue(label: "blekit.notification-socket")
   private let onValues: @Sendable ([[UInt8]]) -> Void
   private let onEnd: @Sendable ((any Error)?) -> Void
-  /// Set once the reader has ended (EOF, error or cancel); written on `queue` only, together
-  /// with the socket's shutdown.
-  private let ended = Mutex(false)
-  /// The backlog meter; used on `queue` only (in a Mutex so the compiler can check it).
-  private let backlog = Mutex(NotificationBacklog())
-  /// The watch on the kernel's ATT queues; used on `queue` only.
-  private let attQueue: Mutex<KernelATTQueueWatch>
+  /// Everything the reading changes, under one lock.
+  private let state: Mutex<ReaderState>
+
+  private struct ReaderState: Sendable {
+    /// Set once the reader has ended (EOF, error or cancel), together with the socket's
+    /// shutdown.
+    var ended = false
+    /// The backlog meter.
+    var backlog = NotificationBacklog()
+    /// The watch on the kernel's ATT queues.
+    var attQueue: KernelATTQueueWatch
+    /// Where each value is read into (one value long at most).
+    var buffer: [UInt8]
+    /// The batch being read, kept between wake-ups with its capacity: a consumer that does not
+    /// keep the batches (a diverted stream) then costs no allocation for them.
+    var batch: [[UInt8]] = []
+  }
 
   /// The most values handed over in one batch: a long burst is handed over in parts, so the
   /// consumer can start on it while the rest is read.
@@ -62,8 +76,8 @@ final class NotificationSocket: Sendable {
     onEnd: @escaping @Sendable ((any Error)?) -> Void
   ) {
     self.fd = fd
-    self.attQueue = Mutex(attQueue)
-    self.bufferSize = max(mtu, 512)
+    self.state = Mutex(
+      ReaderState(attQueue: attQueue, buffer: [UInt8](repeating: 0, count: max(mtu, 512))))
     self.onValues = onValues
     self.onEnd = onEnd
     let flags = fcntl(fd, F_GETFL)
@@ -81,9 +95,12 @@ final class NotificationSocket: Sendable {
     } else {
       Unmanaged<NotificationSocket>.fromOpaque(context).release()
       queue.async {
-        self.end(
-          BluetoothError(
-            .system, "no thread to read notifications: \(String(cString: strerror(started)))"))
+        self.state.withLock { state in
+          self.end(
+            &state,
+            BluetoothError(
+              .system, "no thread to read notifications: \(String(cString: strerror(started)))"))
+        }
         close(fd)
       }
     }
@@ -92,25 +109,32 @@ final class NotificationSocket: Sendable {
   /// Stops reading and closes the fd, without reporting an end.
   func cancel() {
     queue.async {
-      let first = self.ended.withLock { ended in
-        defer { ended = true }
-        return !ended
+      self.state.withLock { state in
+        if !state.ended {
+          state.ended = true
+          shutdown(self.fd, Int32(SHUT_RDWR))
+        }
       }
-      if first { shutdown(self.fd, Int32(SHUT_RDWR)) }
     }
   }
 
+  /// Runs `body` with the reader's lock held: after every batch already handed over and before
+  /// the next (how a consumer switches where batches go without losing or reordering one).
+  func perform(_ body: @escaping @Sendable () -> Void) {
+    queue.async { self.state.withLock { _ in body() } }
+  }
+
   /// The reader's thread: waits until the socket is readable (or shut down), reads what is
-  /// there on `queue`, and closes the fd once the reader has ended.
+  /// there, and closes the fd once the reader has ended.
   private func waitAndRead() {
     defer { close(fd) }
     while true {
       var wanted = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
       let ready = poll(&wanted, 1, -1)
       if ready < 0 && errno == EINTR { continue }
-      let over: Bool = queue.sync {
-        drain(thenEndWith: nil)
-        return ended.withLock { $0 }
+      let over = state.withLock { state in
+        drain(&state, thenEndWith: nil)
+        return state.ended
       }
       if over { return }
       // poll failed, or said ready while a read found nothing: don't spin.
@@ -121,7 +145,7 @@ final class NotificationSocket: Sendable {
   /// Reads whatever is already queued on the socket, then ends with `error` (used when the
   /// peer disconnected: values sent before the cut are still delivered first).
   func finish(after error: any Error) {
-    queue.async { self.drain(thenEndWith: error) }
+    queue.async { self.state.withLock { self.drain(&$0, thenEndWith: error) } }
   }
 
   /// What the reader can tell of values bluetoothd dropped, once every value that was in the
@@ -136,9 +160,10 @@ final class NotificationSocket: Sendable {
         answer.withLock { $0.take() }?.resume(returning: check)
       }
       queue.async {
-        self.drain(thenEndWith: nil)
-        let meter = self.backlog.withLock { $0 }
-        let kernel = self.attQueue.withLock { $0 }
+        let (meter, kernel) = self.state.withLock { state in
+          self.drain(&state, thenEndWith: nil)
+          return (state.backlog, state.attQueue)
+        }
         if meter.suspected {
           give(.mayHaveDropped(peakBytes: meter.peak, limit: meter.limit))
         } else if kernel.suspected, let queued = kernel.peak {
@@ -164,47 +189,47 @@ final class NotificationSocket: Sendable {
   }
 
   /// Reads every value available now and hands them over in batches; ends on EOF, on a socket
-  /// error, or (when given) with `error` once the socket is empty. Runs on `queue`.
-  private func drain(thenEndWith error: (any Error)?) {
-    guard !ended.withLock({ $0 }) else { return }
-    var buffer = [UInt8](repeating: 0, count: bufferSize)
+  /// error, or (when given) with `error` once the socket is empty. Runs with the lock held.
+  private func drain(_ state: inout ReaderState, thenEndWith error: (any Error)?) {
+    guard !state.ended else { return }
     var batch: [[UInt8]] = []
-    var meter = backlog.withLock { $0 }
-    var kernel = attQueue.withLock { $0 }
+    swap(&batch, &state.batch)
     defer {
-      backlog.withLock { $0 = meter }
-      attQueue.withLock { $0 = kernel }
+      batch.removeAll(keepingCapacity: true)
+      swap(&batch, &state.batch)
     }
     while true {
-      if meter.needsSnapshot { meter.snapshot(queuedBytes: queuedBytes()) }
-      let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+      if state.backlog.needsSnapshot { state.backlog.snapshot(queuedBytes: queuedBytes()) }
+      let count = state.buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
       if count > 0 {
-        meter.record(valueLength: count)
-        kernel.valueRead()
-        batch.append(Array(buffer[0..<count]))
+        state.backlog.record(valueLength: count)
+        state.attQueue.valueRead()
+        batch.append(Array(state.buffer[0..<count]))
         if batch.count == Self.batchLimit {
           onValues(batch)
-          batch = []
+          batch.removeAll(keepingCapacity: true)
         }
         continue
       }
       if count == 0 {
-        meter.drained()
+        state.backlog.drained()
         hand(batch)
         end(
+          &state,
           error ?? BluetoothError(.disconnected, "the notification socket was closed by bluetoothd")
         )
         return
       }
       let code = errno
       if code == EINTR { continue }
-      meter.drained()
+      state.backlog.drained()
       hand(batch)
       if code == EAGAIN || code == EWOULDBLOCK {
-        if let error { end(error) }
+        if let error { end(&state, error) }
         return
       }
       end(
+        &state,
         BluetoothError(
           .disconnected, "reading notifications failed: \(String(cString: strerror(code)))"))
       return
@@ -216,10 +241,10 @@ final class NotificationSocket: Sendable {
     if !batch.isEmpty { onValues(batch) }
   }
 
-  /// Ends the reader (on `queue`, once: `drain` returns early after an end) and wakes its
-  /// thread, which then closes the fd.
-  private func end(_ error: (any Error)?) {
-    ended.withLock { $0 = true }
+  /// Ends the reader (once: `drain` returns early after an end) and wakes its thread, which
+  /// then closes the fd. Runs with the lock held.
+  private func end(_ state: inout ReaderState, _ error: (any Error)?) {
+    state.ended = true
     shutdown(fd, Int32(SHUT_RDWR))
     onEnd(error)
   }

@@ -97,6 +97,19 @@ public struct NotificationStream: AsyncSequence, Sendable {
   public let method: NotificationMethod
   /// The socket's reader (AcquireNotify only), for ``lossCheck()``.
   let reader: NotificationSocket?
+  /// Where the reader's batches go (AcquireNotify only): see ``divert(to:)``.
+  let route: BatchRoute?
+
+  init(
+    batches: AsyncThrowingStream<[[UInt8]], any Error>, subscription: NotificationSubscription,
+    method: NotificationMethod, reader: NotificationSocket?, route: BatchRoute? = nil
+  ) {
+    self.batches = batches
+    self.subscription = subscription
+    self.method = method
+    self.reader = reader
+    self.route = route
+  }
 
   /// How long ``lossCheck()`` waits for the reader to empty the socket.
   public static let lossCheckLimit: Duration = .seconds(2)
@@ -155,6 +168,18 @@ public struct NotificationStream: AsyncSequence, Sendable {
       return batch[position...]
     }
 
+    /// Like ``nextBatch()``, but also returns the empty batches a diversion puts in the stream
+    /// as markers (``NotificationStream/divert(to:)``).
+    mutating func nextBatchOrMarker() async throws -> ArraySlice<[UInt8]>? {
+      if position == batch.count {
+        guard let next = try await batches.next(isolation: nil) else { return nil }
+        batch = next
+        position = 0
+      }
+      defer { position = batch.count }
+      return batch[position...]
+    }
+
     /// Waits, if every value received so far was handed out, for the next non-empty batch;
     /// false once the stream has ended.
     private mutating func refill(isolation actor: isolated (any Actor)?) async throws -> Bool {
@@ -169,6 +194,22 @@ public struct NotificationStream: AsyncSequence, Sendable {
 }
 
 extension NotificationStream {
+  /// Hands every batch the socket's reader brings from now on to `sink`, on the reader's own
+  /// thread, instead of putting it in the stream: a consumer that can take values without
+  /// waiting (a transfer's reassembly) then pays no hand-over between threads per batch, which
+  /// on a slow link (one value per batch) costs more than the value's own work. The switch
+  /// happens between two batches, and an empty batch in the stream marks it: batches before
+  /// the marker are still in the stream (read them with the iterator's
+  /// `nextBatchOrMarker()`), and `sink` gets every later one, in order. When `sink` returns
+  /// true (it is done, or has something to say), another empty batch goes into the stream to
+  /// wake its consumer. The stream's end still comes through the stream, after every batch.
+  /// Returns false (and changes nothing) for a stream with no socket (StartNotify).
+  func divert(to sink: @escaping @Sendable ([[UInt8]]) -> Bool) -> Bool {
+    guard let reader, let route else { return false }
+    reader.perform { route.divert(to: sink) }
+    return true
+  }
+
   typealias Batches = AsyncThrowingStream<[[UInt8]], any Error>
 
   /// A new unbounded stream of batches: a lost notification would corrupt what the consumer
@@ -191,9 +232,10 @@ extension NotificationStream {
     watch: @escaping @Sendable (NotificationSocket) async -> Void
   ) -> NotificationStream {
     let (batches, continuation) = makeBatches()
+    let route = BatchRoute(continuation)
     let reader = NotificationSocket(
       fd: fd, mtu: mtu, attQueue: attQueue,
-      onValues: { continuation.yield($0) },
+      onValues: { route.deliver($0) },
       onEnd: { error in
         guard let error = error as? BluetoothError else {
           if let error { continuation.finish(throwing: error) } else { continuation.finish() }
@@ -210,7 +252,36 @@ extension NotificationStream {
     continuation.onTermination = { _ in Task { await subscription.stop() } }
     return NotificationStream(
       batches: batches, subscription: subscription, method: .acquiredSocket(mtu: mtu),
-      reader: reader)
+      reader: reader, route: route)
+  }
+}
+
+/// Where a socket reader's batches go: into the stream, or, once diverted, to a sink on the
+/// reader's thread (``NotificationStream/divert(to:)``).
+///
+/// Both methods run with the reader's lock held (`onValues`, `NotificationSocket.perform`),
+/// which orders every access to `sink`: hence no lock of its own, which would cost more per
+/// batch than the rest of the hand-over.
+final class BatchRoute: @unchecked Sendable {
+  private let continuation: NotificationStream.Batches.Continuation
+  private var sink: (@Sendable ([[UInt8]]) -> Bool)?
+
+  init(_ continuation: NotificationStream.Batches.Continuation) {
+    self.continuation = continuation
+  }
+
+  /// From now on, batches go to `sink`; the empty batch put in the stream marks the switch.
+  func divert(to sink: @escaping @Sendable ([[UInt8]]) -> Bool) {
+    self.sink = sink
+    continuation.yield([])
+  }
+
+  func deliver(_ batch: [[UInt8]]) {
+    if let sink {
+      if sink(batch) { continuation.yield([]) }
+    } else {
+      continuation.yield(batch)
+    }
   }
 }
 

@@ -381,34 +381,35 @@ public struct TransferCentral: Sendable {
     _ notifications: NotificationStream, framing: Framing, options: Options,
     peer: PeripheralIdentifier
   ) async throws -> (bytes: [UInt8], outOfOrder: Int) {
-    let shared = CollectShared()
+    let shared = CollectShared(framing: framing, progress: options.progress)
     let idle = options.idleTimeout
-    let progress = options.progress
     return try await withThrowingTaskGroup(of: (bytes: [UInt8], outOfOrder: Int)?.self) {
       group in
       group.addTask {
         do {
           // Values come in batches (all that one read burst brought): the time of the last
-          // notification, the lock and the progress report are paid once per batch.
+          // notification, the lock and the progress report are paid once per batch. On an
+          // AcquireNotify socket the reassembly moves to the reader's thread (after the
+          // batches already in the stream), and this task wakes only when the message is in,
+          // failed its checks, or the stream ended: a slow link brings one value per batch,
+          // and a hand-over between threads per value would cost more than the value's work.
           var values = notifications.makeAsyncIterator()
-          while let batch = try await values.nextBatch() {
-            let result = try shared.state.withLock { state throws(TransferError) in
-              try state.take(batch, framing: framing)
-            }
-            if let result { return result }
-            if let progress { progress(shared.state.withLock { $0.bytesReceived(framing) }) }
+          _ = notifications.divert { shared.takeOnReaderThread($0) }
+          while let batch = try await values.nextBatchOrMarker() {
+            if let result = try shared.take(batch) { return result }
           }
         } catch let error as BluetoothError {
-          throw shared.state.withLock { $0.interrupted(framing, cause: error) }
+          throw shared.state.withLock { $0.interrupted(cause: error) }
         }
-        throw shared.state.withLock { $0.interrupted(framing, cause: nil) }
+        throw shared.state.withLock { $0.interrupted(cause: nil) }
       }
       group.addTask {
+        // Sleeps until the silence would reach the limit if nothing came meanwhile (a slow
+        // link is not woken up twice a second to find it did not).
         while true {
-          try await Task.sleep(for: .milliseconds(500))
-          if ContinuousClock.now - shared.state.withLock({ $0.lastActivity }) > idle {
-            return nil
-          }
+          let deadline = shared.state.withLock({ $0.lastActivity }) + idle
+          if ContinuousClock.now >= deadline { return nil }
+          try await Task.sleep(until: deadline, clock: .continuous)
         }
       }
       defer { group.cancelAll() }
@@ -416,7 +417,6 @@ public struct TransferCentral: Sendable {
         if let result = next { return result }
         throw shared.state.withLock {
           $0.interrupted(
-            framing,
             cause: BluetoothError(.timeout, "no notification from \(peer) for \(idle)"))
         }
       }
@@ -425,48 +425,116 @@ public struct TransferCentral: Sendable {
   }
 }
 
-/// The decoder and the time of the last notification, shared by the reader and the watchdog.
+/// The decoder and the time of the last notification, shared by the consumer's task, the
+/// socket reader's thread (once the stream is diverted to it) and the watchdog.
 private final class CollectShared: Sendable {
-  let state = Mutex(CollectState())
+  let state: Mutex<CollectState>
+  let progress: (@Sendable (Int) -> Void)?
+
+  init(framing: TransferCentral.Framing, progress: (@Sendable (Int) -> Void)?) {
+    state = Mutex(CollectState(framing: framing))
+    self.progress = progress
+  }
+
+  /// A batch read from the stream: values that came before a diversion (or on a stream that
+  /// has none), or an empty marker (the diversion, or the reader's thread saying it is done),
+  /// upon which values held back meanwhile are taken. Returns the message once it is complete.
+  func take(_ batch: ArraySlice<[UInt8]>) throws(TransferError) -> (
+    bytes: [UInt8], outOfOrder: Int
+  )? {
+    let (outcome, bytes) = state.withLock { state in
+      if batch.isEmpty {
+        state.diverted = true
+        for held in state.heldBack { state.absorb(held[...]) }
+        state.heldBack = []
+      } else {
+        state.absorb(batch)
+      }
+      return (state.outcome, state.bytesReceived)
+    }
+    if let outcome {
+      let message = try outcome.get()
+      return (message.bytes, message.outOfOrder)
+    }
+    if !batch.isEmpty { progress?(bytes) }
+    return nil
+  }
+
+  /// A batch on the reader's thread, once the stream is diverted: held back until the consumer
+  /// has taken what the stream holds, then taken at once. True once the message is complete
+  /// or failed (the consumer must be woken).
+  func takeOnReaderThread(_ batch: [[UInt8]]) -> Bool {
+    let (done, bytes) = state.withLock { state -> (Bool, Int?) in
+      guard state.outcome == nil else { return (false, nil) }
+      guard state.diverted else {
+        state.heldBack.append(batch)
+        state.lastActivity = .now
+        return (false, nil)
+      }
+      state.absorb(batch[...])
+      return (state.outcome != nil, state.bytesReceived)
+    }
+    if !done, let bytes { progress?(bytes) }
+    return done
+  }
 }
 
 /// The receiver's decoder for either framing, and when the last batch of notifications came.
 private struct CollectState: Sendable {
+  let framing: TransferCentral.Framing
   var plain = TransferReassembler()
   var sequenced = SequencedTransferDecoder()
   var lastActivity = ContinuousClock.now
+  /// The message, or why it failed, once either is known.
+  var outcome: Result<Collected, TransferError>?
+  /// Whether the consumer has reached the diversion's marker.
+  var diverted = false
+  /// Batches the reader's thread brought before that.
+  var heldBack: [[[UInt8]]] = []
 
-  /// Takes a batch of values (and notes the time); returns the message once it is complete.
-  mutating func take(_ batch: ArraySlice<[UInt8]>, framing: TransferCentral.Framing)
-    throws(TransferError) -> (bytes: [UInt8], outOfOrder: Int)?
-  {
-    lastActivity = .now
-    for value in batch {
-      if let message = try take(value, framing: framing) { return message }
-    }
-    return nil
+  init(framing: TransferCentral.Framing) {
+    self.framing = framing
   }
 
-  mutating func take(_ value: [UInt8], framing: TransferCentral.Framing) throws(TransferError)
-    -> (bytes: [UInt8], outOfOrder: Int)?
-  {
+  /// A message taken in full.
+  struct Collected: Sendable {
+    var bytes: [UInt8]
+    var outOfOrder: Int
+  }
+
+  /// Takes a batch of values (and notes the time); sets ``outcome`` once the message is
+  /// complete or fails its checks. Values after that are ignored.
+  mutating func absorb(_ batch: ArraySlice<[UInt8]>) {
+    lastActivity = .now
+    guard outcome == nil else { return }
+    do {
+      for value in batch {
+        if let message = try take(value) {
+          outcome = .success(message)
+          return
+        }
+      }
+    } catch {
+      outcome = .failure(error)
+    }
+  }
+
+  private mutating func take(_ value: [UInt8]) throws(TransferError) -> Collected? {
     switch framing {
     case .plain:
       guard let bytes = try plain.receive(value) else { return nil }
-      return (bytes, 0)
+      return Collected(bytes: bytes, outOfOrder: 0)
     case .sequenced:
       guard let message = try sequenced.receive(value) else { return nil }
-      return (message.bytes, sequenced.framesOutOfOrder)
+      return Collected(bytes: message.bytes, outOfOrder: sequenced.framesOutOfOrder)
     }
   }
 
-  func bytesReceived(_ framing: TransferCentral.Framing) -> Int {
+  var bytesReceived: Int {
     framing == .plain ? plain.bytesReceived : sequenced.bytesReceived
   }
 
-  func interrupted(_ framing: TransferCentral.Framing, cause: BluetoothError?)
-    -> BluetoothError
-  {
+  func interrupted(cause: BluetoothError?) -> BluetoothError {
     switch framing {
     case .plain:
       .transferInterrupted(
