@@ -3,6 +3,10 @@
 # the lab's initramfs from its modules and busybox-static. Sourced by
 # scripts/lab.
 #
+# GUEST_ROOT is the root filesystem the guest boots: "" for Debian 12 (the
+# host's own root), a trixie root for Debian 13 (scripts/lab.d/guest-root).
+# The kernel and its modules come from that root's /boot and /lib/modules.
+#
 # Booting the compressed bzImage under TCG spends ~4 s decompressing it. The
 # uncompressed ELF inside boots directly (PVH entry, CONFIG_PVH) in well
 # under a second, so it is extracted once and cached beside the initramfs.
@@ -27,7 +31,7 @@ LAB_INITRAMFS_MODULES=(
 # Copied but not loaded in order: the init uses tcrypt with parameters.
 LAB_INITRAMFS_EXTRA_MODULES=(tcrypt)
 
-# kernel_image: print the kernel to boot (--kernel, or the newest
+# kernel_image: print the kernel to boot (--kernel, or the guest root's newest
 # /boot/vmlinuz-VERSION whose /lib/modules/VERSION/modules.dep exists).
 kernel_image() {
   if [[ -n ${KERNEL-} ]]; then
@@ -37,9 +41,9 @@ kernel_image() {
   fi
   local image version best=""
   while IFS= read -r image; do
-    version=${image#/boot/vmlinuz-}
-    [[ -f /lib/modules/$version/modules.dep ]] && best=$image
-  done < <(printf '%s\n' /boot/vmlinuz-* | sort -V)
+    version=${image#"${GUEST_ROOT-}"/boot/vmlinuz-}
+    [[ -f ${GUEST_ROOT-}/lib/modules/$version/modules.dep ]] && best=$image
+  done < <(printf '%s\n' "${GUEST_ROOT-}"/boot/vmlinuz-* | sort -V)
   [[ -n $best ]] || return 1
   printf '%s\n' "$best"
 }
@@ -48,12 +52,12 @@ kernel_image() {
 kernel_version() {
   local image=$1 version
   version=${image##*/vmlinuz-}
-  if [[ $version == "$image" || ! -d /lib/modules/$version ]]; then
+  if [[ $version == "$image" || ! -d ${GUEST_ROOT-}/lib/modules/$version ]]; then
     # A kernel given with --kernel under another name: read its version
     # string ("Linux version X ...") from the image header.
     version=$(grep -aoE '[0-9]+\.[0-9]+\.[0-9]+[^ ]* \([^)]*@' "$image" | head -n1 | cut -d' ' -f1)
   fi
-  [[ -n $version && -f /lib/modules/$version/modules.dep ]] || return 1
+  [[ -n $version && -f ${GUEST_ROOT-}/lib/modules/$version/modules.dep ]] || return 1
   printf '%s\n' "$version"
 }
 
@@ -93,7 +97,7 @@ module_load_order() {
       }
       if (missing != "") print "missing:" missing > "/dev/stderr"
     }
-  ' "/lib/modules/$version/modules.builtin" "/lib/modules/$version/modules.dep"
+  ' "${GUEST_ROOT-}/lib/modules/$version/modules.builtin" "${GUEST_ROOT-}/lib/modules/$version/modules.dep"
 }
 
 # initramfs_key VERSION IMAGE: a hash of everything the initramfs is built
@@ -103,8 +107,8 @@ initramfs_key() {
   busybox=$(find_tool busybox)
   {
     printf 'format 2\n%s\n' "$version"
-    stat -L -c '%n %s %Y' "$image" "$busybox" "/lib/modules/$version/modules.dep"
-    (cd "/lib/modules/$version" && stat -L -c '%n %s %Y' "${LOAD_MODULES[@]}" "${EXTRA_MODULES[@]}")
+    stat -L -c '%n %s %Y' "$image" "$busybox" "${GUEST_ROOT-}/lib/modules/$version/modules.dep"
+    (cd "${GUEST_ROOT-}/lib/modules/$version" && stat -L -c '%n %s %Y' "${LOAD_MODULES[@]}" "${EXTRA_MODULES[@]}")
     cat "$LAB_D/initramfs-init"
   } | sha256sum | cut -c1-16
 }
@@ -145,7 +149,7 @@ extracted_kernel() {
       tail -c +$((offset + 1)) "$image" | "$tool" -dc >"$out.tmp.$$" 2>/dev/null || true
       if is_pvh_elf "$out.tmp.$$"; then
         mv "$out.tmp.$$" "$out"
-        for image in "$cache"/vmlinux-*; do
+        for image in "$cache/vmlinux-${1##*/vmlinuz-}"-*; do
           [[ $image == "$out" ]] || rm -f "$image"
         done
         printf '%s\n' "$out"
@@ -178,18 +182,38 @@ build_initramfs() {
   done
   : >"$stage/modules/load-order"
   for path in "${LOAD_MODULES[@]}"; do
-    cp "/lib/modules/$version/$path" "$stage/modules/"
-    printf '%s\n' "${path##*/}" >>"$stage/modules/load-order"
+    copy_module "${GUEST_ROOT-}/lib/modules/$version/$path" "$stage/modules"
+    printf '%s\n' "$(module_file_name "$path")" >>"$stage/modules/load-order"
   done
   for path in "${EXTRA_MODULES[@]}"; do
-    cp "/lib/modules/$version/$path" "$stage/modules/"
+    copy_module "${GUEST_ROOT-}/lib/modules/$version/$path" "$stage/modules"
   done
   install -m 0755 "$LAB_D/initramfs-init" "$stage/init"
   (cd "$stage" && find . | busybox cpio -o -H newc -R 0:0 2>/dev/null) >"$output.tmp.$$"
   mv "$output.tmp.$$" "$output"
   rm -rf "$stage"
-  # Drop images built for older kernels or inputs.
-  for path in "${output%/*}"/initramfs-*.cpio; do
+  # Drop images built for other inputs of this kernel (the other generation's kernel keeps its
+  # own).
+  for path in "${output%/*}"/initramfs-"$version"-*.cpio; do
     [[ $path == "$output" ]] || rm -f "$path"
   done
+}
+
+# module_file_name PATH: the name of a module file once copied (compression suffix dropped).
+module_file_name() {
+  local name=${1##*/}
+  printf '%s\n' "${name%.ko.*}.ko"
+}
+
+# copy_module FILE DIR: copy a module into DIR uncompressed: busybox's insmod loads plain .ko
+# files only, and Debian 13's kernel ships its modules xz-compressed (.ko.xz).
+copy_module() {
+  local file=$1 dir=$2 out
+  out="$dir/$(module_file_name "$file")"
+  case $file in
+    *.ko.xz) xz -dc "$file" >"$out" ;;
+    *.ko.zst) zstd -qdc "$file" >"$out" ;;
+    *.ko.gz) gzip -dc "$file" >"$out" ;;
+    *) cp "$file" "$out" ;;
+  esac
 }

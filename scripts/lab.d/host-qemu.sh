@@ -5,7 +5,10 @@
 #   ttyS0              kernel and init console -> HOSTDIR/console.log
 #   virtio port lab.out  the command's output and the init's markers -> a fifo
 #                      read by scripts/lab (a file chardev: always connected)
-#   9p hostroot        the host's / (read-only; an overlay makes it writable)
+#   9p hostroot        the guest's root (read-only; an overlay makes it writable): the
+#                      host's / for Debian 12, the trixie root for Debian 13
+#   9p hostfs          Debian 13 only: the host's / (read-only), from which the initramfs
+#                      lends the paths in lab.binds= at the same places
 #   9p results         HOSTDIR, writable, mounted at the same path inside
 #   9p shared          RUN_DIR/shared, writable, the same for both hosts
 # --forward G:H adds a virtio network card on qemu's user network, restricted (no route
@@ -21,6 +24,7 @@ qemu_command() {
   local append="console=ttyS0 panic=-1 quiet loglevel=4 mitigations=off"
   append+=" lab.init=$LAB_D/guest-init lab.results=$hostdir lab.shared=$RUN_DIR/shared"
   append+=" lab.host=$host"
+  [[ -z $GUEST_BINDS ]] || append+=" lab.binds=$GUEST_BINDS"
   # Debugging knobs (environment): extra kernel parameters, another -cpu.
   append+=${LAB_KERNEL_APPEND:+ $LAB_KERNEL_APPEND}
   QEMU_CMD=(
@@ -38,9 +42,13 @@ qemu_command() {
     -kernel "$BOOT_KERNEL" -initrd "$INITRAMFS" -append "$append"
     -chardev "file,id=console,path=$hostdir/console.log"
     -serial chardev:console
-    -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
+    -virtfs "local,path=${GUEST_ROOT:-/},mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
     -virtfs "local,path=$hostdir,mount_tag=results,security_model=none,multidevs=remap"
     -virtfs "local,path=$RUN_DIR/shared,mount_tag=shared,security_model=none,multidevs=remap"
+  )
+  [[ -z $GUEST_BINDS ]] ||
+    QEMU_CMD+=(-virtfs "local,path=/,mount_tag=hostfs,security_model=none,readonly=on,multidevs=remap")
+  QEMU_CMD+=(
     -device virtio-serial-pci,id=vser
     -chardev "file,id=out,path=$RUN_TMP/out-$host"
     -device virtserialport,bus=vser.0,chardev=out,name=lab.out
