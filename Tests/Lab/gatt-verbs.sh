@@ -222,10 +222,21 @@ run read-hash read "$HCI1" 2b2a
 [[ $RC == 0 && $(cat "$OUT/read-hash.out") == "$db_hash" && -n $db_hash ]]
 status=$?
 check "read 2b2a: prints the same hex as explore --json ($db_hash)" "$(show read-hash)"
-run read-raw read "$HCI1" 2b3a --raw
+# Whether the peer's GATT server offers EATT: bluetoothd publishes Server Supported Features
+# (2b3a) only with EATT on ([GATT] Channels above 1: 5.66's default is 3, 5.67's and later 1).
+peer_eatt=$($PY -c 'import json,sys; t=json.load(open(sys.argv[1])); print(any(c["shortUUID"]=="2b3a" for s in t["services"] for c in s["characteristics"]))' "$OUT/explore-json.out" 2>/dev/null)
+expected_eatt=False
+[[ ${LAB_DEBIAN:-12} == 12 && -z $LAB_CHANNELS ]] && expected_eatt=True
+[[ -n $LAB_CHANNELS && $LAB_CHANNELS != 1 ]] && expected_eatt=True
+[[ $peer_eatt == "$expected_eatt" ]]
+status=$?
+check "explore: Server Supported Features (2b3a) present: $peer_eatt (Debian ${LAB_DEBIAN:-12}, Channels ${LAB_CHANNELS:-stock})" \
+  "$(show explore-json 200)"
+# Client Supported Features (2b29), one byte on every generation.
+run read-raw read "$HCI1" 2b29 --raw
 [[ $RC == 0 && $(stat -c %s "$OUT/read-raw.out") == 1 ]]
 status=$?
-check "read --raw 2b3a: exactly 1 byte ($(xxd -p "$OUT/read-raw.out"))" "$(show read-raw)"
+check "read --raw 2b29: exactly 1 byte ($(xxd -p "$OUT/read-raw.out"))" "$(show read-raw)"
 run read-service read "$HCI1" 2b2a --service 1801
 [[ $RC == 0 && $(cat "$OUT/read-service.out") == "$db_hash" ]]
 status=$?
@@ -243,11 +254,15 @@ sleep 0.5
 status=$?
 check "write --without-response --text pong: silent, advertise printed the reply" \
   "exit $RC: $(show write-command) advertise: $(head -c 200 "$OUT/advertise.out")"
+# The server keeps only the features it supports: without EATT it clears the EATT bit (0x02).
+want_features=07
+[[ $peer_eatt == True ]] || want_features=05
 run write-request write "$HCI1" 2b29 07
 run write-readback read "$HCI1" 2b29
-[[ $RC == 0 && $(cat "$OUT/write-readback.out") == 07 ]]
+[[ $RC == 0 && $(cat "$OUT/write-readback.out") == "$want_features" ]]
 status=$?
-check "write 2b29 07 (write request), read back 07" "$(show write-request) $(show write-readback)"
+check "write 2b29 07 (write request), read back $want_features (peer EATT: $peer_eatt)" \
+  "$(show write-request) $(show write-readback)"
 
 # --- notify ----------------------------------------------------------------------------------
 # The advertiser replaced its message with the reply "pong" (as the sample does).
