@@ -2,22 +2,31 @@
 // and turns what arrives into sightings and gateway availability.
 
 import MQTT
+import Synchronization
 
-/// What the aggregator receives.
-public enum FleetUpdate: Sendable, Hashable {
-  /// A gateway's sighting.
-  case sighting(FleetSighting)
-  /// A gateway's availability (from `<prefix>/status`).
-  case availability(gateway: String, online: Bool)
-  /// A gateway's periodic summary (not merged; counted).
-  case summary(topic: String)
-  /// A message under the filter that is none of the above.
-  case unreadable(topic: String)
-}
-
-/// Receives every gateway's messages.
+/// Receives every gateway's messages, in bounded memory: payloads over
+/// ``Limits/maximumPayloadSize`` are dropped unread, and at most ``Limits/queuedMessages``
+/// received messages and as many read updates wait for a slow reader (the oldest dropped
+/// beyond, counted).
 public final class FleetSubscriber: Sendable {
+  /// The bounds of what waits to be read.
+  public struct Limits: Sendable, Hashable {
+    /// The largest payload read, in bytes. A blekit sighting of an extended advertisement
+    /// (1,650 bytes of data, in hex) takes about 4 KiB.
+    public var maximumPayloadSize = 16 * 1024
+    /// Messages, and updates, held for a slow reader.
+    public var queuedMessages = 1000
+
+    public init() {}
+  }
+
+  /// Counts updates dropped behind a slow reader.
+  private final class DropCount: Sendable {
+    let value = Mutex(0)
+  }
+
   private let client: MQTTClient
+  private let dropped: DropCount
   /// Updates, in arrival order.
   public let updates: AsyncStream<FleetUpdate>
   /// Connection events after the start.
@@ -26,9 +35,12 @@ public final class FleetSubscriber: Sendable {
   /// Connects and subscribes to `filter` (default `blekit/#`: every gateway under the default
   /// prefix). With a client ID the session is persistent: a broker with persistence keeps
   /// the subscription and queues QoS 1 messages while this subscriber is away.
-  public static func connect(_ settings: BrokerSettings, filter: String = "blekit/#")
-    async throws(FleetError) -> FleetSubscriber
-  {
+  public static func connect(
+    _ settings: BrokerSettings, filter: String = "blekit/#", limits: Limits = Limits()
+  ) async throws(FleetError) -> FleetSubscriber {
+    var settings = settings
+    settings.maximumPayloadSize = limits.maximumPayloadSize
+    settings.receiveCapacity = limits.queuedMessages
     let configuration = try settings.configuration(
       will: nil, cleanSession: settings.clientID == nil)
     let client: MQTTClient
@@ -38,15 +50,20 @@ public final class FleetSubscriber: Sendable {
       throw FleetError(error)
     }
     client.subscribe(filter, qos: settings.qualityOfService)
-    return FleetSubscriber(client: client)
+    return FleetSubscriber(client: client, queued: limits.queuedMessages)
   }
 
-  private init(client: MQTTClient) {
+  private init(client: MQTTClient, queued: Int) {
     self.client = client
-    updates = AsyncStream(bufferingPolicy: .unbounded) { continuation in
+    let dropped = DropCount()
+    self.dropped = dropped
+    updates = AsyncStream(bufferingPolicy: .bufferingNewest(Swift.max(1, queued))) {
+      continuation in
       let task = Task {
         for await message in client.messages {
-          continuation.yield(Self.read(message))
+          if case .dropped = continuation.yield(Self.read(message)) {
+            dropped.value.withLock { $0 += 1 }
+          }
         }
         continuation.finish()
       }
@@ -63,19 +80,12 @@ public final class FleetSubscriber: Sendable {
     }
   }
 
-  /// Reads one message.
+  /// Updates dropped so far because the reader of ``updates`` did not keep up.
+  public var droppedUpdates: Int { dropped.value.withLock { $0 } }
+
+  /// Reads one message (see ``FleetUpdate/init(topic:payload:)``).
   public static func read(_ message: MQTTMessage) -> FleetUpdate {
-    if message.topic.hasSuffix("/status") {
-      let text = message.text
-      if text == "online" || text == "offline" {
-        let prefix = message.topic.dropLast("/status".count)
-        let gateway = prefix.split(separator: "/").last.map(String.init) ?? String(prefix)
-        return .availability(gateway: gateway, online: text == "online")
-      }
-    }
-    if let sighting = FleetSighting(payload: message.payload) { return .sighting(sighting) }
-    if message.topic.contains("/summary/") { return .summary(topic: message.topic) }
-    return .unreadable(topic: message.topic)
+    FleetUpdate(topic: message.topic, payload: message.payload)
   }
 
   /// The broker, without its password.

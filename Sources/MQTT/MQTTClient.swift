@@ -40,6 +40,9 @@ public struct MQTTStatistics: Sendable, Hashable {
   public var received = 0
   /// Received messages dropped because the reader did not keep up.
   public var receivedDropped = 0
+  /// Received messages dropped unread because their payload was over
+  /// ``MQTTConfiguration/maximumPayloadSize``.
+  public var receivedTooLarge = 0
 
   /// Handed over but not yet reported done.
   public var inFlight: Int { handedOver - completed }
@@ -74,6 +77,7 @@ public final class MQTTClient: @unchecked Sendable {
 
   private let handle: OpaquePointer
   private let birth: MQTTMessage?
+  private let maximumPayloadSize: Int?
   private let state: Mutex<State>
   private let sender = DispatchQueue(label: "blekit.mqtt.sender")
   /// Where restarts of libmosquitto's network thread wait their turn.
@@ -123,6 +127,7 @@ public final class MQTTClient: @unchecked Sendable {
     }
     self.handle = handle
     birth = configuration.birth
+    maximumPayloadSize = configuration.maximumPayloadSize.map { Swift.max(0, $0) }
     broker = configuration.broker
     let first = Swift.max(1, configuration.reconnectDelay)
     restartDelays = (first, Swift.max(first, configuration.maximumReconnectDelay))
@@ -146,17 +151,7 @@ public final class MQTTClient: @unchecked Sendable {
     }
     mosquitto_message_callback_set(handle) { _, context, message in
       guard let message else { return }
-      let received = message.pointee
-      let bytes: [UInt8] =
-        received.payloadlen > 0 && received.payload != nil
-        ? Array(
-          UnsafeRawBufferPointer(start: received.payload, count: Int(received.payloadlen)))
-        : []
-      MQTTClient.from(context).didReceive(
-        MQTTMessage(
-          topic: received.topic.map { String(cString: $0) } ?? "",
-          payload: bytes, qos: received.qos > 0 ? .atLeastOnce : .atMostOnce,
-          retain: received.retain))
+      MQTTClient.from(context).didReceive(message.pointee)
     }
     do throws(MQTTError) {
       try configure(configuration)
@@ -378,6 +373,27 @@ public final class MQTTClient: @unchecked Sendable {
 
   private func didComplete() {
     state.withLock { $0.statistics.completed += 1 }
+  }
+
+  /// A message from libmosquitto: dropped, counted, before anything is copied when its
+  /// payload is over the limit.
+  private func didReceive(_ received: mosquitto_message) {
+    let length = Int(Swift.max(0, received.payloadlen))
+    if let maximumPayloadSize, length > maximumPayloadSize {
+      state.withLock { state in
+        state.statistics.received += 1
+        state.statistics.receivedTooLarge += 1
+      }
+      return
+    }
+    let bytes: [UInt8] =
+      length > 0 && received.payload != nil
+      ? Array(UnsafeRawBufferPointer(start: received.payload, count: length)) : []
+    didReceive(
+      MQTTMessage(
+        topic: received.topic.map { String(cString: $0) } ?? "",
+        payload: bytes, qos: received.qos > 0 ? .atLeastOnce : .atMostOnce,
+        retain: received.retain))
   }
 
   private func didReceive(_ message: MQTTMessage) {
