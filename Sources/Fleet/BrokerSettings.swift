@@ -27,6 +27,8 @@ public struct BrokerSettings: Sendable, Hashable {
   public var connectTimeout: Duration = .seconds(5)
   /// Received messages held for a slow reader (the oldest dropped beyond, counted).
   public var receiveCapacity: Int = 10_000
+  /// Bytes of received messages held for a slow reader (the oldest dropped beyond, counted).
+  public var receiveByteCapacity: Int = 64 << 20
   /// The largest payload received, in bytes (larger ones dropped unread, counted); `nil`: no
   /// limit.
   public var maximumPayloadSize: Int?
@@ -81,6 +83,7 @@ public struct BrokerSettings: Sendable, Hashable {
     configuration.bufferCapacity = bufferCapacity
     configuration.connectTimeout = connectTimeout
     configuration.receiveCapacity = receiveCapacity
+    configuration.receiveByteCapacity = receiveByteCapacity
     configuration.maximumPayloadSize = maximumPayloadSize
     return configuration
   }

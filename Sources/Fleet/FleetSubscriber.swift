@@ -2,32 +2,29 @@
 // and turns what arrives into sightings and gateway availability.
 
 import MQTT
-import Synchronization
 
 /// Receives every gateway's messages, in bounded memory: payloads over
 /// ``Limits/maximumPayloadSize`` are dropped unread, and at most ``Limits/queuedMessages``
-/// received messages and as many read updates wait for a slow reader (the oldest dropped
-/// beyond, counted).
+/// received messages of at most ``Limits/queuedBytes`` in all wait for the reader of
+/// ``updates`` (the oldest dropped beyond, counted in ``BrokerReport/dropped``). A message is
+/// read into an update only when the reader asks for the next one: there is no second queue.
 public final class FleetSubscriber: Sendable {
   /// The bounds of what waits to be read.
   public struct Limits: Sendable, Hashable {
     /// The largest payload read, in bytes. A blekit sighting of an extended advertisement
     /// (1,650 bytes of data, in hex) takes about 4 KiB.
     public var maximumPayloadSize = 16 * 1024
-    /// Messages, and updates, held for a slow reader.
-    public var queuedMessages = 1000
+    /// Received messages waiting to be read (a burst of retained messages, or a persistent
+    /// session's backlog, waits here).
+    public var queuedMessages = 100_000
+    /// Bytes of received messages waiting to be read (payload, topic and 64 a message).
+    public var queuedBytes = 16 << 20
 
     public init() {}
   }
 
-  /// Counts updates dropped behind a slow reader.
-  private final class DropCount: Sendable {
-    let value = Mutex(0)
-  }
-
   private let client: MQTTClient
-  private let dropped: DropCount
-  /// Updates, in arrival order.
+  /// Updates, in arrival order, for one reader.
   public let updates: AsyncStream<FleetUpdate>
   /// Connection events after the start.
   public let events: AsyncStream<BrokerEvent>
@@ -41,6 +38,7 @@ public final class FleetSubscriber: Sendable {
     var settings = settings
     settings.maximumPayloadSize = limits.maximumPayloadSize
     settings.receiveCapacity = limits.queuedMessages
+    settings.receiveByteCapacity = limits.queuedBytes
     let configuration = try settings.configuration(
       will: nil, cleanSession: settings.clientID == nil)
     let client: MQTTClient
@@ -50,25 +48,12 @@ public final class FleetSubscriber: Sendable {
       throw FleetError(error)
     }
     client.subscribe(filter, qos: settings.qualityOfService)
-    return FleetSubscriber(client: client, queued: limits.queuedMessages)
+    return FleetSubscriber(client: client)
   }
 
-  private init(client: MQTTClient, queued: Int) {
+  private init(client: MQTTClient) {
     self.client = client
-    let dropped = DropCount()
-    self.dropped = dropped
-    updates = AsyncStream(bufferingPolicy: .bufferingNewest(Swift.max(1, queued))) {
-      continuation in
-      let task = Task {
-        for await message in client.messages {
-          if case .dropped = continuation.yield(Self.read(message)) {
-            dropped.value.withLock { $0 += 1 }
-          }
-        }
-        continuation.finish()
-      }
-      continuation.onTermination = { _ in task.cancel() }
-    }
+    updates = AsyncStream(unfolding: { await client.nextMessage().map(Self.read) })
     events = AsyncStream(bufferingPolicy: .bufferingNewest(64)) { continuation in
       let task = Task {
         for await event in client.events {
@@ -79,9 +64,6 @@ public final class FleetSubscriber: Sendable {
       continuation.onTermination = { _ in task.cancel() }
     }
   }
-
-  /// Updates dropped so far because the reader of ``updates`` did not keep up.
-  public var droppedUpdates: Int { dropped.value.withLock { $0 } }
 
   /// Reads one message (see ``FleetUpdate/init(topic:payload:)``).
   public static func read(_ message: MQTTMessage) -> FleetUpdate {

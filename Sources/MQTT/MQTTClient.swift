@@ -88,10 +88,13 @@ public final class MQTTClient: @unchecked Sendable {
   /// The first and the longest wait before a restart of the network thread (seconds).
   private let restartDelays: (first: Int, longest: Int)
   private let eventContinuation: AsyncStream<MQTTEvent>.Continuation
-  private let messageContinuation: AsyncStream<MQTTMessage>.Continuation
+  private let received: ReceiveQueue
   /// The connection's events, oldest first (the newest 256 are kept for a slow reader).
   public let events: AsyncStream<MQTTEvent>
-  /// Messages received on the subscriptions.
+  /// Messages received on the subscriptions, for one reader; at most
+  /// ``MQTTConfiguration/receiveCapacity`` messages and
+  /// ``MQTTConfiguration/receiveByteCapacity`` bytes wait (the oldest dropped beyond,
+  /// counted in ``MQTTStatistics/receivedDropped``).
   public let messages: AsyncStream<MQTTMessage>
   /// The broker this client talks to.
   public let broker: BrokerURL
@@ -133,8 +136,10 @@ public final class MQTTClient: @unchecked Sendable {
     restartDelays = (first, Swift.max(first, configuration.maximumReconnectDelay))
     state = Mutex(State(buffer: OutgoingBuffer(capacity: configuration.bufferCapacity)))
     (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
-    (messages, messageContinuation) = AsyncStream.makeStream(
-      bufferingPolicy: .bufferingNewest(Swift.max(1, configuration.receiveCapacity)))
+    let received = ReceiveQueue(
+      capacity: configuration.receiveCapacity, byteCapacity: configuration.receiveByteCapacity)
+    self.received = received
+    messages = AsyncStream(unfolding: { await received.next() })
     mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
     mosquitto_connect_callback_set(handle) { _, context, code in
       MQTTClient.from(context).didConnect(code)
@@ -397,10 +402,10 @@ public final class MQTTClient: @unchecked Sendable {
   }
 
   private func didReceive(_ message: MQTTMessage) {
-    let result = messageContinuation.yield(message)
+    let dropped = received.push(message)
     state.withLock { state in
       state.statistics.received += 1
-      if case .dropped = result { state.statistics.receivedDropped += 1 }
+      state.statistics.receivedDropped += dropped
     }
   }
 
@@ -477,6 +482,12 @@ public final class MQTTClient: @unchecked Sendable {
     if connected { _ = mosquitto_subscribe(handle, nil, filter, qos.rawValue) }
   }
 
+  /// The next received message, as ``messages`` would give it (the same queue: use one or
+  /// the other); `nil` once the client is closed or the calling task is cancelled.
+  public func nextMessage() async -> MQTTMessage? {
+    await received.next()
+  }
+
   /// The counts so far.
   public var statistics: MQTTStatistics {
     state.withLock { state in
@@ -521,6 +532,6 @@ public final class MQTTClient: @unchecked Sendable {
     }
     state.withLock { $0.connected = false }
     eventContinuation.finish()
-    messageContinuation.finish()
+    received.finish()
   }
 }

@@ -103,6 +103,7 @@ struct FleetCommand: ParsableCommand {
             let row = table.record(sighting)
             if json { printLine(FleetTable.json(row).text) }
           case .availability(let gateway, let online):
+            counts.statuses += 1
             if table.setGateway(gateway, online: online) {
               writeStandardError(
                 "fleet: gateway \(TerminalText.visible(gateway)) \(online ? "online" : "offline")\n"
@@ -139,7 +140,7 @@ struct FleetCommand: ParsableCommand {
     events.cancel()
     let report = await subscriber.close()
     writeStandardError(report.line + "\n")
-    writeStandardError(counts.line(droppedUpdates: subscriber.droppedUpdates) + "\n")
+    writeStandardError(counts.line + "\n")
   }
 
   /// Redraws the table on a terminal: ID, gateways with their best RSSI, best RSSI, last seen.
@@ -169,6 +170,7 @@ struct FleetCommand: ParsableCommand {
 /// What fleet read and what its bounds let go, for the closing line.
 struct FleetCounts: Sendable {
   var sightings = 0
+  var statuses = 0
   var summaries = 0
   var unreadable = 0
   var evictedRows = 0
@@ -181,10 +183,10 @@ struct FleetCounts: Sendable {
     forgottenGateways = table.forgottenGateways
   }
 
-  /// `fleet: 120 sightings, 0 summaries, 0 unreadable, 0 updates dropped, 0 rows evicted, ...`
-  func line(droppedUpdates: Int) -> String {
-    "fleet: \(sightings) sightings, \(summaries) summaries, \(unreadable) unreadable, "
-      + "\(droppedUpdates) updates dropped, \(evictedRows) rows evicted, "
+  /// `fleet: 120 sightings, 2 statuses, 0 summaries, 0 unreadable, 0 rows evicted, ...`
+  var line: String {
+    "fleet: \(sightings) sightings, \(statuses) statuses, \(summaries) summaries, "
+      + "\(unreadable) unreadable, \(evictedRows) rows evicted, "
       + "\(droppedGateways) gateways dropped from rows, \(forgottenGateways) gateways forgotten"
   }
 }
