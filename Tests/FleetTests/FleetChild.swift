@@ -92,7 +92,14 @@ enum FleetChild {
     var status: Int32 = 0
     let deadline = Date().addingTimeInterval(limit)
     while true {
-      if waitpid(pid, &status, WNOHANG) == pid { break }
+      let reaped = waitpid(pid, &status, WNOHANG)
+      if reaped == pid { break }
+      if reaped < 0 && errno == ECHILD {
+        // Reaped by someone else (Foundation reaps the children it started, by pid only;
+        // this guards the loop should that change).
+        status = 0x7F00
+        break
+      }
       maximumRSS = max(maximumRSS, residentKiB(pid))
       if Date() > deadline, !killed {
         kill(pid, SIGKILL)
