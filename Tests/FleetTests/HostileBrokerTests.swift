@@ -206,6 +206,7 @@ import Testing
     #expect(run.status == 0 && !run.killed, "status \(run.status): \(run.errorText.suffix(500))")
     let lines = run.outputText.split(separator: "\n")
     #expect(lines.count >= 1_000, "\(lines.count) rows")
+    print(run.errorText.split(separator: "\n").suffix(2).joined(separator: "\n"))
     // Every message is accounted for: read, or dropped and counted.
     let counts = Self.closingCounts(run.errorText)
     #expect(counts["received"] == 20_000, "\(run.errorText.suffix(400))")
