@@ -21,7 +21,10 @@ struct FleetCommand: ParsableCommand {
       each sighting prints the merged row as one JSON line. Gateways going offline (their \
       retained status) are said on standard error. Runs until --timeout or Ctrl-C (exit 0); \
       a broker that cannot be reached at the start exits 14; later losses reconnect with \
-      backoff.
+      backoff. Whatever anyone publishes is read as hostile: text from payloads and topics \
+      is shown with controls and bidi characters escaped (\\x1b, \\u{202e}), and memory \
+      is bounded (16 KiB payloads, 4096 IDs, 32 gateways per ID, 1024 gateways' status), \
+      what each bound drops counted in the closing lines (docs/fleet.md).
       """
   )
 
