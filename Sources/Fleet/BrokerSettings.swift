@@ -25,6 +25,13 @@ public struct BrokerSettings: Sendable, Hashable {
   public var bufferCapacity: Int = 10_000
   /// How long to wait for the broker at the start.
   public var connectTimeout: Duration = .seconds(5)
+  /// Received messages held for a slow reader (the oldest dropped beyond, counted).
+  public var receiveCapacity: Int = 10_000
+  /// Bytes of received messages held for a slow reader (the oldest dropped beyond, counted).
+  public var receiveByteCapacity: Int = 64 << 20
+  /// The largest payload received, in bytes (larger ones dropped unread, counted); `nil`: no
+  /// limit.
+  public var maximumPayloadSize: Int?
 
   public init(url: String) {
     self.url = url
@@ -75,6 +82,9 @@ public struct BrokerSettings: Sendable, Hashable {
     configuration.certificateAuthorities = certificateAuthorities
     configuration.bufferCapacity = bufferCapacity
     configuration.connectTimeout = connectTimeout
+    configuration.receiveCapacity = receiveCapacity
+    configuration.receiveByteCapacity = receiveByteCapacity
+    configuration.maximumPayloadSize = maximumPayloadSize
     return configuration
   }
 
@@ -116,6 +126,8 @@ public struct BrokerReport: Sendable, Hashable {
   public var reconnections: Int
   /// Messages received (the aggregator).
   public var received: Int
+  /// Received messages dropped unread for their size (the aggregator).
+  public var tooLarge: Int
 
   init(_ statistics: MQTTStatistics) {
     offered = statistics.offered
@@ -124,6 +136,7 @@ public struct BrokerReport: Sendable, Hashable {
     unsent = statistics.buffered + statistics.inFlight
     reconnections = statistics.reconnections
     received = statistics.received
+    tooLarge = statistics.receivedTooLarge
   }
 
   /// `mqtt: 120 published, 0 dropped, 0 unsent, 1 reconnection`.
@@ -131,6 +144,7 @@ public struct BrokerReport: Sendable, Hashable {
     var parts = ["\(offered) published", "\(dropped) dropped", "\(unsent) unsent"]
     parts.append("\(reconnections) reconnection\(reconnections == 1 ? "" : "s")")
     if received > 0 { parts.append("\(received) received") }
+    if tooLarge > 0 { parts.append("\(tooLarge) too large") }
     return "mqtt: " + parts.joined(separator: ", ")
   }
 }

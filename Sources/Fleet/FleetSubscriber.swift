@@ -3,22 +3,28 @@
 
 import MQTT
 
-/// What the aggregator receives.
-public enum FleetUpdate: Sendable, Hashable {
-  /// A gateway's sighting.
-  case sighting(FleetSighting)
-  /// A gateway's availability (from `<prefix>/status`).
-  case availability(gateway: String, online: Bool)
-  /// A gateway's periodic summary (not merged; counted).
-  case summary(topic: String)
-  /// A message under the filter that is none of the above.
-  case unreadable(topic: String)
-}
-
-/// Receives every gateway's messages.
+/// Receives every gateway's messages, in bounded memory: payloads over
+/// ``Limits/maximumPayloadSize`` are dropped unread, and at most ``Limits/queuedMessages``
+/// received messages of at most ``Limits/queuedBytes`` in all wait for the reader of
+/// ``updates`` (the oldest dropped beyond, counted in ``BrokerReport/dropped``). A message is
+/// read into an update only when the reader asks for the next one: there is no second queue.
 public final class FleetSubscriber: Sendable {
+  /// The bounds of what waits to be read.
+  public struct Limits: Sendable, Hashable {
+    /// The largest payload read, in bytes. A blekit sighting of an extended advertisement
+    /// (1,650 bytes of data, in hex) takes about 4 KiB.
+    public var maximumPayloadSize = 16 * 1024
+    /// Received messages waiting to be read (a burst of retained messages, or a persistent
+    /// session's backlog, waits here).
+    public var queuedMessages = 100_000
+    /// Bytes of received messages waiting to be read (payload, topic and 64 a message).
+    public var queuedBytes = 16 << 20
+
+    public init() {}
+  }
+
   private let client: MQTTClient
-  /// Updates, in arrival order.
+  /// Updates, in arrival order, for one reader.
   public let updates: AsyncStream<FleetUpdate>
   /// Connection events after the start.
   public let events: AsyncStream<BrokerEvent>
@@ -26,9 +32,13 @@ public final class FleetSubscriber: Sendable {
   /// Connects and subscribes to `filter` (default `blekit/#`: every gateway under the default
   /// prefix). With a client ID the session is persistent: a broker with persistence keeps
   /// the subscription and queues QoS 1 messages while this subscriber is away.
-  public static func connect(_ settings: BrokerSettings, filter: String = "blekit/#")
-    async throws(FleetError) -> FleetSubscriber
-  {
+  public static func connect(
+    _ settings: BrokerSettings, filter: String = "blekit/#", limits: Limits = Limits()
+  ) async throws(FleetError) -> FleetSubscriber {
+    var settings = settings
+    settings.maximumPayloadSize = limits.maximumPayloadSize
+    settings.receiveCapacity = limits.queuedMessages
+    settings.receiveByteCapacity = limits.queuedBytes
     let configuration = try settings.configuration(
       will: nil, cleanSession: settings.clientID == nil)
     let client: MQTTClient
@@ -43,15 +53,7 @@ public final class FleetSubscriber: Sendable {
 
   private init(client: MQTTClient) {
     self.client = client
-    updates = AsyncStream(bufferingPolicy: .unbounded) { continuation in
-      let task = Task {
-        for await message in client.messages {
-          continuation.yield(Self.read(message))
-        }
-        continuation.finish()
-      }
-      continuation.onTermination = { _ in task.cancel() }
-    }
+    updates = AsyncStream(unfolding: { await client.nextMessage().map(Self.read) })
     events = AsyncStream(bufferingPolicy: .bufferingNewest(64)) { continuation in
       let task = Task {
         for await event in client.events {
@@ -63,19 +65,9 @@ public final class FleetSubscriber: Sendable {
     }
   }
 
-  /// Reads one message.
+  /// Reads one message (see ``FleetUpdate/init(topic:payload:)``).
   public static func read(_ message: MQTTMessage) -> FleetUpdate {
-    if message.topic.hasSuffix("/status") {
-      let text = message.text
-      if text == "online" || text == "offline" {
-        let prefix = message.topic.dropLast("/status".count)
-        let gateway = prefix.split(separator: "/").last.map(String.init) ?? String(prefix)
-        return .availability(gateway: gateway, online: text == "online")
-      }
-    }
-    if let sighting = FleetSighting(payload: message.payload) { return .sighting(sighting) }
-    if message.topic.contains("/summary/") { return .summary(topic: message.topic) }
-    return .unreadable(topic: message.topic)
+    FleetUpdate(topic: message.topic, payload: message.payload)
   }
 
   /// The broker, without its password.

@@ -22,6 +22,14 @@ public struct GatewaySettings: Sendable {
   public var homeAssistant = false
   /// Seconds after which Home Assistant shows a silent ID's sensor as unavailable.
   public var homeAssistantExpiry = 300
+  /// The most Home Assistant configs this gateway keeps retained on the broker; beyond, the
+  /// config of the ID silent the longest is cleared. Anyone in radio range can mint
+  /// FolkBears-shaped IDs: without a bound each would stay on the broker, and in Home
+  /// Assistant, for good.
+  public var homeAssistantCapacity = 256
+  /// How long an ID may go unheard before its retained config is cleared (Home Assistant
+  /// then removes the sensor).
+  public var homeAssistantRetention: Duration = .seconds(900)
   /// The most devices the rate limiter and discovery remember.
   public var deviceCapacity = 4096
 
@@ -37,7 +45,11 @@ public final class GatewayPublisher: Sendable {
   private struct State {
     var limiter: RateLimiter<ContinuousClock.Instant>
     var sequence = 0
-    var announced: Set<String> = []
+    /// Retained Home Assistant configs on the broker: config topic to when its ID was last
+    /// heard (for configs a former run left, when this run found them).
+    var announced: [String: ContinuousClock.Instant] = [:]
+    var homeAssistantCleared = 0
+    var sweeper: Task<Void, Never>?
   }
 
   private let client: MQTTClient
@@ -66,7 +78,9 @@ public final class GatewayPublisher: Sendable {
     } catch {
       throw FleetError(error)
     }
-    return GatewayPublisher(client: client, settings: settings)
+    let publisher = GatewayPublisher(client: client, settings: settings)
+    if settings.homeAssistant { publisher.startHomeAssistantUpkeep() }
+    return publisher
   }
 
   private init(client: MQTTClient, settings: GatewaySettings) {
@@ -100,19 +114,26 @@ public final class GatewayPublisher: Sendable {
     var content = report
     content.rssi = nil
     let key = id ?? report.address
-    let (publish, sequence, announce) = state.withLock { state -> (Bool, Int, Bool) in
+    let configTopic = id.map { settings.topics.homeAssistantConfig(id: $0) }
+    let (publish, sequence, announce, cleared) = state.withLock {
+      state -> (Bool, Int, Bool, [String]) in
+      var cleared: [String] = []
+      if settings.homeAssistant, let configTopic, state.announced[configTopic] != nil {
+        state.announced[configTopic] = now
+      }
       guard
         state.limiter.shouldPublish(key, fingerprint: content.hashValue, rssi: report.rssi, at: now)
-      else { return (false, 0, false) }
+      else { return (false, 0, false, cleared) }
       state.sequence += 1
       var announce = false
-      if let id, settings.homeAssistant, !state.announced.contains(id) {
-        if state.announced.count >= settings.deviceCapacity { state.announced.removeAll() }
-        state.announced.insert(id)
+      if settings.homeAssistant, let configTopic, state.announced[configTopic] == nil {
+        cleared = Self.makeRoom(&state, capacity: settings.homeAssistantCapacity - 1)
+        state.announced[configTopic] = now
         announce = true
       }
-      return (true, state.sequence, announce)
+      return (true, state.sequence, announce, cleared)
     }
+    clearHomeAssistantConfigs(cleared)
     guard publish else { return false }
     if announce, let id { publishHomeAssistantConfig(id: id) }
     let payload: FleetJSON =
@@ -160,12 +181,95 @@ public final class GatewayPublisher: Sendable {
         retain: true))
   }
 
+  // MARK: Home Assistant configs: bounded, expired
+
+  /// Removes the longest-silent configs until at most `capacity` remain; returns their topics.
+  private static func makeRoom(_ state: inout State, capacity: Int) -> [String] {
+    var cleared: [String] = []
+    let excess = state.announced.count - Swift.max(0, capacity)
+    if excess > 0 {
+      let oldest = state.announced.sorted { $0.value < $1.value }.prefix(excess)
+      for (topic, _) in oldest {
+        state.announced[topic] = nil
+        cleared.append(topic)
+      }
+    }
+    return cleared
+  }
+
+  /// Clears retained configs (an empty retained message: Home Assistant removes the sensor).
+  private func clearHomeAssistantConfigs(_ topics: [String]) {
+    guard !topics.isEmpty else { return }
+    state.withLock { $0.homeAssistantCleared += topics.count }
+    for topic in topics {
+      client.publish(MQTTMessage(topic: topic, payload: [], qos: .atLeastOnce, retain: true))
+    }
+  }
+
+  /// Clears the configs of IDs unheard for ``GatewaySettings/homeAssistantRetention``.
+  public func expireHomeAssistantConfigs(at now: ContinuousClock.Instant = .now) {
+    let retention = settings.homeAssistantRetention
+    let cleared = state.withLock { state -> [String] in
+      let expired = state.announced.filter { now - $0.value >= retention }.map(\.key)
+      for topic in expired { state.announced[topic] = nil }
+      return expired
+    }
+    clearHomeAssistantConfigs(cleared)
+  }
+
+  /// Home Assistant configs cleared so far (expired, or to stay within the capacity).
+  public var homeAssistantCleared: Int { state.withLock { $0.homeAssistantCleared } }
+
+  /// Home Assistant configs this gateway has retained on the broker now.
+  public var homeAssistantConfigs: Int { state.withLock { $0.announced.count } }
+
+  /// Finds the retained configs a former run of this gateway left (subscribing to the
+  /// discovery prefix's sensor configs; those named `blekit_<gateway>_...` are this gateway's)
+  /// so that they too are bounded and expire, and sweeps expired configs every quarter of the
+  /// retention (at most a minute) whether or not anything is heard.
+  private func startHomeAssistantUpkeep() {
+    let prefix =
+      "\(settings.topics.discoveryPrefix)/sensor/\(settings.topics.homeAssistantObjectID(""))"
+    client.subscribe("\(settings.topics.discoveryPrefix)/sensor/+/config", qos: .atLeastOnce)
+    let period = Swift.min(settings.homeAssistantRetention / 4, .seconds(60))
+    let task = Task { [weak self, client] in
+      await withTaskGroup(of: Void.self) { group in
+        group.addTask {
+          // Retained ones only: this gateway's own configs come back too, not retained.
+          while let message = await client.nextMessage() {
+            guard message.retain, !message.payload.isEmpty, message.topic.hasPrefix(prefix)
+            else { continue }
+            self?.adoptHomeAssistantConfig(message.topic)
+          }
+        }
+        group.addTask {
+          while !Task.isCancelled {
+            try? await Task.sleep(for: Swift.max(period, .milliseconds(100)))
+            self?.expireHomeAssistantConfigs()
+          }
+        }
+      }
+    }
+    state.withLock { $0.sweeper = task }
+  }
+
+  private func adoptHomeAssistantConfig(_ topic: String) {
+    let cleared = state.withLock { state -> [String] in
+      guard state.announced[topic] == nil else { return [] }
+      let cleared = Self.makeRoom(&state, capacity: settings.homeAssistantCapacity - 1)
+      state.announced[topic] = .now
+      return cleared
+    }
+    clearHomeAssistantConfigs(cleared)
+  }
+
   /// Reports held back by the rate limiter so far.
   public var suppressed: Int { state.withLock { $0.limiter.suppressed } }
 
   /// Publishes `offline` (retained), waits up to `grace` for what is buffered, and
   /// disconnects. Returns the counts.
   public func close(grace: Duration = .seconds(3)) async -> BrokerReport {
+    state.withLock { $0.sweeper }?.cancel()
     client.publish(
       MQTTMessage(
         topic: settings.topics.availability, text: "offline",

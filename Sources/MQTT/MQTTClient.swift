@@ -40,6 +40,9 @@ public struct MQTTStatistics: Sendable, Hashable {
   public var received = 0
   /// Received messages dropped because the reader did not keep up.
   public var receivedDropped = 0
+  /// Received messages dropped unread because their payload was over
+  /// ``MQTTConfiguration/maximumPayloadSize``.
+  public var receivedTooLarge = 0
 
   /// Handed over but not yet reported done.
   public var inFlight: Int { handedOver - completed }
@@ -74,6 +77,7 @@ public final class MQTTClient: @unchecked Sendable {
 
   private let handle: OpaquePointer
   private let birth: MQTTMessage?
+  private let maximumPayloadSize: Int?
   private let state: Mutex<State>
   private let sender = DispatchQueue(label: "blekit.mqtt.sender")
   /// Where restarts of libmosquitto's network thread wait their turn.
@@ -84,10 +88,13 @@ public final class MQTTClient: @unchecked Sendable {
   /// The first and the longest wait before a restart of the network thread (seconds).
   private let restartDelays: (first: Int, longest: Int)
   private let eventContinuation: AsyncStream<MQTTEvent>.Continuation
-  private let messageContinuation: AsyncStream<MQTTMessage>.Continuation
+  private let received: ReceiveQueue
   /// The connection's events, oldest first (the newest 256 are kept for a slow reader).
   public let events: AsyncStream<MQTTEvent>
-  /// Messages received on the subscriptions.
+  /// Messages received on the subscriptions, for one reader; at most
+  /// ``MQTTConfiguration/receiveCapacity`` messages and
+  /// ``MQTTConfiguration/receiveByteCapacity`` bytes wait (the oldest dropped beyond,
+  /// counted in ``MQTTStatistics/receivedDropped``).
   public let messages: AsyncStream<MQTTMessage>
   /// The broker this client talks to.
   public let broker: BrokerURL
@@ -123,13 +130,16 @@ public final class MQTTClient: @unchecked Sendable {
     }
     self.handle = handle
     birth = configuration.birth
+    maximumPayloadSize = configuration.maximumPayloadSize.map { Swift.max(0, $0) }
     broker = configuration.broker
     let first = Swift.max(1, configuration.reconnectDelay)
     restartDelays = (first, Swift.max(first, configuration.maximumReconnectDelay))
     state = Mutex(State(buffer: OutgoingBuffer(capacity: configuration.bufferCapacity)))
     (events, eventContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(256))
-    (messages, messageContinuation) = AsyncStream.makeStream(
-      bufferingPolicy: .bufferingNewest(Swift.max(1, configuration.receiveCapacity)))
+    let received = ReceiveQueue(
+      capacity: configuration.receiveCapacity, byteCapacity: configuration.receiveByteCapacity)
+    self.received = received
+    messages = AsyncStream(unfolding: { await received.next() })
     mosquitto_user_data_set(handle, Unmanaged.passUnretained(self).toOpaque())
     mosquitto_connect_callback_set(handle) { _, context, code in
       MQTTClient.from(context).didConnect(code)
@@ -146,17 +156,7 @@ public final class MQTTClient: @unchecked Sendable {
     }
     mosquitto_message_callback_set(handle) { _, context, message in
       guard let message else { return }
-      let received = message.pointee
-      let bytes: [UInt8] =
-        received.payloadlen > 0 && received.payload != nil
-        ? Array(
-          UnsafeRawBufferPointer(start: received.payload, count: Int(received.payloadlen)))
-        : []
-      MQTTClient.from(context).didReceive(
-        MQTTMessage(
-          topic: received.topic.map { String(cString: $0) } ?? "",
-          payload: bytes, qos: received.qos > 0 ? .atLeastOnce : .atMostOnce,
-          retain: received.retain))
+      MQTTClient.from(context).didReceive(message.pointee)
     }
     do throws(MQTTError) {
       try configure(configuration)
@@ -380,11 +380,32 @@ public final class MQTTClient: @unchecked Sendable {
     state.withLock { $0.statistics.completed += 1 }
   }
 
+  /// A message from libmosquitto: dropped, counted, before anything is copied when its
+  /// payload is over the limit.
+  private func didReceive(_ received: mosquitto_message) {
+    let length = Int(Swift.max(0, received.payloadlen))
+    if let maximumPayloadSize, length > maximumPayloadSize {
+      state.withLock { state in
+        state.statistics.received += 1
+        state.statistics.receivedTooLarge += 1
+      }
+      return
+    }
+    let bytes: [UInt8] =
+      length > 0 && received.payload != nil
+      ? Array(UnsafeRawBufferPointer(start: received.payload, count: length)) : []
+    didReceive(
+      MQTTMessage(
+        topic: received.topic.map { String(cString: $0) } ?? "",
+        payload: bytes, qos: received.qos > 0 ? .atLeastOnce : .atMostOnce,
+        retain: received.retain))
+  }
+
   private func didReceive(_ message: MQTTMessage) {
-    let result = messageContinuation.yield(message)
+    let dropped = received.push(message)
     state.withLock { state in
       state.statistics.received += 1
-      if case .dropped = result { state.statistics.receivedDropped += 1 }
+      state.statistics.receivedDropped += dropped
     }
   }
 
@@ -461,6 +482,12 @@ public final class MQTTClient: @unchecked Sendable {
     if connected { _ = mosquitto_subscribe(handle, nil, filter, qos.rawValue) }
   }
 
+  /// The next received message, as ``messages`` would give it (the same queue: use one or
+  /// the other); `nil` once the client is closed or the calling task is cancelled.
+  public func nextMessage() async -> MQTTMessage? {
+    await received.next()
+  }
+
   /// The counts so far.
   public var statistics: MQTTStatistics {
     state.withLock { state in
@@ -505,6 +532,6 @@ public final class MQTTClient: @unchecked Sendable {
     }
     state.withLock { $0.connected = false }
     eventContinuation.finish()
-    messageContinuation.finish()
+    received.finish()
   }
 }

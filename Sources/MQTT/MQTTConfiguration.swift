@@ -24,6 +24,14 @@ public struct MQTTConfiguration: Sendable {
   public var bufferCapacity: Int = 10_000
   /// The most received messages held for a slow reader (the oldest is dropped beyond).
   public var receiveCapacity: Int = 10_000
+  /// The most bytes of received messages held for a slow reader (payload and topic, plus 64
+  /// per message; the oldest dropped beyond).
+  public var receiveByteCapacity: Int = 64 << 20
+  /// The largest payload received, in bytes; a larger message is dropped before its payload
+  /// is copied out of libmosquitto, and counted (``MQTTStatistics/receivedTooLarge``). `nil`:
+  /// no limit but the broker's. libmosquitto itself reads each whole packet (MQTT 3.1.1 has
+  /// no way to ask the broker for less), one at a time.
+  public var maximumPayloadSize: Int?
   /// A PEM file of certificate authorities for `mqtts://`; `nil` uses the system's
   /// (`/etc/ssl/certs`).
   public var certificateAuthorities: String?

@@ -21,7 +21,10 @@ struct FleetCommand: ParsableCommand {
       each sighting prints the merged row as one JSON line. Gateways going offline (their \
       retained status) are said on standard error. Runs until --timeout or Ctrl-C (exit 0); \
       a broker that cannot be reached at the start exits 14; later losses reconnect with \
-      backoff.
+      backoff. Whatever anyone publishes is read as hostile: text from payloads and topics \
+      is shown with controls and bidi characters escaped (\\x1b, \\u{202e}), and memory \
+      is bounded (16 KiB payloads, 4096 IDs, 32 gateways per ID, 1024 gateways' status), \
+      what each bound drops counted in the closing lines (docs/fleet.md).
       """
   )
 
@@ -91,22 +94,28 @@ struct FleetCommand: ParsableCommand {
         writeStandardError(brokerEventLine(event, broker: brokerName) + "\n")
       }
     }
-    await withTaskGroup(of: Void.self) { group in
+    let counts = await withTaskGroup(of: FleetCounts?.self) { group in
       group.addTask {
         var table = FleetTable()
+        var counts = FleetCounts()
         var lastDraw = ContinuousClock.now - .seconds(1)
         for await update in subscriber.updates {
           switch update {
           case .sighting(let sighting):
+            counts.sightings += 1
             let row = table.record(sighting)
             if json { printLine(FleetTable.json(row).text) }
           case .availability(let gateway, let online):
-            if table.gatewayOnline[gateway] != online {
-              writeStandardError("fleet: gateway \(gateway) \(online ? "online" : "offline")\n")
+            counts.statuses += 1
+            if table.setGateway(gateway, online: online) {
+              writeStandardError(
+                "fleet: gateway \(TerminalText.visible(gateway)) \(online ? "online" : "offline")\n"
+              )
             }
-            table.setGateway(gateway, online: online)
-          case .summary, .unreadable:
-            break
+          case .summary:
+            counts.summaries += 1
+          case .unreadable:
+            counts.unreadable += 1
           }
           if !json, lastDraw.duration(to: .now) >= .seconds(1) {
             lastDraw = .now
@@ -114,20 +123,31 @@ struct FleetCommand: ParsableCommand {
           }
         }
         if !json { Self.draw(table) }
+        counts.table(table)
+        return counts
       }
       if let timeout {
-        group.addTask { try? await Task.sleep(for: timeout) }
+        group.addTask {
+          try? await Task.sleep(for: timeout)
+          return nil
+        }
       }
-      // The first to end (the timeout, the subscription, Ctrl-C's cancellation) ends both.
-      await group.next()
+      // The first to end (the timeout, the subscription, Ctrl-C's cancellation) ends both;
+      // the subscription's reader ends as its stream does, and returns the counts.
+      var counts: FleetCounts?
+      if let first = await group.next() { counts = first }
       group.cancelAll()
+      for await other in group where counts == nil { counts = other }
+      return counts ?? FleetCounts()
     }
     events.cancel()
     let report = await subscriber.close()
     writeStandardError(report.line + "\n")
+    writeStandardError(counts.line + "\n")
   }
 
   /// Redraws the table on a terminal: ID, gateways with their best RSSI, best RSSI, last seen.
+  /// Every text from a payload or a topic goes through ``TerminalText/visible(_:)``.
   static func draw(_ table: FleetTable) {
     var lines = [
       "\u{1B}[H\u{1B}[2J"
@@ -136,16 +156,41 @@ struct FleetCommand: ParsableCommand {
     let now = fleetUnixTime()
     for row in table.entries.prefix(50) {
       let best = row.bestRSSI.map(String.init) ?? "?"
-      let age = max(0, Int(now - row.lastSeen))
-      let gateways = row.gateways.map { view in
-        "\(view.gateway) \(view.bestRSSI.map(String.init) ?? "?") x\(view.count)"
+      let age = FleetTable.age(of: row.lastSeen, now: now)
+      var gateways = row.gateways.map { view in
+        "\(TerminalText.visible(view.gateway)) \(view.bestRSSI.map(String.init) ?? "?") x\(view.count)"
       }.joined(separator: ", ")
+      if row.droppedGateways > 0 { gateways += " (+\(row.droppedGateways) dropped)" }
       lines.append(
-        row.key.padding(34) + " " + best.padding(5) + " " + "\(age)s ago".padding(9) + " "
-          + gateways)
+        TerminalText.visible(row.key).padding(34) + " " + best.padding(5) + " "
+          + age.padding(9) + " " + gateways)
     }
     if table.count > 50 { lines.append("... \(table.count - 50) more") }
     printLine(lines.joined(separator: "\n"))
+  }
+}
+
+/// What fleet read and what its bounds let go, for the closing line.
+struct FleetCounts: Sendable {
+  var sightings = 0
+  var statuses = 0
+  var summaries = 0
+  var unreadable = 0
+  var evictedRows = 0
+  var droppedGateways = 0
+  var forgottenGateways = 0
+
+  mutating func table(_ table: FleetTable) {
+    evictedRows = table.evicted
+    droppedGateways = table.droppedGateways
+    forgottenGateways = table.forgottenGateways
+  }
+
+  /// `fleet: 120 sightings, 2 statuses, 0 summaries, 0 unreadable, 0 rows evicted, ...`
+  var line: String {
+    "fleet: \(sightings) sightings, \(statuses) statuses, \(summaries) summaries, "
+      + "\(unreadable) unreadable, \(evictedRows) rows evicted, "
+      + "\(droppedGateways) gateways dropped from rows, \(forgottenGateways) gateways forgotten"
   }
 }
 

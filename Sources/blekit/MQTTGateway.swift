@@ -193,6 +193,12 @@ final class MQTTGateway: Sendable {
   func finish() async {
     let report = await publisher.close()
     eventTask.cancel()
-    writeStandardError(report.line + ", \(publisher.suppressed) held back by --mqtt-interval\n")
+    var line = report.line + ", \(publisher.suppressed) held back by --mqtt-interval"
+    let cleared = publisher.homeAssistantCleared
+    let retained = publisher.homeAssistantConfigs
+    if cleared > 0 || retained > 0 {
+      line += ", \(retained) Home Assistant configs retained, \(cleared) cleared"
+    }
+    writeStandardError(line + "\n")
   }
 }

@@ -75,55 +75,6 @@ enum StandardOutput {
   }
 }
 
-/// What a terminal is shown of bytes that came from a peer: a peer's text must not move the
-/// cursor, retitle the window or hide earlier output.
-enum TerminalText {
-  /// `bytes` for a terminal: UTF-8 text with every control character other than newline and
-  /// tab shown as `\xHH` (C0, DEL, C1: `"a\u{1B}[2J"` becomes `a\x1b[2J`) and a final newline
-  /// if it lacks one; bytes that are not UTF-8 as hex, 16 bytes a line.
-  static func show(_ bytes: [UInt8]) -> [UInt8] {
-    guard let text = String(validating: bytes, as: UTF8.self) else {
-      return Array(hexLines(bytes).utf8)
-    }
-    var out = Array(visible(text).utf8)
-    if out.last != UInt8(ascii: "\n") { out.append(UInt8(ascii: "\n")) }
-    return out
-  }
-
-  /// `text` with control characters other than newline and tab written as `\xHH`.
-  static func visible(_ text: String) -> String {
-    var out: [UInt8] = []
-    out.reserveCapacity(text.utf8.count)
-    for scalar in text.unicodeScalars {
-      let value = scalar.value
-      let isControl = value < 0x20 || (0x7F...0x9F).contains(value)
-      if isControl && scalar != "\n" && scalar != "\t" {
-        out += [UInt8(ascii: "\\"), UInt8(ascii: "x")]
-        out.append(lowercaseHexDigits[Int(value >> 4)])
-        out.append(lowercaseHexDigits[Int(value & 0x0F)])
-      } else {
-        out += Array(String(scalar).utf8)
-      }
-    }
-    return String(decoding: out, as: UTF8.self)
-  }
-
-  /// Hex, 16 bytes a line with the offset: `00000000  de ad be ef`.
-  static func hexLines(_ bytes: [UInt8]) -> String {
-    guard !bytes.isEmpty else { return "\n" }
-    var lines = ""
-    for start in stride(from: 0, to: bytes.count, by: 16) {
-      let offset = String(start, radix: 16)
-      lines += String(repeating: "0", count: max(0, 8 - offset.count)) + offset + " "
-      for byte in bytes[start..<min(start + 16, bytes.count)] {
-        lines += " " + HexBytes.format([byte])
-      }
-      lines += "\n"
-    }
-    return lines
-  }
-}
-
 /// Base64 (RFC 4648, with padding), for bytes in JSON.
 enum Base64 {
   private static let alphabet: [UInt8] = Array(

@@ -10,14 +10,17 @@ final class MosquittoBroker: @unchecked Sendable {
   private(set) var port: Int
   let directory: URL
   let tls: Bool
+  /// Lines added to the configuration.
+  let extraConfiguration: String
   private var pid: pid_t?
 
   var url: String { "\(tls ? "mqtts" : "mqtt")://127.0.0.1:\(port)" }
   /// The PEM file of the CA that signed a TLS broker's certificate.
   var certificateAuthority: String { directory.appendingPathComponent("ca.pem").path }
 
-  init(tls: Bool = false) throws {
+  init(tls: Bool = false, extraConfiguration: String = "") throws {
     self.tls = tls
+    self.extraConfiguration = extraConfiguration
     directory = FileManager.default.temporaryDirectory.appendingPathComponent(
       "blekit-mqtt-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -61,6 +64,7 @@ final class MosquittoBroker: @unchecked Sendable {
       log_type error
       log_type warning
       user \(NSUserName())
+      \(extraConfiguration)
 
       """
     try config.write(

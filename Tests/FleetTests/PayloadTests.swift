@@ -78,6 +78,61 @@ import Testing
     #expect(FleetJSON.parse(String(repeating: "[", count: 100)) == nil)
     #expect(FleetJSON.parse(" {\"n\": -1.25e2 } ")?["n"]?.doubleValue == -125)
   }
+
+  /// Numbers as RFC 8259 writes them, and nothing else; none beyond Double's range.
+  @Test func jsonNumbersFollowTheGrammar() {
+    for good in ["0", "-0", "1e300", "-1e300", "4.9e-324", "1E+2", "0.5", "12345678901234567890"] {
+      #expect(FleetJSON.parse(good)?.doubleValue?.isFinite == true, "\(good)")
+    }
+    for bad in [
+      "1e400", "-1e400", "+1", "01", "1.", ".5", "1e", "1e+", "-", "--1", "0x10", "NaN",
+      "Infinity", "1.5.2", "inf",
+    ] {
+      #expect(FleetJSON.parse(bad) == nil, "\(bad)")
+    }
+    #expect(FleetJSON.parse("9223372036854775807") == .int(.max))
+    #expect(FleetJSON.parse("9223372036854775808") == .number(9_223_372_036_854_775_808))
+    #expect(FleetJSON.number(1e300).text == "1e+300")
+    #expect(FleetJSON.parse(FleetJSON.number(-1.7976931348623157e308).text) != nil)
+  }
+
+  /// What JSON allows raw but a terminal must not get raw is written escaped; escapes read
+  /// back, surrogate pairs included.
+  @Test func jsonTextIsTerminalSafe() {
+    let hostile = "\u{1B}[2J\u{9B}\u{202E}\u{2066}\u{200B}\u{2028}\u{E0041}😀"
+    let text = FleetJSON.string(hostile).text
+    #expect(text == #""\u001b[2J\u009b\u202e\u2066\u200b\u2028\udb40\udc41😀""#)
+    #expect(FleetJSON.parse(text) == .string(hostile))
+    #expect(FleetJSON.parse(#""\ud83d\ude00""#) == .string("😀"))
+    #expect(FleetJSON.parse(#""\ud83d""#) == .string("\u{FFFD}"))
+    #expect(FleetJSON.parse(#""\u+123""#) == nil)
+    #expect(FleetJSON.parse(#""\q""#) == nil)
+    #expect(FleetJSON.parse(#""\/""#) == .string("/"))
+  }
+
+  /// A sighting whose numbers mean nothing never traps; texts are bounded.
+  @Test func sightingsFromHostilePayloads() throws {
+    func sighting(_ fields: String) -> FleetSighting? {
+      FleetSighting(payload: Array(("{\"type\":\"sighting\"," + fields + "}").utf8))
+    }
+    let far = try #require(
+      sighting(#""gateway":"g","address":"A","timestamp":1e300,"rssi":1e300,"seq":1e300"#))
+    #expect(far.timestamp == 1e300 && far.rssi == nil && far.sequence == nil)
+    #expect(sighting(#""gateway":"g","address":"A","timestamp":1e400"#) == nil)
+    #expect(sighting(#""gateway":"g","address":"A","timestamp":"NaN""#) == nil)
+    let huge = try #require(
+      sighting(#""gateway":"g","address":"A","timestamp":1,"rssi":-9223372036854775808"#))
+    #expect(huge.rssi == nil)
+    #expect(sighting(#""gateway":"","address":"A","timestamp":1"#) == nil)
+    let long = String(repeating: "g", count: 257)
+    #expect(sighting(#""gateway":"\#(long)","address":"A","timestamp":1"#) == nil)
+    #expect(sighting(#""gateway":"g","address":"A","id":"\#(long)","timestamp":1"#) == nil)
+    #expect(FleetTable.age(of: 1e300, now: 1_000) == "ahead")
+    #expect(FleetTable.age(of: -1e300, now: 1_000) == "?")
+    #expect(FleetTable.age(of: -1.7976931348623157e308, now: 1e308) == "?")
+    #expect(FleetTable.age(of: 990, now: 1_000) == "10s ago")
+    #expect(FleetTable.age(of: 1_030, now: 1_000) == "0s ago")
+  }
 }
 
 @Suite struct TopicLayoutTests {
@@ -216,5 +271,32 @@ import Testing
             .init("count", .int(1)),
           ])
         ]))
+  }
+
+  /// Rows, gateways per row and availability are bounded; what goes is the least recently
+  /// heard, whatever timestamps the payloads chose.
+  @Test func boundsHoldAgainstChosenTimestamps() {
+    var table = FleetTable(capacity: 3, gatewaysPerRow: 2, gatewayCapacity: 2)
+    table.record(FleetSighting(key: "far", gateway: "g", address: "A", rssi: nil, timestamp: 1e300))
+    for index in 0..<5 {
+      table.record(
+        FleetSighting(key: "k\(index)", gateway: "g", address: "A", rssi: nil, timestamp: 10))
+    }
+    #expect(table.count == 3 && table["far"] == nil && table.evicted == 3)
+    #expect(table.entries.map(\.key) == ["k4", "k3", "k2"])
+    var row: FleetTable.Row?
+    for gateway in ["a", "b", "c", "a", "d"] {
+      row = table.record(
+        FleetSighting(key: "k4", gateway: gateway, address: "A", rssi: nil, timestamp: 10))
+    }
+    #expect(row?.gateways.map(\.gateway) == ["a", "d"])
+    #expect(row?.droppedGateways == 4 && table.droppedGateways == 4)
+    #expect(FleetTable.json(row!)["droppedGateways"] == .int(4))
+    let news = [
+      table.setGateway("x", online: true), table.setGateway("x", online: true),
+      table.setGateway("y", online: false), table.setGateway("z", online: true),
+    ]
+    #expect(news == [true, false, true, true])
+    #expect(table.gatewayOnline == ["y": false, "z": true] && table.forgottenGateways == 1)
   }
 }

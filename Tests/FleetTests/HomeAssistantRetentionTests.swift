@@ -1,0 +1,86 @@
+// Home Assistant discovery configs under `--home-assistant`: at most a capacity of them stay
+// retained on the broker, the config of an ID unheard for the retention is cleared, and
+// configs a former run left are found and expire too. Against a real mosquitto.
+
+import Fleet
+import Foundation
+import MQTT
+import Testing
+
+@Suite struct HomeAssistantRetentionTests {
+  /// The retained Home Assistant configs on the broker now, as a newcomer sees them.
+  static func retainedConfigs(_ url: String) async throws -> Set<String> {
+    let client = try await MQTTClient.connect(MQTTConfiguration(broker: try BrokerURL(url)))
+    client.subscribe("homeassistant/#", qos: .atLeastOnce)
+    var topics: Set<String> = []
+    let reader = Task {
+      var seen: Set<String> = []
+      while let message = await client.nextMessage() {
+        if message.retain && !message.payload.isEmpty { seen.insert(message.topic) }
+      }
+      return seen
+    }
+    try await Task.sleep(for: .milliseconds(700))
+    await client.close(grace: .zero)
+    topics = await reader.value
+    return topics
+  }
+
+  static func settings(_ url: String, capacity: Int, retention: Duration) -> GatewaySettings {
+    var settings = GatewaySettings(
+      broker: BrokerSettings(url: url), origin: GatewayOrigin(gateway: "gw", adapter: "hci0"),
+      topics: TopicLayout(gateway: "gw"))
+    settings.broker.qos = 1
+    settings.interval = .zero
+    settings.homeAssistant = true
+    settings.homeAssistantCapacity = capacity
+    settings.homeAssistantRetention = retention
+    return settings
+  }
+
+  static func id(_ index: Int) -> String {
+    String(repeating: "0", count: 30) + String(format: "%02x", index)
+  }
+
+  @Test func configsAreBoundedAndExpire() async throws {
+    let broker = try MosquittoBroker()
+    let gateway = try await GatewayPublisher.connect(
+      Self.settings(broker.url, capacity: 3, retention: .seconds(3)))
+    for index in 0..<8 {
+      gateway.publish(
+        AdvertisementReport(address: "00:AA:01:01:00:01", rssi: -50), id: Self.id(index))
+    }
+    // Heard again: the newest three stay, the others were cleared as new ones came.
+    try await Task.sleep(for: .milliseconds(300))
+    let kept = try await Self.retainedConfigs(broker.url)
+    #expect(kept == Set((5..<8).map { "homeassistant/sensor/blekit_gw_\(Self.id($0))/config" }))
+    #expect(gateway.homeAssistantCleared == 5 && gateway.homeAssistantConfigs == 3)
+    // Unheard for the retention (3 s, swept every 0.75 s): cleared.
+    try await Task.sleep(for: .seconds(4))
+    #expect(try await Self.retainedConfigs(broker.url).isEmpty)
+    #expect(gateway.homeAssistantCleared == 8 && gateway.homeAssistantConfigs == 0)
+    _ = await gateway.close()
+  }
+
+  /// A former run's configs (say it crashed) are found at the start and expire as well;
+  /// another gateway's are left alone.
+  @Test func configsOfAFormerRunExpire() async throws {
+    let broker = try MosquittoBroker()
+    let former = try await MQTTClient.connect(MQTTConfiguration(broker: try BrokerURL(broker.url)))
+    for topic in [
+      "homeassistant/sensor/blekit_gw_old1/config", "homeassistant/sensor/blekit_gw_old2/config",
+      "homeassistant/sensor/blekit_other_x/config",
+    ] {
+      former.publish(MQTTMessage(topic: topic, text: "{}", qos: .atLeastOnce, retain: true))
+    }
+    _ = await former.close(grace: .seconds(5))
+    let gateway = try await GatewayPublisher.connect(
+      Self.settings(broker.url, capacity: 10, retention: .seconds(2)))
+    try await Task.sleep(for: .milliseconds(500))
+    #expect(gateway.homeAssistantConfigs == 2)
+    try await Task.sleep(for: .seconds(3))
+    #expect(
+      try await Self.retainedConfigs(broker.url) == ["homeassistant/sensor/blekit_other_x/config"])
+    _ = await gateway.close()
+  }
+}
