@@ -94,6 +94,12 @@ struct AdvertiseCommand: ParsableCommand {
       help: "Serve only the sample's characteristic (chunks + EOM), as Apple's sample does.")
     let l2cap = Flag(
       "--l2cap", help: "Send the message over an L2CAP channel (receive --l2cap) instead.")
+    let deadline = DefaultedOption<Duration>(
+      "--deadline", value: "SECONDS", default: TransferDeadlines.defaultDeadline,
+      help: "Give up a send to one central after this long (default 600).")
+    let idleTimeout = DefaultedOption<Duration>(
+      "--idle-timeout", value: "SECONDS", default: TransferDeadlines.defaultIdleTimeout,
+      help: "Give up a send that makes no progress for this long (default 15).")
   }
 
   /// What the dynamic read characteristic answers.
@@ -122,6 +128,9 @@ struct AdvertiseCommand: ParsableCommand {
   let plainOnly: Bool
   /// `--l2cap`: the message over an L2CAP channel (AdvertiseL2CAP.swift).
   let l2cap: Bool
+  /// `--deadline` and `--idle-timeout`: how long one central's send may take, in all and
+  /// without progress.
+  let deadlines: TransferDeadlines
 
   /// How long `--once` waits for the central to unsubscribe after the last value went out.
   static let onceGrace: Duration = .seconds(10)
@@ -150,6 +159,8 @@ struct AdvertiseCommand: ParsableCommand {
     adapter = arguments.adapter
     once = arguments.once
     timeout = arguments.timeout
+    deadlines = try parseTransferDeadlines(
+      deadline: arguments.deadline, idleTimeout: arguments.idleTimeout)
     secure = arguments.secure
     var manufacturerData: [UInt16: [UInt8]] = [:]
     for value in arguments.manufacturer {
@@ -281,7 +292,8 @@ struct AdvertiseCommand: ParsableCommand {
       }
     }
     let transfer = TransferPeripheral(
-      manager: manager, message: bytes, requireEncryption: secure, sequenced: !plainOnly)
+      manager: manager, message: bytes, requireEncryption: secure, sequenced: !plainOnly,
+      deadlines: deadlines)
     let report = StatusReport()
     let faults = AdvertiseFaults()
     let outcome: Outcome
@@ -365,6 +377,10 @@ struct AdvertiseCommand: ParsableCommand {
       case .cut(let framing, let sent, let total):
         progress.finish()
         report.line("the central left after \(sent) of \(total) bytes (\(framing.rawValue))")
+      case .timedOut(let framing, let sent, let total, let expiry):
+        progress.finish()
+        report.line(
+          "gave up sending after \(sent) of \(total) bytes (\(framing.rawValue)): \(expiry)")
       case .unsubscribed(let framing, let central):
         report.line("\(central?.description ?? "the central") unsubscribed (\(framing.rawValue))")
         if once && outcome.completedSends > 0 {
