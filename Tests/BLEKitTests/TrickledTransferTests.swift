@@ -118,15 +118,17 @@ import Testing
     let (result, took) = try await Self.receive(.repeatedFrame, options: options)
     let message = Self.timeoutCause(result)
     #expect(message?.contains("no progress for 1 s") == true, "\(result)")
-    #expect(took < .seconds(5))
+    #expect(took < .seconds(8))
   }
 
   @Test func aByteNowAndThenMeetsTheDeadline() async throws {
-    var options = TransferCentral.Options(idleTimeout: .seconds(1), acceptUnordered: true)
+    // A byte every 100 ms never goes 1.9 s without progress, even on a loaded machine.
+    var options = TransferCentral.Options(
+      idleTimeout: .milliseconds(1900), acceptUnordered: true)
     options.deadline = .seconds(2)
     let (result, took) = try await Self.receive(.oneByteChunks, options: options)
     let message = Self.timeoutCause(result)
     #expect(message?.contains("not finished within 2 s") == true, "\(result)")
-    #expect(took < .seconds(6))
+    #expect(took < .seconds(8))
   }
 }
