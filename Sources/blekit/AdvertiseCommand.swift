@@ -30,7 +30,11 @@ struct AdvertiseCommand: ParsableCommand {
       accepts any device; without a terminal one of --confirm or --allow is required (exit 2 \
       otherwise). Each decision is logged on standard error; AuthorizeService is granted only \
       for the services served here. The agent is NoInputNoOutput ("just works") with \
-      --confirm auto alone, else DisplayYesNo, so that Linux asks it about every pairing. \
+      --confirm auto alone, else DisplayYesNo, so that Linux asks it about every pairing; \
+      without --confirm prompt a passkey comparison is refused (an automatic yes would have \
+      the key recorded as protected against a man in the middle): --allow checks an \
+      address, which any device can show. A send to one central is given up after \
+      --deadline (default 600 s) or --idle-timeout without progress (default 15 s). \
       --manufacturer and --service-data add fields to \
       the advertisement (--no-service-uuid leaves the service UUID out to make room); so do \
       --appearance and --include-tx-power (the TX power field bluetoothd fills in). The size \
