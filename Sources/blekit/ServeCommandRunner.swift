@@ -20,7 +20,8 @@ import Synchronization
 ///   length has come, its process group gets SIGTERM, then SIGKILL after ``stopGrace``.
 /// - At most ``concurrency`` commands run at once; a read beyond that is refused at once rather
 ///   than queued behind commands that may hang.
-/// - Every group still running is killed when blekit exits (``ChildProcessGroups``).
+/// - Every group still running is killed when blekit exits, however it exits
+///   (``ChildProcessGroups``).
 final class ServeCommandRunner: Sendable {
   /// 10 s: the central's read waits for this answer, and ATT gives a request 30 s (Core
   /// Specification Vol 3 Part F 3.3.3) before the central's stack drops the bearer; an error
@@ -69,6 +70,22 @@ final class ServeCommandRunner: Sendable {
 
   private enum Ending { case endOfOutput, capped, timedOut }
 
+  /// Sets `attributes` for a child in a process group of its own, with every signal at its
+  /// default action and none blocked.
+  static func defaultSignals(_ attributes: inout posix_spawnattr_t) {
+    // All bits set by hand: sigfillset leaves out glibc's two internal real-time signals (32
+    // and 33), which a child would then inherit ignored.
+    var defaults = sigset_t()
+    withUnsafeMutableBytes(of: &defaults) { $0.initializeMemory(as: UInt8.self, repeating: 0xFF) }
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    var mask = sigset_t()
+    sigemptyset(&mask)
+    posix_spawnattr_setsigmask(&attributes, &mask)
+    posix_spawnattr_setpgroup(&attributes, 0)
+    posix_spawnattr_setflags(
+      &attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
+  }
+
   private func runBlocking(_ command: String, limit: Int) -> Result<[UInt8], ServeValueError> {
     var fds: [Int32] = [-1, -1]
     guard system_pipe2(&fds, O_CLOEXEC) == 0 else {
@@ -85,17 +102,7 @@ final class ServeCommandRunner: Sendable {
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
-    // Every signal to its default: all bits set by hand, since sigfillset leaves out glibc's
-    // two internal real-time signals (32 and 33), which a child would then inherit ignored.
-    var defaults = sigset_t()
-    withUnsafeMutableBytes(of: &defaults) { $0.initializeMemory(as: UInt8.self, repeating: 0xFF) }
-    posix_spawnattr_setsigdefault(&attributes, &defaults)
-    var mask = sigset_t()
-    sigemptyset(&mask)
-    posix_spawnattr_setsigmask(&attributes, &mask)
-    posix_spawnattr_setpgroup(&attributes, 0)
-    posix_spawnattr_setflags(
-      &attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
+    Self.defaultSignals(&attributes)
     let arguments = ["/bin/sh", "-c", command].map { (text: String) in strdup(text) }
     defer { for argument in arguments { free(argument) } }
     var pid: pid_t = 0
@@ -228,37 +235,119 @@ extension Array where Element == UInt8 {
 }
 
 /// The process groups of commands blekit started and has not yet reaped, killed when blekit
-/// exits: at the end of `main`, at a second signal, and when a watchdog ends a stuck command.
-/// (SIGKILL of blekit itself runs no code: a child then loses the read end of its output pipe,
-/// so one that writes dies of SIGPIPE, and one that only waits lives until its own end.)
+/// exits: at the end of `main`, at a second signal, and when a watchdog ends a stuck command,
+/// by blekit itself; and when blekit is killed outright (SIGKILL, a crash), when no code of it
+/// runs, by a guardian: a small shell in a process group of its own, started with the first
+/// command, that reads each group's number on a pipe from blekit and kills those still listed
+/// when the pipe's end shows that blekit is gone.
 enum ChildProcessGroups {
-  private static let live = Mutex<Set<pid_t>>([])
+  private struct State {
+    var live: Set<pid_t> = []
+    /// The write end of the guardian's pipe (close-on-exec), and the guardian's pid.
+    var guardian: (pipe: Int32, pid: pid_t)?
+  }
+  private static let state = Mutex(State())
+
+  /// The guardian: `+PGID` adds a group, `-PGID` drops one (reaped: its number may be reused);
+  /// at the end of its input it kills what is left. It ignores the terminal's signals (it is
+  /// not in the terminal's foreground group anyway) so that only the end of blekit ends it.
+  static let guardianScript = """
+    trap '' HUP INT TERM QUIT
+    groups=' '
+    while IFS= read -r line; do
+      case $line in
+        +*) groups="$groups${line#+} " ;;
+        -*) kept=' '
+            for g in $groups; do [ "$g" = "${line#-}" ] || kept="$kept$g "; done
+            groups=$kept ;;
+      esac
+    done
+    for g in $groups; do kill -KILL -"$g" 2>/dev/null; done
+    """
 
   /// Runs `spawn` (which returns the new child's pid, or nil) under the registry's lock, so an
   /// exit that kills every group cannot pass between a spawn and its registration.
   static func spawning(_ spawn: () -> pid_t?) -> pid_t? {
-    live.withLock { live in
+    state.withLock { state in
+      if state.guardian == nil { state.guardian = startGuardian() }
       let pid = spawn()
-      if let pid { live.insert(pid) }
+      if let pid {
+        state.live.insert(pid)
+        tell(state.guardian, "+\(pid)")
+      }
       return pid
     }
   }
 
   /// The child was reaped: its number may be reused.
   static func finished(_ pid: pid_t) {
-    _ = live.withLock { $0.remove(pid) }
+    state.withLock { state in
+      if state.live.remove(pid) != nil { tell(state.guardian, "-\(pid)") }
+    }
   }
 
   /// Sends SIGKILL to every group still registered.
   static func killAll() {
-    live.withLock { live in
-      for pid in live { killpg(pid, SIGKILL) }
-      live.removeAll()
+    state.withLock { state in
+      for pid in state.live {
+        killpg(pid, SIGKILL)
+        tell(state.guardian, "-\(pid)")
+      }
+      state.live.removeAll()
     }
   }
 
   /// How many commands are running (for tests).
-  static var count: Int { live.withLock { $0.count } }
+  static var count: Int { state.withLock { $0.live.count } }
+
+  /// What the kernel does to the guardian's pipe when blekit dies, for tests: closes it, waits
+  /// for the guardian to act and exit, and lets the next command start a new one.
+  static func closeGuardianForTesting() {
+    let guardian = state.withLock { state in
+      defer { state.guardian = nil }
+      return state.guardian
+    }
+    guard let guardian else { return }
+    close(guardian.pipe)
+    var status: Int32 = 0
+    while waitpid(guardian.pid, &status, 0) < 0 && errno == EINTR {}
+  }
+
+  private static func tell(_ guardian: (pipe: Int32, pid: pid_t)?, _ line: String) {
+    guard let guardian else { return }
+    // A line is far below PIPE_BUF: written whole or not at all. Should the guardian be gone,
+    // EPIPE (SIGPIPE is ignored by blekit) only loses the protection it gave.
+    let bytes = Array((line + "\n").utf8)
+    _ = bytes.withUnsafeBytes { write(guardian.pipe, $0.baseAddress, $0.count) }
+  }
+
+  /// Starts the guardian; nil (no guardian: blekit's own exit paths still kill the groups)
+  /// when it cannot be started.
+  private static func startGuardian() -> (pipe: Int32, pid: pid_t)? {
+    var fds: [Int32] = [-1, -1]
+    guard system_pipe2(&fds, O_CLOEXEC) == 0 else { return nil }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_adddup2(&actions, fds[0], 0)
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+    system_posix_spawn_file_actions_addclosefrom_np(&actions, 3)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    ServeCommandRunner.defaultSignals(&attributes)
+    let arguments = ["/bin/sh", "-c", guardianScript].map { (text: String) in strdup(text) }
+    defer { for argument in arguments { free(argument) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes, arguments + [nil], environ)
+    close(fds[0])
+    guard spawned == 0 else {
+      close(fds[1])
+      return nil
+    }
+    return (fds[1], pid)
+  }
 }
 
 /// glibc's `pipe2` (Linux 2.6.27), which Glibc's Swift module leaves out (it is declared only
