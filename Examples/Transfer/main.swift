@@ -49,6 +49,8 @@ func send(adapter: String, count: Int) async throws {
         sends += 1
       case .cut(_, let sent, let total):
         log("the central left after \(sent) of \(total) bytes")
+      case .timedOut(_, let sent, let total, let expiry):
+        log("gave up after \(sent) of \(total) bytes: \(expiry)")
       case .unsubscribed:
         if count > 0 && sends >= count { break events }
       case .reply(let bytes, _):

@@ -30,7 +30,11 @@ struct AdvertiseCommand: ParsableCommand {
       accepts any device; without a terminal one of --confirm or --allow is required (exit 2 \
       otherwise). Each decision is logged on standard error; AuthorizeService is granted only \
       for the services served here. The agent is NoInputNoOutput ("just works") with \
-      --confirm auto alone, else DisplayYesNo, so that Linux asks it about every pairing. \
+      --confirm auto alone, else DisplayYesNo, so that Linux asks it about every pairing; \
+      without --confirm prompt a passkey comparison is refused (an automatic yes would have \
+      the key recorded as protected against a man in the middle): --allow checks an \
+      address, which any device can show. A send to one central is given up after \
+      --deadline (default 600 s) or --idle-timeout without progress (default 15 s). \
       --manufacturer and --service-data add fields to \
       the advertisement (--no-service-uuid leaves the service UUID out to make room); so do \
       --appearance and --include-tx-power (the TX power field bluetoothd fills in). The size \
@@ -94,6 +98,12 @@ struct AdvertiseCommand: ParsableCommand {
       help: "Serve only the sample's characteristic (chunks + EOM), as Apple's sample does.")
     let l2cap = Flag(
       "--l2cap", help: "Send the message over an L2CAP channel (receive --l2cap) instead.")
+    let deadline = DefaultedOption<Duration>(
+      "--deadline", value: "SECONDS", default: TransferDeadlines.defaultDeadline,
+      help: "Give up a send to one central after this long (default 600).")
+    let idleTimeout = DefaultedOption<Duration>(
+      "--idle-timeout", value: "SECONDS", default: TransferDeadlines.defaultIdleTimeout,
+      help: "Give up a send that makes no progress for this long (default 15).")
   }
 
   /// What the dynamic read characteristic answers.
@@ -122,6 +132,9 @@ struct AdvertiseCommand: ParsableCommand {
   let plainOnly: Bool
   /// `--l2cap`: the message over an L2CAP channel (AdvertiseL2CAP.swift).
   let l2cap: Bool
+  /// `--deadline` and `--idle-timeout`: how long one central's send may take, in all and
+  /// without progress.
+  let deadlines: TransferDeadlines
 
   /// How long `--once` waits for the central to unsubscribe after the last value went out.
   static let onceGrace: Duration = .seconds(10)
@@ -150,6 +163,8 @@ struct AdvertiseCommand: ParsableCommand {
     adapter = arguments.adapter
     once = arguments.once
     timeout = arguments.timeout
+    deadlines = try parseTransferDeadlines(
+      deadline: arguments.deadline, idleTimeout: arguments.idleTimeout)
     secure = arguments.secure
     var manufacturerData: [UInt16: [UInt8]] = [:]
     for value in arguments.manufacturer {
@@ -281,7 +296,8 @@ struct AdvertiseCommand: ParsableCommand {
       }
     }
     let transfer = TransferPeripheral(
-      manager: manager, message: bytes, requireEncryption: secure, sequenced: !plainOnly)
+      manager: manager, message: bytes, requireEncryption: secure, sequenced: !plainOnly,
+      deadlines: deadlines)
     let report = StatusReport()
     let faults = AdvertiseFaults()
     let outcome: Outcome
@@ -365,6 +381,10 @@ struct AdvertiseCommand: ParsableCommand {
       case .cut(let framing, let sent, let total):
         progress.finish()
         report.line("the central left after \(sent) of \(total) bytes (\(framing.rawValue))")
+      case .timedOut(let framing, let sent, let total, let expiry):
+        progress.finish()
+        report.line(
+          "gave up sending after \(sent) of \(total) bytes (\(framing.rawValue)): \(expiry)")
       case .unsubscribed(let framing, let central):
         report.line("\(central?.description ?? "the central") unsubscribed (\(framing.rawValue))")
         if once && outcome.completedSends > 0 {

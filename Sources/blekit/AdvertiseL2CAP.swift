@@ -51,7 +51,8 @@ extension AdvertiseCommand {
       let progress = ProgressLine(verb: "sent")
       let start = ContinuousClock.now
       do {
-        try await L2CAPMessageTransfer.send(message, over: channel) { sent, total in
+        try await L2CAPMessageTransfer.send(message, over: channel, deadlines: deadlines) {
+          sent, total in
           progress.update(sent, of: total)
         }
         progress.finish()

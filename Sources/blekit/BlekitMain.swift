@@ -35,6 +35,8 @@ enum BlekitMain {
       CommandOutput.standardStreams.standardError("blekit: \(failure)\n")
       status = .outputFailed
     }
+    // serve's commands still running (a read whose central left) end with blekit.
+    ChildProcessGroups.killAll()
     exit(status.rawValue)
   }
 }

@@ -32,6 +32,15 @@ func openPoweredCentral(
   return manager
 }
 
+/// `--deadline` and `--idle-timeout` of receive and advertise, each more than 0.
+func parseTransferDeadlines(deadline: Duration, idleTimeout: Duration) throws(UsageError)
+  -> TransferDeadlines
+{
+  guard deadline > .zero else { throw .invalid("--deadline must be more than 0 seconds") }
+  guard idleTimeout > .zero else { throw .invalid("--idle-timeout must be more than 0 seconds") }
+  return TransferDeadlines(deadline: deadline, idleTimeout: idleTimeout)
+}
+
 /// Maps an error from the central side to the exit status table.
 func centralCLIError(_ error: any Error) -> any Error {
   switch error {

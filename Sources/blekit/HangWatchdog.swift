@@ -27,6 +27,7 @@ final class HangWatchdog: Sendable {
       guard !disarmed.load(ordering: .acquiring) else { return }
       let line = Array("blekit: \(message)\n".utf8)
       _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+      ChildProcessGroups.killAll()
       _exit(status.rawValue)
     }
   }

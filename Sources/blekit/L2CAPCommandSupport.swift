@@ -28,7 +28,8 @@ func l2capCLIError(_ error: any Error) -> any Error {
     return CLIError(status, error.message)
   case let error as L2CAPMessageError:
     switch error {
-    case .cut:
+    case .cut, .timedOut:
+      // A transfer a limit ended is cut short too (exit 7), as a GATT transfer's silence is.
       return CLIError(.disconnected, "\(error); nothing was printed")
     case .notAMessage, .trailingBytes, .checksumMismatch:
       return CLIError(.unverified, "\(error); nothing was printed")

@@ -14,7 +14,9 @@ struct PairCommand: ParsableCommand {
       "just works"; DisplayYesNo or KeyboardDisplay for numeric comparison or passkey \
       entry), finds the device (scanning for it when bluetoothd does not know it yet) and \
       asks bluetoothd to pair. With --confirm prompt, passkeys are confirmed (or typed) on \
-      the terminal; with --confirm auto, comparisons are confirmed by themselves. Either \
+      the terminal; --confirm auto accepts "just works" by itself and refuses what needs a \
+      person (a passkey to type, or a comparison: a yes nobody checked would have the key \
+      recorded as protected against a man in the middle). Either \
       way the agent answers only about the device named (others are refused) and grants no \
       AuthorizeService, and each decision is logged on standard error. Without --confirm, a \
       terminal prompts; without a terminal --confirm is required (exit 2 otherwise). A \

@@ -115,6 +115,9 @@ func describePairingEvent(_ event: PairingAgentEvent) -> String? {
       case .notAllowed: "not a device named on the command line"
       case .serviceNotServed: "not a service blekit serves"
       case .needsPerson: "typing a passkey or PIN code needs --confirm prompt on a terminal"
+      case .comparisonNeedsPerson:
+        "comparing passkeys needs --confirm prompt on a terminal (an automatic yes would have "
+          + "the key recorded as protected against a man in the middle)"
       case .personSaidNo: "the user said no"
       case .cancelled: "the question was cancelled"
       }
@@ -231,7 +234,12 @@ private func readTerminalLine(_ prompt: String) async -> String? {
 /// The capability is `NoInputNoOutput` when every device is accepted ("just works"), else
 /// `DisplayYesNo`: Linux completes an incoming "just works" pairing without asking the agent
 /// when the local capability is `NoInputNoOutput`, so an allow list or a prompt would never be
-/// consulted.
+/// consulted. With `DisplayYesNo` a central that asks for MITM protection and has a display
+/// gets a passkey comparison: the terminal's person answers it (`--confirm prompt`), and an
+/// automatic policy (`--allow` alone) refuses it (``PairingRefusal/comparisonNeedsPerson``), so
+/// no key is recorded as authenticated without a person having compared; a "just works"
+/// pairing (`RequestAuthorization`) is accepted for an allowed device and yields an
+/// unauthenticated key.
 func registerPairableAgent(_ manager: PeripheralManager, policy: PairingPolicy) async throws
   -> PairingAgent
 {

@@ -27,7 +27,9 @@ struct ReceiveCommand: ParsableCommand {
       --accept-unordered is given. A transfer cut before its end is an error (exit 7) that \
       says how many bytes arrived; partial data is never printed. --min-rssi is off by \
       default; an unknown RSSI (127, as in the lab) passes a threshold. On a terminal, \
-      transfers longer than a second show progress on standard error. --from ADDRESS|NAME \
+      transfers longer than a second show progress on standard error. A message still \
+      incomplete after --deadline (default 600 s), or that gains no byte for --idle-timeout \
+      (default 15 s; empty or repeated values do not count), is cut (exit 7). --from ADDRESS|NAME \
       receives from that peripheral only: an address bluetoothd already knows is connected \
       without a scan.
       """
@@ -58,6 +60,12 @@ struct ReceiveCommand: ParsableCommand {
       help: "Receive from this peripheral only (a known address connects without a scan).")
     let l2cap = Flag(
       "--l2cap", help: "Receive over the L2CAP channel of advertise --l2cap (PSM from GATT).")
+    let deadline = DefaultedOption<Duration>(
+      "--deadline", value: "SECONDS", default: TransferDeadlines.defaultDeadline,
+      help: "Give up a message still incomplete after this long (default 600).")
+    let idleTimeout = DefaultedOption<Duration>(
+      "--idle-timeout", value: "SECONDS", default: TransferDeadlines.defaultIdleTimeout,
+      help: "Give up a message that gains no byte for this long (default 15).")
   }
 
   let adapter: String?
@@ -71,6 +79,9 @@ struct ReceiveCommand: ParsableCommand {
   let from: PeripheralTarget?
   /// `--l2cap`: over an L2CAP channel (ReceiveL2CAP.swift).
   let l2cap: Bool
+  /// `--deadline` and `--idle-timeout`: how long one message may take, in all and without
+  /// progress.
+  let deadlines: TransferDeadlines
 
   init(parsing arguments: ParsedArguments<Arguments>) throws(UsageError) {
     from = try arguments.from.map { text throws(UsageError) in try parsePeripheralTarget(text) }
@@ -89,6 +100,8 @@ struct ReceiveCommand: ParsableCommand {
     acceptUnordered = arguments.acceptUnordered
     if json && nul { throw .invalid("give --json or --null, not both") }
     l2cap = arguments.l2cap
+    deadlines = try parseTransferDeadlines(
+      deadline: arguments.deadline, idleTimeout: arguments.idleTimeout)
     if l2cap && (count != 1 || reply != nil || acceptUnordered) {
       throw .invalid("--l2cap receives one message: drop --count, --reply, --accept-unordered")
     }
@@ -118,7 +131,9 @@ struct ReceiveCommand: ParsableCommand {
     for _ in 0..<count {
       let progress = ProgressLine(verb: "received", enabled: showProgress)
       var options = TransferCentral.Options(
-        reply: reply, connectTimeout: timeout, acceptUnordered: acceptUnordered)
+        reply: reply, connectTimeout: timeout, idleTimeout: deadlines.idleTimeout,
+        acceptUnordered: acceptUnordered)
+      options.deadline = deadlines.deadline
       options.progress = { bytes in progress.update(bytes, of: nil) }
       let cpuAtSubscription = Mutex(Duration.zero)
       options.subscribed = { cpuAtSubscription.withLock { $0 = Self.processorTime() } }

@@ -43,7 +43,8 @@ extension ReceiveCommand {
       mtus = (channel.sendMTU, channel.receiveMTU)
       let began = ContinuousClock.now
       message = try await L2CAPMessageTransfer.receive(
-        over: channel, limit: TransferReassembler.defaultMaximumMessageLength
+        over: channel, limit: TransferReassembler.defaultMaximumMessageLength,
+        deadlines: deadlines
       ) { received, total in
         progress.update(received, of: total)
       }

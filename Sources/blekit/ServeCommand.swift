@@ -60,13 +60,20 @@ struct ServeCommand: ParsableCommand {
     timeout = arguments.timeout
   }
 
+  /// 1 MiB: a profile describes a few services; more is not a profile.
+  static let maximumProfileLength = 1 << 20
+
   /// Reads and checks the profile file (exit 2 on any mistake).
   static func load(_ path: String) throws(ProfileError) -> ServeProfile {
     let bytes: [UInt8]
     do {
-      bytes = try ServeValueProducer.read(path, limit: 1 << 20)
+      bytes = try ServeValueProducer.read(path, limit: maximumProfileLength)
     } catch {
       throw ProfileError(file: path, path: "", reason: error.description)
+    }
+    guard bytes.count <= maximumProfileLength else {
+      throw ProfileError(
+        file: path, path: "", reason: "the file is larger than \(maximumProfileLength) bytes")
     }
     return try ServeProfile.decode(bytes, file: path)
   }
@@ -89,7 +96,8 @@ struct ServeCommand: ParsableCommand {
       for service in runtime.services { try await manager.add(service) }
       // Followed before advertising: a central waiting for the advertisement connects at once.
       let links = try await manager.connectionEvents()
-      tasks.append(Task { [output] in await Self.report(links, output: output) })
+      tasks.append(
+        Task { [output] in await Self.report(links, output: output, runtime: runtime) })
       try await manager.startAdvertising(profile.advertisement.payload)
     } catch {
       await manager.close()
@@ -282,7 +290,7 @@ struct ServeCommand: ParsableCommand {
 
   /// Reports centrals connecting and leaving.
   private static func report(
-    _ links: AsyncStream<CentralConnectionEvent>, output: ServeOutput
+    _ links: AsyncStream<CentralConnectionEvent>, output: ServeOutput, runtime: ServeRuntime
   ) async {
     for await link in links {
       switch link {
@@ -290,6 +298,7 @@ struct ServeCommand: ParsableCommand {
         output.status(
           "connected", "\(central) connected", fields: [("central", .string(central.description))])
       case .disconnected(let central):
+        runtime.forget(central.identifier)
         output.status(
           "disconnected", "\(central) disconnected",
           fields: [("central", .string(central.description))])

@@ -18,7 +18,7 @@ final class ServedCharacteristic: Sendable {
     /// A fixed value a central wrote over (reads return it).
     var stored: [UInt8]?
     /// The value each central's long read continues (produced at its offset-0 read).
-    var reading: [String: [UInt8]] = [:]
+    var reading = ReadContinuations()
   }
   /// Shared with the read and write handlers.
   final class Box: Sendable {
@@ -45,7 +45,7 @@ final class ServedCharacteristic: Sendable {
     if let reads {
       onRead = { @Sendable request throws(ATTError) in
         let key = request.central?.identifier ?? ""
-        if request.offset > 0, let continued = box.state.withLock({ $0.reading[key] }) {
+        if request.offset > 0, let continued = box.state.withLock({ $0.reading.value(for: key) }) {
           output.read(request, service: service, length: continued.count)
           return continued
         }
@@ -62,7 +62,7 @@ final class ServedCharacteristic: Sendable {
             throw .unlikelyError(error.description)
           }
         }
-        box.state.withLock { $0.reading[key] = value }
+        box.state.withLock { $0.reading.set(value, for: key) }
         output.read(request, service: service, length: value.count)
         return value
       }
@@ -93,6 +93,42 @@ final class ServedCharacteristic: Sendable {
   }
 }
 
+extension ServedCharacteristic {
+  /// Drops what `central`'s long reads would continue (it disconnected).
+  func forget(_ central: String) {
+    box.state.withLock { $0.reading.forget(central) }
+  }
+
+  /// How many centrals have a long read to continue (for tests).
+  var continuedReads: Int { box.state.withLock { $0.reading.count } }
+}
+
+/// The value each central's long read continues, kept for at most ``limit`` centrals (the
+/// oldest dropped first) and dropped when its central disconnects: addresses come and go (a
+/// phone's resolvable private address changes every 15 minutes), and each would otherwise
+/// keep up to 512 bytes for as long as blekit serves.
+struct ReadContinuations: Sendable {
+  /// 16: more than BlueZ's default of connected centrals at once on one controller.
+  static let limit = 16
+  private var values: [(central: String, value: [UInt8])] = []
+
+  var count: Int { values.count }
+
+  func value(for central: String) -> [UInt8]? {
+    values.last { $0.central == central }?.value
+  }
+
+  mutating func set(_ value: [UInt8], for central: String) {
+    forget(central)
+    if values.count >= Self.limit { values.removeFirst(values.count - Self.limit + 1) }
+    values.append((central, value))
+  }
+
+  mutating func forget(_ central: String) {
+    values.removeAll { $0.central == central }
+  }
+}
+
 /// Every service of a profile, ready to add to a ``PeripheralManager``.
 struct ServeRuntime: Sendable {
   let services: [MutableService]
@@ -118,6 +154,11 @@ struct ServeRuntime: Sendable {
   /// The served characteristic behind a published one.
   func served(_ characteristic: MutableCharacteristic) -> ServedCharacteristic? {
     characteristics.first { $0.characteristic === characteristic }
+  }
+
+  /// Drops what `central`'s long reads would continue, on every characteristic.
+  func forget(_ central: String) {
+    for served in characteristics { served.forget(central) }
   }
 
   /// The characteristic fed by standard input, if any.

@@ -31,7 +31,7 @@ final class ServeValueProducer: Sendable {
     case .fixed(let bytes): return bytes
     case .counter(let counter): return counter.bytes(for: step(counter))
     case .file(let path):
-      return try Self.read(path)
+      return try Self.fileValue(path)
     case .command(let command):
       return try await Self.run(command)
     }
@@ -47,83 +47,61 @@ final class ServeValueProducer: Sendable {
     }
   }
 
-  /// The first `limit` bytes (512: an attribute value) of the file at `path`.
+  /// The first `limit` bytes (512: an attribute value) of the file at `path`, plus one more
+  /// when the file has them (a newline there is dropped by the caller; a profile longer than
+  /// its limit is refused). Only a regular file is read: it is opened without blocking (a FIFO
+  /// with no writer would hold `open` forever) and anything else (a FIFO, a device, a
+  /// directory) is refused, since its read could block or never end.
   static func read(_ path: String, limit: Int = ServeProfile.maximumValueLength)
     throws(ServeValueError) -> [UInt8]
   {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
     guard fd >= 0 else { throw ServeValueError("cannot open \(path): \(errnoText())") }
     defer { close(fd) }
-    return try readAll(fd, what: path, limit: limit)
-  }
-
-  /// The standard output of `/bin/sh -c command` (standard input from /dev/null), its first
-  /// 512 bytes without one trailing newline. A non-zero exit is an error.
-  static func run(_ command: String) async throws(ServeValueError) -> [UInt8] {
-    let result: Result<[UInt8], ServeValueError> = await withCheckedContinuation { done in
-      // posix_spawn and the blocking reads run off the cooperative pool.
-      DispatchQueue.global().async { done.resume(returning: runBlocking(command)) }
+    var status = stat()
+    guard fstat(fd, &status) == 0 else {
+      throw ServeValueError("cannot examine \(path): \(errnoText())")
     }
-    return try result.get()
-  }
-
-  private static func runBlocking(_ command: String) -> Result<[UInt8], ServeValueError> {
-    var fds: [Int32] = [0, 0]
-    guard pipe(&fds) == 0 else {
-      return .failure(ServeValueError("cannot make a pipe: \(errnoText())"))
+    guard status.st_mode & S_IFMT == S_IFREG else {
+      throw ServeValueError(
+        "\(path) is not a regular file (\(fileKind(status.st_mode))); only regular files are read")
     }
-    // Neither end leaks into other children; dup2 gives the child its standard output.
-    for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
-    let arguments = ["/bin/sh", "-c", command].map { (text: String) in strdup(text) }
-    defer { for argument in arguments { free(argument) } }
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, "/bin/sh", &actions, nil, arguments + [nil], environ)
-    close(fds[1])
-    guard spawned == 0 else {
-      close(fds[0])
-      return .failure(ServeValueError("cannot run /bin/sh: \(String(cString: strerror(spawned)))"))
-    }
-    let output = Result { () throws(ServeValueError) in try readAll(fds[0], what: "'\(command)'") }
-    close(fds[0])
-    var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-    // WIFEXITED / WEXITSTATUS by hand (macros Swift does not import).
-    let exited = status & 0x7F == 0
-    let code = (status >> 8) & 0xFF
-    guard exited && code == 0 else {
-      return .failure(
-        ServeValueError(
-          exited ? "'\(command)' exited with status \(code)" : "'\(command)' was killed"))
-    }
-    return output.map { bytes in
-      bytes.last == UInt8(ascii: "\n") ? Array(bytes.dropLast()) : bytes
-    }
-  }
-
-  /// Reads `fd` to its end, keeping the first `limit` bytes (plus one, for a trailing
-  /// newline).
-  private static func readAll(
-    _ fd: Int32, what: String, limit: Int = ServeProfile.maximumValueLength
-  ) throws(ServeValueError) -> [UInt8] {
     var result: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-      let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+    while result.count <= limit {
+      let wanted = min(buffer.count, limit + 1 - result.count)
+      let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, wanted) }
       if count < 0 && errno == EINTR { continue }
-      guard count >= 0 else { throw ServeValueError("cannot read \(what): \(errnoText())") }
+      guard count >= 0 else { throw ServeValueError("cannot read \(path): \(errnoText())") }
       if count == 0 { break }
-      if result.count <= limit { result += buffer[..<count] }
-    }
-    if result.count > limit {
-      let keepsNewline = result[limit] == 0x0A
-      result = Array(result[..<(limit + (keepsNewline ? 1 : 0))])
+      result += buffer[..<count]
     }
     return result
+  }
+
+  /// A file value: its first 512 bytes (an attribute value's most).
+  static func fileValue(_ path: String) throws(ServeValueError) -> [UInt8] {
+    Array(try read(path).prefix(ServeProfile.maximumValueLength))
+  }
+
+  /// The standard output of `/bin/sh -c command` (see ``ServeCommandRunner``), its first 512
+  /// bytes without one trailing newline. A non-zero exit or a timeout is an error.
+  static func run(_ command: String, runner: ServeCommandRunner = .shared)
+    async throws(ServeValueError) -> [UInt8]
+  {
+    try await runner.run(command, limit: ServeProfile.maximumValueLength)
+  }
+
+  /// How `ls -l` would call a file of this mode.
+  private static func fileKind(_ mode: mode_t) -> String {
+    switch mode & S_IFMT {
+    case S_IFIFO: "a FIFO"
+    case S_IFCHR: "a character device"
+    case S_IFBLK: "a block device"
+    case S_IFDIR: "a directory"
+    case S_IFSOCK: "a socket"
+    default: "not a regular file"
+    }
   }
 }
 
@@ -139,6 +117,3 @@ struct ServeValueError: Error, CustomStringConvertible {
   var description: String
   init(_ description: String) { self.description = description }
 }
-
-/// `strerror(errno)` as a String.
-private func errnoText() -> String { String(cString: strerror(errno)) }

@@ -55,6 +55,7 @@ final class SignalForwarding: Sendable {
             message: "still stopping \(Self.stopLimit.components.seconds) s after \(name); "
               + "exiting without the rest of the cleanup")
         } else {
+          ChildProcessGroups.killAll()
           _exit(status.rawValue)
         }
       }

@@ -105,4 +105,13 @@ import Testing
     #expect(L2CAPMessageAcknowledgement(bytes: Array("NAK".utf8) + [4, 3, 2, 1]) == nil)
     #expect(L2CAPMessageAcknowledgement(bytes: [1, 2]) == nil)
   }
+
+  @Test func aHeaderAnnouncingALotReservesNothingForIt() throws {
+    // 13 bytes announcing 16 MiB: memory follows the bytes that arrive, not the announcement.
+    let header = L2CAPMessageHeader(length: 16 << 20, checksum: 0)
+    var assembler = try L2CAPMessageAssembler(headerSDU: header.bytes, limit: 16 << 20)
+    #expect(assembler.bytes.capacity < 64 * 1024, "\(assembler.bytes.capacity) bytes reserved")
+    try assembler.append([UInt8](repeating: 1, count: 1000))
+    #expect(assembler.bytes.capacity < 64 * 1024, "\(assembler.bytes.capacity) bytes reserved")
+  }
 }

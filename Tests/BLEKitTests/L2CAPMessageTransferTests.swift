@@ -102,10 +102,109 @@ import Testing
 
   @Test func aSilentReceiverFailsTheSend() async throws {
     let (sender, receiver) = try Self.channels()
-    await #expect(throws: L2CAPMessageError.notAcknowledged("no answer within 1.0 seconds")) {
+    await #expect(throws: L2CAPMessageError.timedOut(.idle(.seconds(1)), done: 0, total: 100_000)) {
       try await L2CAPMessageTransfer.send(
-        Self.message(100_000), over: sender, acknowledgementTimeout: .seconds(1))
+        Self.message(100_000), over: sender,
+        deadlines: TransferDeadlines(deadline: .seconds(30), idleTimeout: .seconds(1)))
     }
+    sender.close()
+    receiver.close()
+  }
+
+  /// Runs `body`; when it has not ended after `limit`, records an issue and closes `channels`
+  /// (which ends any wait on them), so a transfer without limits fails the test instead of
+  /// holding it.
+  static func bounded<T: Sendable>(
+    _ limit: Duration, closing channels: [L2CAPChannel],
+    _ body: @escaping @Sendable () async throws -> T
+  ) async -> (Result<T, any Error>, Duration) {
+    let start = ContinuousClock.now
+    let guardTask = Task {
+      try await Task.sleep(for: limit)
+      Issue.record("the transfer was still waiting after \(limit)")
+      for channel in channels { channel.close() }
+    }
+    defer { guardTask.cancel() }
+    let result: Result<T, any Error>
+    do {
+      result = .success(try await body())
+    } catch {
+      result = .failure(error)
+    }
+    return (result, ContinuousClock.now - start)
+  }
+
+  /// A trickle every 100 ms never goes 1.9 s without progress, even on a loaded machine.
+  static let short = TransferDeadlines(deadline: .seconds(2), idleTimeout: .milliseconds(1900))
+
+  @Test func aSenderThatTricklesForeverMeetsTheDeadline() async throws {
+    let (sender, receiver) = try Self.channels()
+    // The header announces 1 MiB; then one byte every 100 ms: progress, never the end.
+    try await sender.send(L2CAPMessageHeader(length: 1 << 20, checksum: 0).bytes)
+    let trickle = Task {
+      while !Task.isCancelled {
+        try await sender.send([0x55])
+        try await Task.sleep(for: .milliseconds(100))
+      }
+    }
+    defer { trickle.cancel() }
+    let (result, took) = await Self.bounded(.seconds(10), closing: [sender, receiver]) {
+      try await L2CAPMessageTransfer.receive(over: receiver, limit: 1 << 24, deadlines: Self.short)
+    }
+    guard
+      case .failure(L2CAPMessageError.timedOut(.deadline(.seconds(2)), let done, 1 << 20)) =
+        result
+    else {
+      Issue.record("expected the deadline to end it, got \(result)")
+      return
+    }
+    #expect(done > 0)
+    #expect(took < .seconds(8))
+    sender.close()
+    receiver.close()
+  }
+
+  @Test func aSenderThatGoesQuietAfterTheHeaderMeetsTheIdleTimeout() async throws {
+    let (sender, receiver) = try Self.channels()
+    try await sender.send(L2CAPMessageHeader(length: 1 << 20, checksum: 0).bytes)
+    try await sender.send([1, 2, 3])
+    let (result, took) = await Self.bounded(.seconds(10), closing: [sender, receiver]) {
+      try await L2CAPMessageTransfer.receive(
+        over: receiver, limit: 1 << 24,
+        deadlines: TransferDeadlines(deadline: .seconds(30), idleTimeout: .seconds(1)))
+    }
+    guard case .failure(L2CAPMessageError.timedOut(.idle(.seconds(1)), 3, 1 << 20)) = result
+    else {
+      Issue.record("expected the idle timeout to end it, got \(result)")
+      return
+    }
+    #expect(took < .seconds(8))
+    sender.close()
+    receiver.close()
+  }
+
+  @Test func aReceiverThatConfirmsWithoutProgressFailsTheSend() async throws {
+    let (sender, receiver) = try Self.channels()
+    // A receiver that answers every 100 ms, always confirming nothing new: traffic without
+    // progress. The sender stops at its window and must give up after the idle timeout.
+    let chatter = Task {
+      while !Task.isCancelled {
+        try await receiver.send(L2CAPMessageWindow(received: 0).bytes)
+        try await Task.sleep(for: .milliseconds(100))
+      }
+    }
+    defer { chatter.cancel() }
+    let (result, took) = await Self.bounded(.seconds(10), closing: [sender, receiver]) {
+      try await L2CAPMessageTransfer.send(
+        Self.message(100_000), over: sender,
+        deadlines: TransferDeadlines(deadline: .seconds(30), idleTimeout: .seconds(1)))
+    }
+    guard case .failure(L2CAPMessageError.timedOut(.idle(.seconds(1)), 0, 100_000)) = result
+    else {
+      Issue.record("expected the idle timeout to end it, got \(result)")
+      return
+    }
+    #expect(took < .seconds(8))
     sender.close()
     receiver.close()
   }

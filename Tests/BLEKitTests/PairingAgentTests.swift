@@ -66,12 +66,15 @@ struct PairingAgentTests {
     #expect(
       decisions(anyAuto, Self.device) == [
         .refuse(.needsPerson), .accept(all), .refuse(.needsPerson), .accept(all),
-        .accept(all), .accept(all), .accept(all), .refuse(.serviceNotServed),
+        .refuse(.comparisonNeedsPerson), .accept(all), .accept(all), .refuse(.serviceNotServed),
       ])
+    // --allow without --confirm: a comparison is refused (its yes would record an
+    // authenticated key that nobody checked); "just works" (RequestAuthorization) is accepted.
     #expect(
       decisions(listAuto, Self.device) == [
         .refuse(.needsPerson), .accept(.allowed), .refuse(.needsPerson), .accept(.allowed),
-        .accept(.allowed), .accept(.allowed), .accept(.allowed), .refuse(.serviceNotServed),
+        .refuse(.comparisonNeedsPerson), .accept(.allowed), .accept(.allowed),
+        .refuse(.serviceNotServed),
       ])
     #expect(
       decisions(listAuto, Self.otherDevice) == Array(repeating: .refuse(.notAllowed), count: 8))
@@ -112,7 +115,11 @@ struct PairingAgentTests {
     let authorize = AgentRequest.requestAuthorization(device: Self.device)
     let service = AgentRequest.authorizeService(device: Self.device, uuid: Self.served.uuidString)
     let foreign = AgentRequest.authorizeService(device: Self.device, uuid: "180f")
-    #expect(try await responder.answer(confirm) == .accept)
+    await #expect(
+      throws: AgentRefusal.rejected(PairingRefusal.comparisonNeedsPerson.description)
+    ) {
+      try await responder.answer(confirm)
+    }
     #expect(try await responder.answer(authorize) == .accept)
     #expect(try await responder.answer(service) == .accept)
     await #expect(throws: AgentRefusal.rejected(PairingRefusal.serviceNotServed.description)) {
@@ -126,7 +133,7 @@ struct PairingAgentTests {
     }
     #expect(
       log.events == [
-        .accepted(question(confirm), .acceptsEveryDevice),
+        .refused(question(confirm), .comparisonNeedsPerson),
         .accepted(question(authorize), .acceptsEveryDevice),
         .accepted(question(service), .acceptsEveryDevice),
         .refused(question(foreign), .serviceNotServed),

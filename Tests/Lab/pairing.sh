@@ -343,15 +343,41 @@ else
   fail "unpair again: exit $rc: $(cat "$OUT/unpair-again.out")"
 fi
 
-# B forgets A too; pairing again by address (numeric comparison asked for, confirmed
-# automatically) works from scratch.
+# B forgets A too. Pairing again with DisplayYesNo on both sides and automatic answers on both
+# (A's --confirm auto, B's --allow): with Secure Connections that is a passkey comparison, which
+# neither agent may confirm by itself (its yes would have the key recorded as authenticated,
+# i.e. MITM-protected, with nobody having compared): refused, no bond. Legacy pairing has no
+# comparison for these capabilities and pairs "just works". Either way no key may be stored as
+# authenticated (Authenticated= 1 or 3 in bluetoothd's info file: MGMT_LTK_AUTHENTICATED,
+# MGMT_LTK_P256_AUTH).
+authenticated_key() { grep -qsE "^Authenticated=(1|3)$" "/var/lib/bluetooth/$1/$2/info"; }
 readvertise unpair
-scanning_step repair "$BLEKIT" pair "$B_ADDRESS" --capability DisplayYesNo --confirm auto \
+scanning_step compare "$BLEKIT" pair "$B_ADDRESS" --capability DisplayYesNo --confirm auto \
   --timeout 90
-if ((RC == 0)) && grep -q "^paired with $B_ADDRESS: paired yes, bonded yes" "$OUT/repair.out"; then
-  ok "pair by address after both unpaired: $(cat "$OUT/repair.out")"
+if ((RC == 8)) && grep -q "comparing passkeys needs --confirm prompt" "$OUT/compare.err" \
+  && no_bond_file "$A_ADDRESS" "$B_ADDRESS"; then
+  ok "pair (DisplayYesNo, --confirm auto) with B (--allow): the passkey comparison was refused," \
+    "no bond: $(grep "comparing passkeys" "$OUT/compare.err" | head -n 1)"
+elif ((RC == 0)) && ! authenticated_key "$A_ADDRESS" "$B_ADDRESS"; then
+  ok "pair (DisplayYesNo, --confirm auto) with B (--allow): legacy \"just works\", key stored" \
+    "unauthenticated: $(cat "$OUT/compare.out")"
 else
-  fail "re-pair: exit $RC: $(cat "$OUT/repair.out") $(tail -n 5 "$OUT/repair.err")"
+  fail "pair (DisplayYesNo, --confirm auto) with B: exit $RC, authenticated key:" \
+    "$(authenticated_key "$A_ADDRESS" "$B_ADDRESS" && echo yes || echo no):" \
+    "$(cat "$OUT/compare.out") $(tail -n 5 "$OUT/compare.err")"
+fi
+"$BLEKIT" unpair "$B_ADDRESS" >/dev/null 2>&1
+
+# Pairing again by address ("just works" from A's NoInputNoOutput, accepted by B's --allow)
+# works from scratch, and the key is stored as what it is: unauthenticated.
+readvertise unpair
+scanning_step repair "$BLEKIT" pair "$B_ADDRESS" --confirm auto --timeout 90
+if ((RC == 0)) && grep -q "^paired with $B_ADDRESS: paired yes, bonded yes" "$OUT/repair.out" \
+  && ! authenticated_key "$A_ADDRESS" "$B_ADDRESS"; then
+  ok "pair by address after both unpaired, key unauthenticated: $(cat "$OUT/repair.out")"
+else
+  fail "re-pair: exit $RC: $(cat "$OUT/repair.out") $(tail -n 5 "$OUT/repair.err")" \
+    "$(grep -s Authenticated "/var/lib/bluetooth/$A_ADDRESS/$B_ADDRESS/info")"
 fi
 "$BLEKIT" unpair "$B_ADDRESS" >/dev/null 2>&1
 

@@ -19,6 +19,10 @@
 #                 commands (write --stdin --without-response: AcquireWrite) out on B's stdout
 #   battery, device-information, environmental-sensing: explored; environmental-sensing's
 #                 writable descriptor (0x290D of 0x2A6E) written and read back
+#   unruly        a profile whose values come from commands that do not behave: one hangs (the
+#                 read answers an ATT error after serve's 10 s limit, and the command and what it
+#                 started are gone), one writes forever (the read gets 512 bytes at once); then a
+#                 hanging read is left running while B stops: nothing of it outlives blekit
 # B first checks that bad profiles are refused with exit 2 before the bus is touched. Both
 # hosts print "ok"/"FAIL" lines and "N passed, M failed"; the status is 1 if any failed.
 set -u
@@ -157,6 +161,32 @@ host_b() {
         "$(grep '"write"' "$OUT/$profile.jsonl" | head -2 | tr '\n' ' ')"
     fi
   done
+
+  # --- commands that do not behave ---------------------------------------------------------------
+  # ffe1 hangs (with a child in its group), ffe2 writes forever and ignores SIGPIPE; each
+  # command notes its shell's pid and its child's.
+  local pids=$OUT/unruly.pids
+  : >"$pids"
+  printf '%s' '{"advertise":{"name":"blekit unruly","services":["ffe0"]},"services":[{"uuid":"ffe0","characteristics":[' \
+    '{"uuid":"ffe1","properties":["read"],"value":{"command":"sleep 300 & echo $$ $! >> '"$pids"'; wait"}},' \
+    '{"uuid":"ffe2","properties":["read"],"value":{"command":"echo $$ >> '"$pids"'; trap \"\" PIPE; yes"}}]}]}' \
+    >"$OUT/unruly.json"
+  serve_phase unruly "$OUT/unruly.json"
+  [[ $RC == 0 ]] && grep -q "did not finish within 10 s" "$OUT/unruly.err"
+  status=$?
+  check "serve unruly: exit 0 on SIGTERM; the hanging command was stopped at 10 s" \
+    "exit $RC: $(show unruly.err 500)"
+  local pid alive=()
+  for pid in $(cat "$pids"); do
+    if [[ -e /proc/$pid ]] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null; then
+      alive+=("$pid:$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)")
+    fi
+  done
+  [[ $(wc -w <"$pids") -ge 4 && ${#alive[@]} == 0 ]]
+  status=$?
+  check "serve unruly: no command, nor what it started, outlived its read or blekit ($(wc -w <"$pids") pids)" \
+    "alive: ${alive[*]}"
+  for pid in $(cat "$pids"); do kill -KILL "$pid" 2>/dev/null; done
   finish
 }
 
@@ -316,6 +346,32 @@ PY
     fi
     end_phase "$profile"
   done
+
+  # --- commands that do not behave: a read of the hanging one fails after serve's 10 s (well
+  # before ATT's 30 s), the endless writer's read brings its first 512 bytes --------------------
+  local began=$SECONDS
+  start_phase unruly "$BLEKIT" read "$B_ADDRESS" ffe1 --timeout 60
+  wait "$PID"
+  RC=$?
+  local took=$((SECONDS - began))
+  ((RC != 0 && took < 25))
+  status=$?
+  check "read ffe1 (a command that hangs): refused with an ATT error (exit $RC) after $took s" \
+    "$(show unruly.out) $(show unruly.err)"
+  began=$SECONDS
+  "$BLEKIT" read "$B_ADDRESS" ffe2 --raw --timeout 60 >"$OUT/unruly-yes.out" 2>"$OUT/unruly-yes.err"
+  RC=$?
+  ((RC == 0)) && [[ $(head -c 6 "$OUT/unruly-yes.out") == $'y\ny\ny\n' ]] \
+    && (($(wc -c <"$OUT/unruly-yes.out") >= 500 && $(wc -c <"$OUT/unruly-yes.out") <= 512))
+  status=$?
+  check "read ffe2 (a command that writes forever): $(wc -c <"$OUT/unruly-yes.out") bytes in $((SECONDS - began)) s" \
+    "exit $RC: $(show unruly-yes.err)"
+  # A read left hanging while B stops: blekit's exit must take the command with it.
+  "$BLEKIT" read "$B_ADDRESS" ffe1 --timeout 60 >/dev/null 2>&1 &
+  local reader=$!
+  sleep 3
+  end_phase unruly
+  wait "$reader"
   echo "# host A's phases took $((SECONDS - start)) s"
   finish
 }

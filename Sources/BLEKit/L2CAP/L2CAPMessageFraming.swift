@@ -15,6 +15,9 @@ public enum L2CAPMessageError: Error, Hashable, Sendable, CustomStringConvertibl
   case checksumMismatch(expected: UInt32, actual: UInt32)
   /// The receiver did not confirm the message (the channel ended, or its answer was wrong).
   case notAcknowledged(String)
+  /// A ``TransferDeadlines`` limit passed: `done` of `total` bytes had arrived (a receiver) or
+  /// been confirmed (a sender); `total` is 0 before a header arrived.
+  case timedOut(TransferDeadlines.Expiry, done: Int, total: Int)
 
   public var description: String {
     switch self {
@@ -28,6 +31,8 @@ public enum L2CAPMessageError: Error, Hashable, Sendable, CustomStringConvertibl
     case .checksumMismatch(let expected, let actual):
       "the message is corrupt: CRC-32 is \(CRC32.text(actual)), the sender's is \(CRC32.text(expected))"
     case .notAcknowledged(let why): "the receiver did not confirm the message: \(why)"
+    case .timedOut(let expiry, let done, let total):
+      "the transfer stopped at \(done) of \(total) bytes: \(expiry)"
     }
   }
 }
@@ -143,7 +148,8 @@ public struct L2CAPMessageAssembler: Sendable {
     guard header.length <= limit else {
       throw .tooLarge(length: header.length, limit: limit)
     }
-    bytes.reserveCapacity(header.length)
+    // The header is the peer's word: memory is taken as bytes arrive (an array doubles as it
+    // grows), never reserved up front for the length it announces.
   }
 
   /// Bytes received so far.

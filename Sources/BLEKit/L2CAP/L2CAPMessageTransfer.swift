@@ -6,22 +6,54 @@ import Synchronization
 /// sender's `send` returns only after the receiver confirmed the very bytes; the receiver's
 /// `receive` returns only bytes that have the announced length and CRC-32.
 public enum L2CAPMessageTransfer {
-  /// Sends `message` and waits (at most `acknowledgementTimeout` after the last byte) for
-  /// the receiver's acknowledgement. `progress` gets the bytes handed to the kernel so far.
-  /// At most ``L2CAPMessageWindow/size`` bytes (plus one SDU) go out before the receiver
-  /// confirms them; a receiver that confirms nothing for `acknowledgementTimeout` fails the
-  /// send.
+  /// Sends `message` and waits for the receiver's acknowledgement, within `deadlines`: the whole
+  /// send within its deadline, and never longer than its idle timeout without progress (bytes
+  /// handed to the kernel, or confirmed by the receiver). At most ``L2CAPMessageWindow/size``
+  /// bytes (plus one SDU) go out before the receiver confirms them, so a receiver that
+  /// confirms nothing, or confirms the same count again and again, fails the send after the
+  /// idle timeout. When a limit passes the channel is closed. `progress` gets the bytes handed
+  /// to the kernel so far.
   ///
   /// - Throws: ``L2CAPError`` when the channel fails, ``L2CAPMessageError/notAcknowledged(_:)``
-  ///   when the receiver does not confirm.
+  ///   when the receiver answers wrongly or closes, ``L2CAPMessageError/timedOut(_:done:total:)``
+  ///   when a limit passed.
   public static func send(
     _ message: [UInt8], over channel: L2CAPChannel,
-    acknowledgementTimeout: Duration = .seconds(30),
+    deadlines: TransferDeadlines = TransferDeadlines(),
     progress: (@Sendable (_ sent: Int, _ total: Int) -> Void)? = nil
   ) async throws {
-    let header = L2CAPMessageHeader(for: message)
-    let answers = ReceiverAnswers(channel: channel, silence: acknowledgementTimeout)
+    let watch = ProgressWatch(deadlines)
+    watch.start { _ in channel.close() }
+    defer { watch.stop() }
+    let answers = ReceiverAnswers(channel: channel, watch: watch)
     defer { answers.stop() }
+    do {
+      try await send(message, over: channel, answers: answers, progress: progress)
+    } catch {
+      if let expiry = watch.expired {
+        throw L2CAPMessageError.timedOut(expiry, done: answers.confirmed, total: message.count)
+      }
+      throw error
+    }
+  }
+
+  /// Sends as ``send(_:over:deadlines:progress:)`` does, with `acknowledgementTimeout` as the
+  /// idle timeout.
+  @available(*, deprecated, renamed: "send(_:over:deadlines:progress:)")
+  public static func send(
+    _ message: [UInt8], over channel: L2CAPChannel, acknowledgementTimeout: Duration,
+    progress: (@Sendable (_ sent: Int, _ total: Int) -> Void)? = nil
+  ) async throws {
+    try await send(
+      message, over: channel, deadlines: TransferDeadlines(idleTimeout: acknowledgementTimeout),
+      progress: progress)
+  }
+
+  private static func send(
+    _ message: [UInt8], over channel: L2CAPChannel, answers: ReceiverAnswers,
+    progress: (@Sendable (_ sent: Int, _ total: Int) -> Void)?
+  ) async throws {
+    let header = L2CAPMessageHeader(for: message)
     var bell = answers.doorbell.makeAsyncIterator()
     try await channel.send(header.bytes)
     var sent = 0
@@ -30,6 +62,7 @@ public enum L2CAPMessageTransfer {
       let end = min(sent + channel.sendMTU, message.count)
       try await channel.send(Array(message[sent..<end]))
       sent = end
+      answers.sent(sent)
       progress?(sent, message.count)
     }
     let answer = try await answers.final(bell: &bell)
@@ -40,21 +73,47 @@ public enum L2CAPMessageTransfer {
     }
   }
 
-  /// Receives one message (at most `limit` bytes), verifies it, and acknowledges it.
+  /// Receives one message (at most `limit` bytes), verifies it, and acknowledges it, within
+  /// `deadlines`: the whole message within its deadline, and never longer than its idle timeout
+  /// without a new byte (an empty SDU is not progress). When a limit passes the channel is
+  /// closed. Memory grows with the bytes that arrive, not with the length the header announces.
   /// `progress` gets the bytes received so far and the announced total.
   ///
   /// - Throws: ``L2CAPMessageError`` (`cut` when the channel ends early, `checksumMismatch`,
-  ///   `notAMessage`, ...), or ``L2CAPError`` when the link is lost. Nothing unverified is
-  ///   ever returned.
+  ///   `notAMessage`, `timedOut`, ...), or ``L2CAPError`` when the link is lost. Nothing
+  ///   unverified is ever returned.
   public static func receive(
-    over channel: L2CAPChannel, limit: Int,
+    over channel: L2CAPChannel, limit: Int, deadlines: TransferDeadlines = TransferDeadlines(),
     progress: (@Sendable (_ received: Int, _ total: Int) -> Void)? = nil
+  ) async throws -> [UInt8] {
+    let watch = ProgressWatch(deadlines)
+    watch.start { _ in channel.close() }
+    defer { watch.stop() }
+    let reached = Mutex((received: 0, total: 0))
+    do {
+      return try await receive(over: channel, limit: limit, watch: watch) { received, total in
+        reached.withLock { $0 = (received, total) }
+        progress?(received, total)
+      }
+    } catch {
+      if let expiry = watch.expired {
+        let (received, total) = reached.withLock { $0 }
+        throw L2CAPMessageError.timedOut(expiry, done: received, total: total)
+      }
+      throw error
+    }
+  }
+
+  private static func receive(
+    over channel: L2CAPChannel, limit: Int, watch: ProgressWatch,
+    progress: @Sendable (_ received: Int, _ total: Int) -> Void
   ) async throws -> [UInt8] {
     var iterator = channel.incoming.makeAsyncIterator()
     guard let first = try await iterator.next() else {
       throw L2CAPMessageError.notAMessage("the channel closed before any byte arrived")
     }
     var assembler = try L2CAPMessageAssembler(headerSDU: first, limit: limit)
+    progress(0, assembler.header.length)
     var confirmed = 0
     var senderGone = false
     while !assembler.isComplete {
@@ -70,7 +129,8 @@ public enum L2CAPMessageTransfer {
         throw L2CAPMessageError.cut(received: assembler.received, expected: assembler.header.length)
       }
       try assembler.append(sdu)
-      progress?(assembler.received, assembler.header.length)
+      watch.progressed(to: assembler.received)
+      progress(assembler.received, assembler.header.length)
       if assembler.header.isWindowed, !assembler.isComplete, !senderGone,
         assembler.received - confirmed >= L2CAPMessageWindow.step
       {
@@ -86,6 +146,7 @@ public enum L2CAPMessageTransfer {
     }
     let message = try assembler.verified()
     try await channel.send(L2CAPMessageAcknowledgement(checksum: assembler.header.checksum).bytes)
+    watch.stop()
     // The sender closes once it has the answer; closing here first could drop the answer
     // (the kernel discards what it has not sent when a channel closes). Wait for that close,
     // a few seconds at most: the message is verified whatever happens now.
@@ -101,47 +162,54 @@ public enum L2CAPMessageTransfer {
 
 /// What a sender hears from the receiver while it sends: window confirmations
 /// (``L2CAPMessageWindow``), then the final answer. A task reads the channel in the background;
-/// the sender waits on a doorbell rung at every SDU heard (and twice a second, so that a
-/// silence is noticed).
+/// the sender waits on a doorbell rung at every SDU heard and at the channel's end. Bytes sent
+/// and bytes newly confirmed are the send's progress (``ProgressWatch``); a confirmation of
+/// nothing new is not.
 private final class ReceiverAnswers: Sendable {
   private struct State {
+    var sent = 0
     var confirmed = 0
     var answer: [UInt8]?
     var end: (any Error)?
-    var lastHeard = ContinuousClock.now
   }
   private let state = Mutex(State())
-  private let silence: Duration
+  private let watch: ProgressWatch
   private let bell: AsyncStream<Void>.Continuation
-  /// Rung at every SDU heard, at the channel's end, and twice a second.
+  /// Rung at every SDU heard and at the channel's end.
   let doorbell: AsyncStream<Void>
-  private let tasks = Mutex<[Task<Void, Never>]>([])
+  private let reader = Mutex<Task<Void, Never>?>(nil)
 
-  init(channel: L2CAPChannel, silence: Duration) {
-    self.silence = silence
+  init(channel: L2CAPChannel, watch: ProgressWatch) {
+    self.watch = watch
     (doorbell, bell) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-    let reader = Task { [self] in await self.read(channel) }
-    let ticker = Task { [bell] in
-      while !Task.isCancelled {
-        try? await Task.sleep(for: .milliseconds(500))
-        bell.yield()
-      }
+    let task = Task { [self] in await self.read(channel) }
+    reader.withLock { $0 = task }
+  }
+
+  /// Bytes the receiver has confirmed.
+  var confirmed: Int { state.withLock { $0.confirmed } }
+
+  /// The sender handed `count` bytes in all to the kernel.
+  func sent(_ count: Int) {
+    let done = state.withLock { state in
+      state.sent = count
+      return state.sent + state.confirmed
     }
-    tasks.withLock { $0 = [reader, ticker] }
+    watch.progressed(to: done)
   }
 
   private func read(_ channel: L2CAPChannel) async {
     do {
       for try await sdu in channel.incoming {
-        let isAnswer = state.withLock { state in
-          state.lastHeard = .now
+        let (isAnswer, done) = state.withLock { state in
           if let window = L2CAPMessageWindow(bytes: sdu) {
             state.confirmed = max(state.confirmed, window.received)
-            return false
+            return (false, state.sent + state.confirmed)
           }
           state.answer = sdu
-          return true
+          return (true, state.sent + state.confirmed)
         }
+        watch.progressed(to: done)
         bell.yield()
         if isAnswer { return }
       }
@@ -156,7 +224,7 @@ private final class ReceiverAnswers: Sendable {
   }
 
   func stop() {
-    for task in tasks.withLock({ $0 }) { task.cancel() }
+    reader.withLock { $0?.cancel() }
     bell.finish()
   }
 
@@ -181,8 +249,8 @@ private final class ReceiverAnswers: Sendable {
     return answer
   }
 
-  /// Waits until `ready` says so (it throws to give up); throws the channel's end, or
-  /// ``L2CAPMessageError/notAcknowledged(_:)`` after `silence` without a word.
+  /// Waits until `ready` says so (it throws to give up); throws the channel's end (the watch
+  /// closes the channel when a limit passes).
   private func wait(
     bell: inout AsyncStream<Void>.Iterator, until ready: (State) throws -> Bool
   ) async throws {
@@ -190,9 +258,6 @@ private final class ReceiverAnswers: Sendable {
       let current = state.withLock { $0 }
       if try ready(current) { return }
       if let end = current.end { throw end }
-      if ContinuousClock.now - current.lastHeard > silence {
-        throw L2CAPMessageError.notAcknowledged("no answer within \(silence)")
-      }
       guard await bell.next() != nil else { throw CancellationError() }
     }
   }

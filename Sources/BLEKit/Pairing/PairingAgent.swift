@@ -6,10 +6,11 @@ import Synchronization
 
 /// How a ``PairingAgent`` answers the questions that need a person.
 public enum PairingConfirmation: Sendable {
-  /// Confirm passkeys and authorize pairings (and the services in
-  /// ``PairingPolicy/servedServices``) without asking; each decision is reported as a
-  /// ``PairingAgentEvent``. Questions that need typed input (a passkey or PIN code shown on the
-  /// other device) are refused: nobody can read them.
+  /// Authorize "just works" pairings (and the services in ``PairingPolicy/servedServices``)
+  /// without asking; each decision is reported as a ``PairingAgentEvent``. Questions that need
+  /// a person are refused: typed input (a passkey or PIN code shown on the other device) and
+  /// passkey comparisons (`RequestConfirmation`), whose yes would have the kernel record the
+  /// key as authenticated (MITM-protected) with nobody having compared the digits.
   case automatic
   /// Ask through this closure; it returns the answer, or `nil` to refuse. It is cancelled
   /// when bluetoothd cancels the question.
@@ -58,7 +59,13 @@ public struct PairingPolicy: Sendable {
       }
     case .requestPasskey, .requestPinCode:
       if case .automatic = confirmation { return .refuse(.needsPerson) }
-    case .requestConfirmation, .requestAuthorization:
+    case .requestConfirmation:
+      // A numeric comparison: a yes tells the kernel that someone saw the same six digits on
+      // both devices, and it records the key as authenticated (protected against a man in
+      // the middle). Nobody looked at an automatic yes: refused. (A "just works" pairing
+      // comes as RequestAuthorization and yields an unauthenticated key.)
+      if case .automatic = confirmation { return .refuse(.comparisonNeedsPerson) }
+    case .requestAuthorization:
       break
     }
     switch confirmation {
@@ -96,6 +103,9 @@ public enum PairingRefusal: Sendable, Hashable {
   case serviceNotServed
   /// Typed input (a passkey or PIN code) under ``PairingConfirmation/automatic``.
   case needsPerson
+  /// A passkey comparison (`RequestConfirmation`) under ``PairingConfirmation/automatic``:
+  /// confirming it would have the key recorded as authenticated with nobody having compared.
+  case comparisonNeedsPerson
   /// The person said no, or gave no answer.
   case personSaidNo
   /// bluetoothd cancelled the question while the person was asked.
@@ -107,6 +117,9 @@ public enum PairingRefusal: Sendable, Hashable {
     case .notAllowed: "the device is not on the allow list"
     case .serviceNotServed: "the service is not one this host serves"
     case .needsPerson: "typing a passkey or PIN code needs a person to answer"
+    case .comparisonNeedsPerson:
+      "comparing passkeys needs a person: an automatic yes would have the key recorded as "
+        + "protected against a man in the middle"
     case .personSaidNo: "the user said no"
     case .cancelled: "the question was cancelled"
     }

@@ -51,8 +51,13 @@ public struct TransferCentral: Sendable {
     public var reply: String?
     /// How long the connection may take (retries included).
     public var connectTimeout: Duration
-    /// How long the transfer may stay silent before it counts as cut.
+    /// How long the transfer may go without progress (a new message byte) before it counts
+    /// as cut. Notifications that bring nothing new (an empty value, a frame received twice)
+    /// are not progress.
     public var idleTimeout: Duration
+    /// How long the transfer may take in all, from the subscription, before it counts as cut
+    /// (``TransferDeadlines/defaultDeadline`` unless set).
+    public var deadline: Duration = TransferDeadlines.defaultDeadline
     /// Called with the message bytes received so far, after each notification or batch of
     /// notifications (the values one read of bluetoothd's socket brought together).
     public var progress: (@Sendable (Int) -> Void)?
@@ -70,7 +75,8 @@ public struct TransferCentral: Sendable {
 
     public init(
       reply: String? = nil, connectTimeout: Duration = .seconds(30),
-      idleTimeout: Duration = .seconds(15), progress: (@Sendable (Int) -> Void)? = nil,
+      idleTimeout: Duration = TransferDeadlines.defaultIdleTimeout,
+      progress: (@Sendable (Int) -> Void)? = nil,
       warning: (@Sendable (String) -> Void)? = nil, acceptUnordered: Bool = false
     ) {
       self.reply = reply
@@ -375,14 +381,15 @@ public struct TransferCentral: Sendable {
     }
   }
 
-  /// Reads notifications until the message is complete; a stop before that, or a silence
-  /// longer than the idle timeout, is ``BluetoothError/Code/transferInterrupted``.
+  /// Reads notifications until the message is complete; a stop before that, no progress for
+  /// the idle timeout, or the deadline's passing is ``BluetoothError/Code/transferInterrupted``.
   private func collect(
     _ notifications: NotificationStream, framing: Framing, options: Options,
     peer: PeripheralIdentifier
   ) async throws -> (bytes: [UInt8], outOfOrder: Int) {
     let shared = CollectShared(framing: framing, progress: options.progress)
-    let idle = options.idleTimeout
+    let deadlines = TransferDeadlines(deadline: options.deadline, idleTimeout: options.idleTimeout)
+    let start = ContinuousClock.now
     return try await withThrowingTaskGroup(of: (bytes: [UInt8], outOfOrder: Int)?.self) {
       group in
       group.addTask {
@@ -404,28 +411,30 @@ public struct TransferCentral: Sendable {
         throw shared.state.withLock { $0.interrupted(cause: nil) }
       }
       group.addTask {
-        // Sleeps until the silence would reach the limit if nothing came meanwhile (a slow
-        // link is not woken up twice a second to find it did not).
+        // Sleeps until a limit would pass if no progress came meanwhile (a slow link is not
+        // woken up twice a second to find it did not).
         while true {
-          let deadline = shared.state.withLock({ $0.lastActivity }) + idle
-          if ContinuousClock.now >= deadline { return nil }
-          try await Task.sleep(until: deadline, clock: .continuous)
+          let lastProgress = shared.state.withLock { $0.lastProgress }
+          if let expiry = deadlines.expiry(start: start, lastProgress: lastProgress, now: .now) {
+            throw shared.state.withLock {
+              $0.interrupted(cause: BluetoothError(.timeout, "\(peer): \(expiry)"))
+            }
+          }
+          try await Task.sleep(
+            until: min(start + deadlines.deadline, lastProgress + deadlines.idleTimeout),
+            clock: .continuous)
         }
       }
       defer { group.cancelAll() }
       while let next = try await group.next() {
         if let result = next { return result }
-        throw shared.state.withLock {
-          $0.interrupted(
-            cause: BluetoothError(.timeout, "no notification from \(peer) for \(idle)"))
-        }
       }
       throw CancellationError()
     }
   }
 }
 
-/// The decoder and the time of the last notification, shared by the consumer's task, the
+/// The decoder and the time of the last progress, shared by the consumer's task, the
 /// socket reader's thread (once the stream is diverted to it) and the watchdog.
 private final class CollectShared: Sendable {
   let state: Mutex<CollectState>
@@ -467,8 +476,8 @@ private final class CollectShared: Sendable {
     let (done, bytes) = state.withLock { state -> (Bool, Int?) in
       guard state.outcome == nil else { return (false, nil) }
       guard state.diverted else {
+        // Progress is counted when the consumer takes these (at once, normally).
         state.heldBack.append(batch)
-        state.lastActivity = .now
         return (false, nil)
       }
       state.absorb(batch[...])
@@ -479,12 +488,13 @@ private final class CollectShared: Sendable {
   }
 }
 
-/// The receiver's decoder for either framing, and when the last batch of notifications came.
+/// The receiver's decoder for either framing, and when the message last grew.
 private struct CollectState: Sendable {
   let framing: TransferCentral.Framing
   var plain = TransferReassembler()
   var sequenced = SequencedTransferDecoder()
-  var lastActivity = ContinuousClock.now
+  /// When ``bytesReceived`` last grew (or the collection began).
+  var lastProgress = ContinuousClock.now
   /// The message, or why it failed, once either is known.
   var outcome: Result<Collected, TransferError>?
   /// Whether the consumer has reached the diversion's marker.
@@ -502,11 +512,13 @@ private struct CollectState: Sendable {
     var outOfOrder: Int
   }
 
-  /// Takes a batch of values (and notes the time); sets ``outcome`` once the message is
-  /// complete or fails its checks. Values after that are ignored.
+  /// Takes a batch of values (and notes the time when they added bytes: values that add none,
+  /// empty or repeated, are not progress); sets ``outcome`` once the message is complete or
+  /// fails its checks. Values after that are ignored.
   mutating func absorb(_ batch: ArraySlice<[UInt8]>) {
-    lastActivity = .now
     guard outcome == nil else { return }
+    let before = bytesReceived
+    defer { if bytesReceived > before { lastProgress = .now } }
     do {
       for value in batch {
         if let message = try take(value) {

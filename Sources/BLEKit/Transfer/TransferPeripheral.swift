@@ -35,6 +35,9 @@ public final class TransferPeripheral: Sendable {
     case sent(Framing, bytes: Int, duration: Duration)
     /// The central left before the end (unsubscribed or disconnected).
     case cut(Framing, sent: Int, total: Int)
+    /// The send was given up: a limit of ``TransferPeripheral/deadlines`` passed (no value
+    /// went out for the idle timeout, or the deadline passed). The central stays connected.
+    case timedOut(Framing, sent: Int, total: Int, TransferDeadlines.Expiry)
     /// The central unsubscribed (after a complete send, or not).
     case unsubscribed(Framing, Central?)
     /// A central wrote a reply.
@@ -51,6 +54,8 @@ public final class TransferPeripheral: Sendable {
   public let service: MutableService
 
   private let message: Mutex<[UInt8]>
+  /// How long one subscription's send may take, in all and without a value going out.
+  public let deadlines: TransferDeadlines
 
   /// Creates the service for `message` (UTF-8 text or any bytes). Nothing is published yet.
   /// With `requireEncryption`, subscribing and writing need an encrypted (paired) link
@@ -59,9 +64,10 @@ public final class TransferPeripheral: Sendable {
   /// centrals written for it); a blekit central then cannot restore a reordered message.
   public init(
     manager: PeripheralManager, message: [UInt8], requireEncryption: Bool = false,
-    sequenced: Bool = true
+    sequenced: Bool = true, deadlines: TransferDeadlines = TransferDeadlines()
   ) {
     self.manager = manager
+    self.deadlines = deadlines
     self.message = Mutex(message)
     let secure: CharacteristicProperties = requireEncryption ? [.notifyEncryptionRequired] : []
     plainCharacteristic = MutableCharacteristic(
@@ -141,11 +147,43 @@ public final class TransferPeripheral: Sendable {
     return nil
   }
 
-  /// Sends one message on one subscription, waiting for room between values. Each value is
-  /// made as it is sent (a message is never held twice, as bytes and as frames).
+  /// Sends one message on one subscription, waiting for room between values, within
+  /// ``deadlines`` (progress: a value handed to bluetoothd).
   private func send(
     _ bytes: [UInt8], framing: Framing, to events: AsyncStream<Event>.Continuation
   ) async {
+    let watch = ProgressWatch(deadlines)
+    let work = Task { await self.sendValues(bytes, framing: framing, to: events, watch: watch) }
+    watch.start { _ in work.cancel() }
+    let ending = await withTaskCancellationHandler {
+      await work.value
+    } onCancel: {
+      work.cancel()
+    }
+    watch.stop()
+    switch ending {
+    case .sent(let duration):
+      events.yield(.sent(framing, bytes: bytes.count, duration: duration))
+    case .cut(let sent):
+      if let expiry = watch.expired {
+        events.yield(.timedOut(framing, sent: sent, total: bytes.count, expiry))
+      } else {
+        events.yield(.cut(framing, sent: sent, total: bytes.count))
+      }
+    }
+  }
+
+  private enum SendEnding: Sendable {
+    case sent(Duration)
+    case cut(sent: Int)
+  }
+
+  /// The values of one message, one at a time. Each value is made as it is sent (a message is
+  /// never held twice, as bytes and as frames).
+  private func sendValues(
+    _ bytes: [UInt8], framing: Framing, to events: AsyncStream<Event>.Continuation,
+    watch: ProgressWatch
+  ) async -> SendEnding {
     let characteristic = framing == .plain ? plainCharacteristic : sequencedCharacteristic
     let attMTU = manager.maximumUpdateValueLength(for: characteristic) + 3
     let clock = ContinuousClock()
@@ -154,20 +192,21 @@ public final class TransferPeripheral: Sendable {
     do {
       values = try ValueSource(bytes: bytes, framing: framing, attMTU: attMTU)
     } catch {
-      events.yield(.cut(framing, sent: 0, total: bytes.count))
-      return
+      return .cut(sent: 0)
     }
+    var handed = 0
     while let value = values.next {
       do {
         try await manager.send(value, for: characteristic)
       } catch {
-        events.yield(.cut(framing, sent: values.bytesSent, total: bytes.count))
-        return
+        return .cut(sent: values.bytesSent)
       }
       values.markSent()
+      handed += 1
+      watch.progressed(to: handed)
       events.yield(.progress(framing, sent: values.bytesSent, total: bytes.count))
     }
-    events.yield(.sent(framing, bytes: bytes.count, duration: clock.now - start))
+    return .sent(clock.now - start)
   }
 
   /// The notification values of one message in either framing, made one at a time.

@@ -1,0 +1,215 @@
+// serve's per-read commands and file values against commands and files that do not behave: a
+// command that hangs, one that ignores SIGTERM and leaves a child behind, one that writes
+// forever, more commands than may run at once, and a FIFO as a file value or a profile.
+import Dispatch
+import Foundation
+import Testing
+
+@testable import blekit
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+@Suite(.serialized, .timeLimit(.minutes(1))) struct ServeCommandRunnerTests {
+  /// Runs `body`, failing the test when it has not returned after `limit` (the work is left
+  /// running: a runner without limits would otherwise hold the test until its time limit).
+  static func within<T: Sendable>(
+    _ limit: Duration, _ body: @escaping @Sendable () async throws -> T
+  ) async throws -> T? {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+      group.addTask { try await body() }
+      group.addTask {
+        try await Task.sleep(for: limit)
+        return nil
+      }
+      defer { group.cancelAll() }
+      let first = try await group.next() ?? nil
+      if first == nil { Issue.record("still running after \(limit)") }
+      return first
+    }
+  }
+
+  static func temporaryDirectory() throws -> String {
+    var template = Array("/tmp/blekit-serve-XXXXXX".utf8CString)
+    let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+    try #require(made != nil)
+    return String(cString: template)
+  }
+
+  /// Whether a process `pid` exists (a zombie counts as gone: kill succeeds on it, so look at
+  /// its state).
+  static func alive(_ pid: pid_t) -> Bool {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8) else {
+      return false
+    }
+    let state = status.split(separator: ")").last?.split(separator: " ").first
+    return state != "Z"
+  }
+
+  /// The processes of `pids` still alive after `limit` (SIGKILL is delivered, not waited for:
+  /// a killed process may take a moment to be scheduled and exit).
+  static func survivors(_ pids: [pid_t], after limit: Duration = .seconds(3)) async -> [pid_t] {
+    let start = ContinuousClock.now
+    var left = pids.filter(alive)
+    while !left.isEmpty && ContinuousClock.now - start < limit {
+      try? await Task.sleep(for: .milliseconds(20))
+      left = left.filter(alive)
+    }
+    return left
+  }
+
+  static func pids(in file: String) throws -> [pid_t] {
+    try String(contentsOfFile: file, encoding: .utf8).split(whereSeparator: \.isWhitespace)
+      .compactMap { pid_t($0) }
+  }
+
+  @Test func aCommandThatHangsIsStoppedAtItsTimeoutWithItsGroup() async throws {
+    let directory = try Self.temporaryDirectory()
+    let runner = ServeCommandRunner(timeout: .seconds(1))
+    let start = ContinuousClock.now
+    let outcome = try await Self.within(.seconds(15)) { () async -> String in
+      do {
+        _ = try await runner.run("sleep 60 & echo $$ $! > \(directory)/pids; wait", limit: 512)
+        return "returned a value"
+      } catch {
+        return "\(error)"
+      }
+    }
+    let took = ContinuousClock.now - start
+    #expect(outcome?.contains("did not finish within 1 s") == true, "\(outcome ?? "")")
+    #expect(took < .seconds(5))
+    let pids = try Self.pids(in: "\(directory)/pids")
+    #expect(pids.count == 2)
+    #expect(await Self.survivors(pids).isEmpty, "outlived the timeout")
+    #expect(ChildProcessGroups.count == 0)
+  }
+
+  @Test func aCommandThatIgnoresSIGTERMIsKilled() async throws {
+    let directory = try Self.temporaryDirectory()
+    let runner = ServeCommandRunner(timeout: .seconds(1))
+    let outcome = try await Self.within(.seconds(15)) { () async -> String in
+      do {
+        _ = try await runner.run(
+          "trap '' TERM; echo $$ > \(directory)/pids; while :; do sleep 1; done", limit: 512)
+        return "returned a value"
+      } catch {
+        return "\(error)"
+      }
+    }
+    #expect(outcome?.contains("did not finish") == true, "\(outcome ?? "")")
+    #expect(await Self.survivors(try Self.pids(in: "\(directory)/pids")).isEmpty)
+  }
+
+  @Test func aCommandThatWritesForeverIsCutAtTheValueLength() async throws {
+    let directory = try Self.temporaryDirectory()
+    let runner = ServeCommandRunner(timeout: .seconds(20))
+    let start = ContinuousClock.now
+    let value = try await Self.within(.seconds(15)) {
+      try await runner.run("echo $$ > \(directory)/pids; trap '' PIPE; yes 012345678", limit: 512)
+    }
+    #expect(ContinuousClock.now - start < .seconds(5))
+    #expect(value?.count == 512)
+    #expect(value?.suffix(3) == Array("\n01".utf8)[...])
+    #expect(await Self.survivors(try Self.pids(in: "\(directory)/pids")).isEmpty)
+  }
+
+  @Test func childrenStartWithDefaultSignalsAndNothingBlocked() async throws {
+    // blekit ignores these for itself (SignalForwarding, StandardOutput); a child must not.
+    let previous = [SIGHUP, SIGPIPE].map { ($0, signal($0, SIG_IGN)) }
+    defer { for (number, handler) in previous { signal(number, handler) } }
+    let value = try await ServeCommandRunner().run(
+      "grep -E '^(SigBlk|SigIgn)' /proc/self/status", limit: 512)
+    let lines = String(decoding: value, as: UTF8.self).split(separator: "\n")
+    #expect(lines.count == 2)
+    for line in lines {
+      #expect(line.hasSuffix("0000000000000000"), "\(line)")
+    }
+  }
+
+  @Test func theChildIsInAProcessGroupOfItsOwnAndHoldsNoOtherDescriptor() async throws {
+    let value = try await ServeCommandRunner().run(
+      "echo $$ $(cut -d' ' -f5 /proc/$$/stat); ls /proc/self/fd", limit: 512)
+    let lines = String(decoding: value, as: UTF8.self).split(separator: "\n")
+    let ids = lines.first?.split(separator: " ").map(String.init) ?? []
+    #expect(ids.count == 2 && ids[0] == ids[1], "\(ids)")
+    // ls's own: 0, 1, 2 and the directory it reads.
+    #expect(lines.dropFirst().count == 4, "\(lines.dropFirst())")
+  }
+
+  @Test func commandsBeyondTheCapAreRefusedAtOnce() async throws {
+    let runner = ServeCommandRunner(timeout: .seconds(10), concurrency: 2)
+    let slow = (0..<2).map { _ in Task { try await runner.run("sleep 2; echo done", limit: 512) } }
+    try await Task.sleep(for: .milliseconds(300))
+    let start = ContinuousClock.now
+    await #expect(throws: ServeValueError.self) { try await runner.run("echo 1", limit: 512) }
+    #expect(ContinuousClock.now - start < .seconds(1))
+    for task in slow { #expect(try await task.value == Array("done".utf8)) }
+    #expect(try await runner.run("echo 1", limit: 512) == Array("1".utf8))
+  }
+
+  @Test func aFIFOAsAFileValueOrProfileIsRefusedWithoutWaiting() async throws {
+    let directory = try Self.temporaryDirectory()
+    let fifo = "\(directory)/fifo"
+    try #require(mkfifo(fifo, 0o600) == 0)
+    let outcome = try await Self.within(.seconds(10)) { () async -> String in
+      do {
+        _ = try await ServeValueProducer(.file(fifo)).produce()
+        return "returned a value"
+      } catch {
+        return "\(error)"
+      }
+    }
+    #expect(outcome?.contains("is not a regular file (a FIFO)") == true, "\(outcome ?? "")")
+    let profile = try await Self.within(.seconds(10)) { () async -> String in
+      do {
+        _ = try ServeCommand.load(fifo)
+        return "loaded"
+      } catch {
+        return "\(error)"
+      }
+    }
+    #expect(profile?.contains("not a regular file") == true, "\(profile ?? "")")
+    let directoryValue = try await Self.within(.seconds(10)) { () async -> String in
+      (try? await ServeValueProducer(.file(directory)).produce()) == nil ? "refused" : "read"
+    }
+    #expect(directoryValue == "refused")
+  }
+
+  @Test func aCommandDoesNotOutliveABlekitKilledOutright() async throws {
+    // SIGKILL runs no code of blekit's: the kernel closes its descriptors, among them the
+    // guardian's pipe. Closing that pipe here is what the guardian sees then.
+    let directory = try Self.temporaryDirectory()
+    let runner = ServeCommandRunner(timeout: .seconds(30))
+    let running = Task { () async -> String in
+      do {
+        _ = try await runner.run(
+          "sleep 60 & echo $$ $! > \(directory)/pids; wait", limit: 512)
+        return "returned a value"
+      } catch {
+        return "\(error)"
+      }
+    }
+    var pids: [pid_t] = []
+    for _ in 0..<100 where pids.count < 2 {
+      try await Task.sleep(for: .milliseconds(50))
+      pids = (try? Self.pids(in: "\(directory)/pids")) ?? []
+    }
+    try #require(pids.count == 2)
+    ChildProcessGroups.closeGuardianForTesting()
+    let left = await Self.survivors(pids)
+    #expect(left.isEmpty, "still running after the guardian's pipe closed: \(left)")
+    #expect(await running.value.contains("was killed"))
+  }
+
+  @Test func aLongReadIsContinuedForABoundedNumberOfCentrals() {
+    var reads = ReadContinuations()
+    for central in 0..<100 { reads.set([UInt8(central)], for: "central \(central)") }
+    #expect(reads.count == ReadContinuations.limit)
+    #expect(reads.value(for: "central 99") == [99])
+    #expect(reads.value(for: "central 0") == nil)
+    reads.forget("central 99")
+    #expect(reads.value(for: "central 99") == nil)
+    #expect(reads.count == ReadContinuations.limit - 1)
+  }
+}
