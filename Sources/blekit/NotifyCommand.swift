@@ -10,10 +10,11 @@ struct NotifyCommand: ParsableCommand {
     name: "notify",
     abstract: "Subscribe to a characteristic and print each value as it arrives.",
     discussion: """
-      Finds and connects as `blekit read` does, subscribes to CHAR-UUID (AcquireNotify's \
-      socket when bluetoothd offers it, else StartNotify), and prints each value on its own \
-      line as it arrives: hex by default, UTF-8 text with --text, the bytes exactly with \
-      --raw. Stops after --count values (exit 0), after --duration (exit 0; exit 6 when \
+      Finds and connects as `blekit read` does, subscribes to CHAR-UUID (StartNotify, which \
+      also delivers a value the device sends before it has confirmed the subscription), and \
+      prints each value on its own line as it arrives: hex by default, UTF-8 text with \
+      --text, the bytes exactly with --raw. An empty value is an empty line (nothing with \
+      --raw). Stops after --count values (exit 0), after --duration (exit 0; exit 6 when \
       --count values did not all arrive), when the device disconnects (exit 7), or on Ctrl-C \
       (exit 0 without --count). Unsubscribes and disconnects before exiting. A \
       characteristic that neither notifies nor indicates exits 11.

@@ -214,6 +214,51 @@ import Testing
     #expect(await eventually { Self.inode(of: reader) != socket })
   }
 
+  /// Sends each of `values` as one datagram (an empty one for an empty value, as bluetoothd
+  /// does for a zero-length notification).
+  static func sendDatagrams(_ values: [[UInt8]], to fd: Int32) -> Bool {
+    values.allSatisfy { bytes in
+      bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        == bytes.count
+    }
+  }
+
+  /// A zero-length notification is a value, not the end of the stream (which reads as 0 bytes
+  /// too): empty values first, between others and last, then the socket closed, all queued
+  /// before the reader starts, so the reader meets them in one burst with the end right after.
+  @Test func emptyValuesAreValuesAndTheEndStillEnds() async throws {
+    let (reader, sender) = try Self.socketPair()
+    let values: [[UInt8]] = [[], [], Array("a".utf8), [], Array("bc".utf8), [], []]
+    #expect(Self.sendDatagrams(values, to: sender))
+    close(sender)
+    let drained = await Self.drain(Self.stream(reading: reader))
+    #expect(drained.values == values)
+    #expect(drained.error?.code == .disconnected)
+    #expect(!drained.otherError && !drained.timedOut)
+  }
+
+  /// Empty values that come one at a time, the reader waiting in between (each alone in the
+  /// socket), then a disconnection noticed by the link watch, not by the socket.
+  @Test func emptyValuesOneAtATimeThenALinkLoss() async throws {
+    let (reader, sender) = try Self.socketPair()
+    defer { close(sender) }
+    let sent = Mutex(0)
+    let stream = Self.stream(reading: reader) { reader in
+      while sent.withLock({ $0 }) < 6 { try? await Task.sleep(for: .milliseconds(5)) }
+      reader.finish(after: BluetoothError(.disconnected, "peer disconnected"))
+    }
+    Thread {
+      for index in 0..<6 {
+        _ = Self.sendDatagrams([index % 2 == 0 ? [] : [UInt8(index)]], to: sender)
+        usleep(3_000)
+        sent.withLock { $0 += 1 }
+      }
+    }.start()
+    let drained = await Self.drain(stream)
+    #expect(drained.values == [[], [1], [], [3], [], [5]])
+    #expect(drained.error?.message == "peer disconnected")
+  }
+
   /// The inode of what `fd` names, or nil when it names nothing (closed).
   static func inode(of fd: Int32) -> UInt? {
     var status = stat()

@@ -59,6 +59,18 @@
 #                              none confirmed, link up|down" and disconnects
 #       It serves the transfer service like `sensor` and advertises it all along. Prints
 #       "ready ADDRESS", "case LINE" when the case changes, and one line per event.
+#   quirks [--name N] [--address A]
+#       A peripheral with the notification quirks of real devices, for
+#       Tests/Lab/notify-quirks.sh. Its service QUIRK_SERVICE (6E7A0100-...) has one
+#       characteristic per kind and quirk, 6E7A01KQ-...: K = 1 notify only, 2 indicate only,
+#       3 notify and indicate (it sends indications; bluetoothd enables notifications for such
+#       a characteristic, and a device may send indications anyway); Q = 1 "early": the value
+#       "early" goes out before the Write Response to the CCCD write that subscribed (raw ATT,
+#       queued ahead of the response), then "then" 0.5 s later; 2 "empty": 0.5 s after the
+#       subscription "a", an empty value, "b"; 3 "early-empty": an empty value before the Write
+#       Response, then "after". The transfer service's characteristic sends "first half|", an
+#       empty value, "second half", then EOM (plain framing) 0.5 s after each subscription.
+#       Prints "ready ADDRESS" and one line per event (subscribed, sent).
 import argparse
 import asyncio
 import os
@@ -592,6 +604,85 @@ async def silent_central(device, c):
             pass
 
 
+# -----------------------------------------------------------------------------------------
+# quirks
+
+
+QUIRK_SERVICE = "6E7A0100-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
+QUIRK_KINDS = {1: "notify", 2: "indicate", 3: "notify+indicate"}
+# quirk: (the value sent before the Write Response or None, the values sent 0.5 s later)
+QUIRKS = {1: ("early", b"early", [b"then"]), 2: ("empty", None, [b"a", b"", b"b"]),
+          3: ("early-empty", b"", [b"after"])}
+QUIRK_TRANSFER = [b"first half|", b"", b"second half", b"EOM"]
+
+
+def quirk_uuid(kind, quirk):
+    return f"6E7A01{kind}{quirk}-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
+
+
+async def quirks(args):
+    transport, device = await open_device(args.name, args.address)
+    async with transport:
+        characteristics = {}
+        for kind in QUIRK_KINDS:
+            properties = {1: Characteristic.Properties.NOTIFY,
+                          2: Characteristic.Properties.INDICATE,
+                          3: Characteristic.Properties.NOTIFY | Characteristic.Properties.INDICATE}[kind]
+            for quirk in QUIRKS:
+                characteristic = Characteristic(
+                    quirk_uuid(kind, quirk), properties, Characteristic.READABLE, b"")
+                characteristics[characteristic] = (kind, quirk)
+        transfer = Characteristic(
+            TRANSFER_CHAR,
+            Characteristic.Properties.NOTIFY | Characteristic.Properties.WRITE_WITHOUT_RESPONSE,
+            Characteristic.WRITEABLE,
+            CharacteristicValue(read=not_readable, write=lambda connection, value: say(
+                f"reply {bytes(value).decode(errors='replace')}")))
+        device.add_services([Service(QUIRK_SERVICE, list(characteristics)),
+                             Service(TRANSFER_SERVICE, [transfer])])
+
+        async def send_later(connection, characteristic, indicate, values):
+            await asyncio.sleep(0.5)
+            for value in values:
+                if indicate:
+                    await device.indicate_subscriber(connection, characteristic, value, force=True)
+                else:
+                    await device.notify_subscriber(connection, characteristic, value, force=True)
+            say(f"sent {characteristic.uuid} {[v.decode() for v in values]}")
+
+        def on_subscription(connection, characteristic, notify_enabled, indicate_enabled):
+            if not (notify_enabled or indicate_enabled):
+                return
+            say(f"subscribed {characteristic.uuid} notify {notify_enabled} indicate {indicate_enabled}")
+            if characteristic is transfer:
+                asyncio.ensure_future(send_later(connection, transfer, False, QUIRK_TRANSFER))
+                return
+            if characteristic not in characteristics:
+                return
+            kind, quirk = characteristics[characteristic]
+            name, early, later = QUIRKS[quirk]
+            indicate = kind != 1
+            if early is not None:
+                # This handler runs inside the CCCD write, before Bumble sends the Write
+                # Response: a PDU sent now goes out ahead of it.
+                opcode = (att.Opcode.ATT_HANDLE_VALUE_INDICATION if indicate
+                          else att.Opcode.ATT_HANDLE_VALUE_NOTIFICATION)
+                device.send_l2cap_pdu(connection.handle, att.ATT_CID,
+                                      bytes([opcode]) + characteristic.handle.to_bytes(2, "little")
+                                      + early)
+                say(f"sent {characteristic.uuid} {early.decode()!r} before the write response")
+            asyncio.ensure_future(send_later(connection, characteristic, indicate, later))
+
+        device.on("characteristic_subscription", on_subscription)
+        device.on("connection", lambda connection: say(f"connected {connection.peer_address}"))
+        await device.power_on()
+        advertising = ad_structure(0x01, bytes([0x06])) + ad_structure(0x07, uuid_le(TRANSFER_SERVICE))
+        await device.start_advertising(auto_restart=True, advertising_data=advertising,
+                                       scan_response_data=ad_structure(0x09, args.name.encode()))
+        say(f"ready {args.address}")
+        await asyncio.get_running_loop().create_future()
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -628,9 +719,12 @@ def main():
     h.add_argument("--control", required=True, help="the file whose last line is the case")
     h.add_argument("--name", default="bumble-hostile")
     h.add_argument("--address", default="C0:FF:EE:00:10:01")
+    q = sub.add_parser("quirks")
+    q.add_argument("--name", default="bumble-quirks")
+    q.add_argument("--address", default="C0:FF:EE:00:20:01")
     args = parser.parse_args()
     run = {"sensor": sensor, "central": central, "pair-central": pair_central,
-           "pair-peripheral": pair_peripheral, "hostile": hostile}[args.mode]
+           "pair-peripheral": pair_peripheral, "hostile": hostile, "quirks": quirks}[args.mode]
     sys.exit(asyncio.run(run(args)) or 0)
 
 

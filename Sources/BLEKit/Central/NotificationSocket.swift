@@ -1,5 +1,5 @@
 // NotificationSocket: reads AcquireNotify's SOCK_SEQPACKET fd on a thread of its own, one
-// notification per read(), and hands over what one burst of reads brought as one batch.
+// notification per recvmsg(), and hands over what one burst of reads brought as one batch.
 import Dispatch
 import Synchronization
 
@@ -11,11 +11,21 @@ import Synchronization
 
 /// The reader of one AcquireNotify socket.
 ///
-/// Each `read(2)` on the SOCK_SEQPACKET socket yields exactly one notification value; the
+/// Each `recvmsg(2)` on the SOCK_SEQPACKET socket yields exactly one notification value; the
 /// buffer is as large as the MTU (at least 512 bytes, the longest attribute value), so no
 /// value is truncated. A thread of the reader's own waits in `poll(2)` until the socket is
 /// readable and then reads, holding the reader's lock. The fd is closed (which unsubscribes in
 /// bluetoothd) when the reader has ended or is cancelled.
+///
+/// An empty value is a value. bluetoothd writes a zero-length notification as an empty
+/// datagram, and on a Unix SOCK_SEQPACKET socket an empty datagram and the end of the stream
+/// both read as 0 bytes, with the same `poll` events and `FIONREAD`. What tells them apart is
+/// ancillary data: the reader sets `SO_PASSCRED` on its end, so the kernel attaches the
+/// sender's credentials (`SCM_CREDENTIALS`) to every datagram it hands over, empty or not, and
+/// none to the end of the stream (Linux's `unix_dgram_recvmsg`; seen on 6.1 and 6.18, also for
+/// datagrams queued before the option was set). A read of 0 bytes with control data (or
+/// `MSG_CTRUNC`) is an empty value; one without is the end. Should `SO_PASSCRED` be refused,
+/// the reader falls back to taking every 0-byte read as the end.
 ///
 /// Why a thread and not a Dispatch read source: on a link that brings one value at a time (a
 /// radio sends a few per connection event), a source wakes Dispatch's manager thread, then a
@@ -59,6 +69,8 @@ final class NotificationSocket: Sendable {
     var attQueue: KernelATTQueueWatch
     /// Where each value is read into (one value long at most).
     var buffer: [UInt8]
+    /// Where each datagram's control data (its `SCM_CREDENTIALS`) is read into.
+    var control = [UInt8](repeating: 0, count: NotificationSocket.controlSize)
     /// The batch being read, kept between wake-ups with its capacity: a consumer that does not
     /// keep the batches (a diverted stream) then costs no allocation for them.
     var batch: [[UInt8]] = []
@@ -67,6 +79,15 @@ final class NotificationSocket: Sendable {
   /// The most values handed over in one batch: a long burst is handed over in parts, so the
   /// consumer can start on it while the rest is read.
   static let batchLimit = 256
+
+  /// Room for one `SCM_CREDENTIALS` message (`CMSG_SPACE(sizeof(struct ucred))`, 32 bytes on
+  /// 64-bit Linux) and then some; a larger one is cut and flagged `MSG_CTRUNC`, which still
+  /// marks a datagram.
+  static let controlSize = 64
+
+  /// Whether the kernel marks every datagram of this socket with control data
+  /// (`SO_PASSCRED` set), which tells an empty value from the end of the stream.
+  private let marksDatagrams: Bool
 
   /// Starts reading `fd` (whose ownership passes to the reader). When no thread can be
   /// started, the reader ends at once with an error (and closes `fd`).
@@ -82,6 +103,9 @@ final class NotificationSocket: Sendable {
     self.onEnd = onEnd
     let flags = fcntl(fd, F_GETFL)
     _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    var on: Int32 = 1
+    self.marksDatagrams =
+      setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, socklen_t(MemoryLayout<Int32>.size)) == 0
     var thread = pthread_t()
     let context = Unmanaged.passRetained(self).toOpaque()
     let started = pthread_create(
@@ -200,8 +224,8 @@ final class NotificationSocket: Sendable {
     }
     while true {
       if state.backlog.needsSnapshot { state.backlog.snapshot(queuedBytes: queuedBytes()) }
-      let count = state.buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-      if count > 0 {
+      let (count, datagram, code) = receive(&state)
+      if count > 0 || (count == 0 && datagram) {
         state.backlog.record(valueLength: count)
         state.attQueue.valueRead()
         batch.append(Array(state.buffer[0..<count]))
@@ -220,7 +244,6 @@ final class NotificationSocket: Sendable {
         )
         return
       }
-      let code = errno
       if code == EINTR { continue }
       state.backlog.drained()
       hand(batch)
@@ -233,6 +256,32 @@ final class NotificationSocket: Sendable {
         BluetoothError(
           .disconnected, "reading notifications failed: \(String(cString: strerror(code)))"))
       return
+    }
+  }
+
+  /// Reads one datagram into `state.buffer`: its length (or -1 and the errno), and whether a
+  /// datagram was read at all (control data came with it), which a length of 0 needs to tell
+  /// an empty value from the end of the stream. Runs with the lock held.
+  private func receive(_ state: inout ReaderState) -> (count: Int, datagram: Bool, error: Int32) {
+    state.buffer.withUnsafeMutableBytes { buffer in
+      state.control.withUnsafeMutableBytes { control in
+        var vector = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
+        return withUnsafeMutablePointer(to: &vector) { vector in
+          var message = msghdr()
+          message.msg_iov = vector
+          message.msg_iovlen = 1
+          if marksDatagrams {
+            message.msg_control = control.baseAddress
+            message.msg_controllen = control.count
+          }
+          let count = recvmsg(fd, &message, 0)
+          let error = count < 0 ? errno : 0
+          let datagram =
+            count >= 0 && marksDatagrams
+            && (message.msg_controllen > 0 || message.msg_flags & Int32(MSG_CTRUNC) != 0)
+          return (count, datagram, error)
+        }
+      }
     }
   }
 

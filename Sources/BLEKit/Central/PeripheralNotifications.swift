@@ -1,4 +1,5 @@
-// Notifications: AcquireNotify's socket first, StartNotify + PropertiesChanged(Value) second.
+// Notifications: StartNotify + PropertiesChanged(Value) by default, AcquireNotify's socket
+// when the caller asks for it.
 import BlueZ
 import Bluetooth
 import DBus
@@ -6,13 +7,31 @@ import DBus
 extension Peripheral {
   /// Subscribes to a characteristic's notifications or indications.
   ///
-  /// Uses `AcquireNotify` when the characteristic notifies (one notification per read of the
-  /// SOCK_SEQPACKET socket, read by a DispatchSource), else, or when bluetoothd refuses it,
-  /// `StartNotify` with the values taken from PropertiesChanged(Value).
-  /// The corresponding D-Bus members are `org.bluez.GattCharacteristic1.AcquireNotify`,
-  /// `StartNotify` and `StopNotify`.
+  /// By default this uses `StartNotify` and takes the values from PropertiesChanged(Value)
+  /// signals. That path delivers every value bluetoothd receives once the subscription is
+  /// requested, including one the peripheral sends before it has answered the write that
+  /// enables notifications (several devices do), and including empty values. A value read
+  /// from the characteristic while subscribed (by any client) updates the same property, so
+  /// it arrives too.
+  ///
+  /// With `preferAcquire`, a characteristic that notifies is read through `AcquireNotify`'s
+  /// socket instead: one value per datagram, read on a thread of its own, with no D-Bus
+  /// signal per value for bluetoothd and the bus to carry, and with
+  /// ``NotificationStream/lossCheck()`` able to tell whether bluetoothd may have dropped
+  /// values because the reader fell behind.
+  /// Its cost: bluetoothd creates the socket only once the peripheral has answered the
+  /// subscribing write, and drops every value that arrives before (`notify_io_cb` in BlueZ's
+  /// `src/gatt-client.c`). Ask for it only when the peripheral sends nothing before it has
+  /// confirmed the subscription, as a peer of blekit's transfer protocol does: it starts a
+  /// message when its stack reports the subscription. A characteristic that only indicates,
+  /// or one bluetoothd will not hand over (another client subscribed, say), goes through
+  /// `StartNotify` all the same. ``NotificationStream/method`` says which path was taken.
+  ///
+  /// Either way, values arrive in order and an empty value arrives as an empty array.
+  /// The corresponding D-Bus members are `org.bluez.GattCharacteristic1.StartNotify`,
+  /// `StopNotify` and `AcquireNotify`.
   public func notifications(
-    for characteristic: RemoteCharacteristic, preferAcquire: Bool = true
+    for characteristic: RemoteCharacteristic, preferAcquire: Bool = false
   ) async throws(BluetoothError) -> NotificationStream {
     guard !characteristic.properties.isDisjoint(with: [.notify, .indicate]) else {
       throw BluetoothError(

@@ -272,7 +272,13 @@ public struct TransferCentral: Sendable {
         "\(peripheral.identifier)'s transfer service has no transfer characteristic")
     }
 
-    let notifications = try await peripheral.notifications(for: source)
+    // AcquireNotify: a transfer peer starts its message when its stack reports the
+    // subscription, after the Write Response that AcquireNotify's socket waits for, so no
+    // chunk comes early; the socket costs bluetoothd and this process less per chunk than
+    // PropertiesChanged signals, and its backlog tells whether a plain chunk may have been
+    // dropped (lossCheck below). A sequenced message whose first frame was lost anyway
+    // fails its own checks.
+    let notifications = try await peripheral.notifications(for: source, preferAcquire: true)
     onSubscribed()
     options.subscribed?()
     let start = ContinuousClock.now

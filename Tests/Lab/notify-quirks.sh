@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Notifications as real peripherals send them, against every blekit command that subscribes.
+#
+#   scripts/lab run --controllers 0 --bumble 2 --env BLEKIT=$PWD/.build/debug/blekit \
+#     -- Tests/Lab/notify-quirks.sh                      (Tests/Lab/run-all quirks)
+#
+# The peer is `Tests/Lab/bumble-peer.py quirks` on Bumble's air (docs/lab.md): one
+# characteristic per kind (notify only, indicate only, notify and indicate flags with
+# indications sent) and quirk:
+#   early        its first value goes out before the Write Response to the CCCD write that
+#                subscribed (bluetoothd drops such a value on the AcquireNotify path);
+#   empty        a zero-length value between two others (on AcquireNotify's socket an empty
+#                datagram reads as 0 bytes, like the end of the stream);
+#   early-empty  both: an empty value before the Write Response.
+# Checked: `blekit notify` (hex, --text, --raw) on each, `blekit explore --listen` (text and
+# --json) on all at once, and `blekit receive` (AcquireNotify) from a transfer characteristic
+# that sends an empty value mid-message. Each value must arrive, in order; an empty one is an
+# empty line (hex, text), nothing (--raw), "(empty)" in explore's text and "" in its JSON.
+# Prints "ok" or "FAIL" per check, then "N passed, M failed"; exits 1 if any failed.
+set -u
+cd "$(dirname "$0")/../.."
+source Tests/Lab/common.sh
+BLEKIT=${BLEKIT:-$PWD/.build/debug/blekit}
+OUT=${LAB_RESULTS:-/tmp}/notify-quirks
+mkdir -p "$OUT"
+export PYTHONPATH=${LAB_PYLIB:-$PWD/.build-lab/pylib}
+PEER=(/usr/bin/python3 Tests/Lab/bumble-peer.py)
+ADDRESS=C0:FF:EE:00:20:01
+passed=0
+failed=0
+
+ok() { echo "ok   $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+check() { # check DESCRIPTION COMMAND...
+  local what=$1
+  shift
+  if "$@"; then ok "$what"; else fail "$what"; fi
+}
+
+uuid() { echo "6e7a01$1$2-5d3b-4c1e-9a0b-1a2b3c4d5e6f"; } # uuid KIND QUIRK
+KIND_NAMES=([1]="notify" [2]="indicate" [3]="notify+indicate flags, indications sent")
+# What each quirk sends, as `blekit notify` prints it in hex (one line per value).
+HEX_VALUES=([1]=$'6561726c79\n7468656e' [2]=$'61\n\n62' [3]=$'\n6166746572')
+COUNTS=([1]=2 [2]=3 [3]=2)
+QUIRK_NAMES=([1]="an early value (before the Write Response)" [2]="an empty value between two"
+  [3]="an early empty value")
+
+"${PEER[@]}" quirks --address "$ADDRESS" >"$OUT/peer.log" 2>&1 &
+PEER_PID=$!
+trap 'kill $PEER_PID 2>/dev/null; wait $PEER_PID 2>/dev/null' EXIT
+check "the Bumble quirks peripheral starts" wait_for 60 grep -q '^ready' "$OUT/peer.log"
+
+# notify_run NAME ARGS...: `blekit notify -a hci0 ARGS` with a time limit (a lost value would
+# otherwise wait for ever; --duration makes a short count exit 6); stdout in $OUT/NAME.out,
+# stderr in $OUT/NAME.err, the status in RC.
+notify_run() {
+  local name=$1
+  shift
+  timeout 90 "$BLEKIT" notify -a hci0 --duration 20 "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+  RC=$?
+}
+
+# --- blekit notify on every characteristic ----------------------------------------------
+for kind in 1 2 3; do
+  for quirk in 1 2 3; do
+    name=notify-$kind$quirk
+    notify_run "$name" --count "${COUNTS[$quirk]}" "$ADDRESS" "$(uuid $kind $quirk)"
+    check "notify, ${KIND_NAMES[$kind]}, ${QUIRK_NAMES[$quirk]}: every value in order, exit 0 (exit $RC, got: $(tr '\n' '|' <"$OUT/$name.out"))" \
+      bash -c "(($RC == 0)) && [[ \$(cat '$OUT/$name.out'; echo .) == '${HEX_VALUES[$quirk]}'$'\n'. ]]"
+  done
+done
+
+# The other formats, on the notify-only characteristics (the path that lost values).
+notify_run text-12 --text --count 3 "$ADDRESS" "$(uuid 1 2)"
+check "notify --text, an empty value between two: a, an empty line, b (exit $RC)" \
+  bash -c "(($RC == 0)) && [[ \$(cat '$OUT/text-12.out'; echo .) == \$'a\n\nb\n.' ]]"
+notify_run raw-12 --raw --count 3 "$ADDRESS" "$(uuid 1 2)"
+check "notify --raw, an empty value between two: exactly ab, nothing for the empty one (exit $RC)" \
+  bash -c "(($RC == 0)) && [[ \$(od -An -c '$OUT/raw-12.out' | tr -d ' \n') == ab ]]"
+notify_run raw-13 --raw --count 2 "$ADDRESS" "$(uuid 1 3)"
+check "notify --raw, an early empty value: exactly after (exit $RC)" \
+  bash -c "(($RC == 0)) && [[ \$(cat '$OUT/raw-13.out') == after ]]"
+
+# --- blekit explore --listen on all of them at once ---------------------------------------
+# explore_values FILE json|text: per quirk characteristic, the values heard in order (hex,
+# "-" for an empty one), one line "UUID v1 v2 ..." each, sorted.
+explore_values() {
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import collections, json, re, sys
+path, form = sys.argv[1], sys.argv[2]
+heard = collections.defaultdict(list)
+for line in open(path, encoding="utf-8", errors="replace"):
+    if form == "json":
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and item.get("type") == "notification":
+            heard[item["characteristic"].lower()].append(item["value"].replace(" ", "") or "-")
+    else:
+        match = re.match(r"notify  \+[0-9.]+s  (6e7a01\S+)  (\(empty\)|[0-9a-f ]+?)(  |$)", line.rstrip("\n"))
+        if match:
+            value = match.group(2)
+            heard[match.group(1)].append("-" if value == "(empty)" else value.replace(" ", ""))
+for uuid in sorted(heard):
+    if uuid.startswith("6e7a01"):
+        print(uuid, *heard[uuid])
+PY
+}
+expected_explore() {
+  local kind quirk
+  local -A words=([1]="6561726c79 7468656e" [2]="61 - 62" [3]="- 6166746572")
+  for kind in 1 2 3; do
+    for quirk in 1 2 3; do echo "$(uuid $kind $quirk) ${words[$quirk]}"; done
+  done | sort
+}
+expected_explore >"$OUT/explore.expected"
+timeout 120 "$BLEKIT" explore -a hci0 --listen 12 "$ADDRESS" >"$OUT/explore.txt" 2>"$OUT/explore.err"
+rc=$?
+explore_values "$OUT/explore.txt" text >"$OUT/explore.heard"
+check "explore --listen: on all 9 characteristics every value in order, empty ones as (empty), exit 0 (exit $rc; diff: $(diff "$OUT/explore.expected" "$OUT/explore.heard" | grep -c '^[<>]') lines)" \
+  bash -c "(($rc == 0)) && cmp -s '$OUT/explore.expected' '$OUT/explore.heard'"
+timeout 120 "$BLEKIT" explore -a hci0 --json --listen 12 "$ADDRESS" >"$OUT/explore.json" 2>"$OUT/explore-json.err"
+rc=$?
+explore_values "$OUT/explore.json" json >"$OUT/explore-json.heard"
+check "explore --json --listen: the same values, an empty one as \"value\": \"\", exit 0 (exit $rc; diff: $(diff "$OUT/explore.expected" "$OUT/explore-json.heard" | grep -c '^[<>]') lines)" \
+  bash -c "(($rc == 0)) && cmp -s '$OUT/explore.expected' '$OUT/explore-json.heard'"
+
+# --- blekit receive (AcquireNotify) with an empty value mid-message -----------------------
+timeout 90 "$BLEKIT" receive -a hci0 --from "$ADDRESS" >"$OUT/receive.out" 2>"$OUT/receive.err"
+rc=$?
+check "receive (AcquireNotify's socket), an empty value mid-message: exit 0, the message exact (exit $rc)" \
+  bash -c "(($rc == 0)) && [[ \$(cat '$OUT/receive.out') == 'first half|second half' ]]"
+
+echo "$passed passed, $failed failed"
+((failed == 0))
