@@ -143,7 +143,7 @@ func runCapturingOutput(_ program: String, _ arguments: [String], limit: Duratio
     let left = deadline - clock.now
     guard left > .zero else { break }
     var descriptor = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
-    let milliseconds = Int32(clamping: left.components.seconds * 1000 + 1)
+    let milliseconds = Int32(min(left / .milliseconds(1) + 1, 10_000))
     let ready = poll(&descriptor, 1, milliseconds)
     if ready < 0 && errno == EINTR { continue }
     guard ready > 0 else { break }

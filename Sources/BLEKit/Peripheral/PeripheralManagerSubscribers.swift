@@ -86,7 +86,8 @@ extension PeripheralManager {
   ) async throws(BluetoothError) {
     let channel = try channel(for: characteristic)
     if let refusal = channel.perCentralRefusal {
-      throw BluetoothError(.notSupported, "notifying only \(central) is not possible here: \(refusal)")
+      throw BluetoothError(
+        .notSupported, "notifying only \(central) is not possible here: \(refusal)")
     }
     try Self.refuseEmptyTargetedValue(value, characteristic)
     while true {
