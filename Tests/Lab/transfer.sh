@@ -199,11 +199,34 @@ else
 fi
 
 # --- a plain peer (advertise --plain-only: the sample's characteristic alone) ---------------
-# Stock bluetoothd 5.66 runs EATT ([GATT] Channels = 3) and blekit's peripheral side offers it
-# (Server Supported Features 0x01): plain chunks may be reordered, so receive must refuse
-# (exit 12) before subscribing, every time, unless --accept-unordered. A run that printed
-# anything with exit 0 must be byte-exact.
 seq 1 30000 | tr '\n' ' ' | head -c 65536 >"$OUT/plain.msg"
+cp /run/lab/state "$OUT/lab-state.orig"
+if [[ ${LAB_DEBIAN:-12} == 13 ]]; then
+  # Stock bluetoothd 5.82 defaults to [GATT] Channels = 1 (src/main.c, since 5.67): one ATT
+  # bearer, so receive prints a plain peer's message without --accept-unordered.
+  exact=0
+  for i in 1 2 3; do
+    ADV_ARGS=--plain-only exchange "plain-stock-$i" "$OUT/plain.msg"
+    if ((RC == 0)) && cmp -s "$OUT/plain.msg" "$OUT/plain-stock-$i.out"; then
+      exact=$((exact + 1))
+    else
+      echo "# plain-stock-$i: exit $RC: $(head -c 300 "$OUT/plain-stock-$i.err")"
+    fi
+  done
+  if ((exact == 3)); then
+    ok "plain peer, stock bluetoothd 5.82 (Channels defaults to 1): 3 of 3 exact with exit 0, no --accept-unordered"
+  else
+    fail "plain peer, stock bluetoothd 5.82: $exact of 3 exact with exit 0"
+  fi
+  # EATT for the refusal below: Channels = 3 set explicitly, as 5.66's default.
+  printf '[GATT]\nChannels = 3\n' >"$OUT/main-channels3.conf"
+  sed -i "s|^LAB_BLUETOOTHD_CONF=.*|LAB_BLUETOOTHD_CONF=$OUT/main-channels3.conf|" /run/lab/state
+  lab-bluetoothd restart >/dev/null 2>&1 || echo "# lab-bluetoothd restart (Channels = 3) failed"
+fi
+# bluetoothd on EATT (stock 5.66: [GATT] Channels = 3; on 5.82 set above) and blekit's
+# peripheral side offers it (Server Supported Features 0x01): plain chunks may be reordered,
+# so receive must refuse (exit 12) before subscribing, every time, unless --accept-unordered.
+# A run that printed anything with exit 0 must be byte-exact.
 wrong=0
 refused=0
 exact=0
@@ -217,7 +240,7 @@ for i in $(seq 1 10); do
     echo "# plain-$i: exit $RC: $(head -c 300 "$OUT/plain-$i.err")"
   fi
 done
-echo "# plain peer, stock bluetoothd, 10 runs: $refused refused (exit 12), $exact exact, $wrong wrong with exit 0"
+echo "# plain peer, bluetoothd on EATT, 10 runs: $refused refused (exit 12), $exact exact, $wrong wrong with exit 0"
 if ((wrong == 0 && refused == 10)); then
   ok "plain peer over EATT: 10 of 10 refused with exit 12, nothing printed; 0 wrong messages with exit 0"
 else
@@ -249,7 +272,6 @@ fi
 # The same peer with bluetoothd on one ATT bearer (Channels = 1, bluetoothd restarted through
 # the lab's state file): the order is guaranteed, receive prints the exact bytes.
 printf '[GATT]\nChannels = 1\n' >"$OUT/main-channels1.conf"
-cp /run/lab/state "$OUT/lab-state.orig"
 sed -i "s|^LAB_BLUETOOTHD_CONF=.*|LAB_BLUETOOTHD_CONF=$OUT/main-channels1.conf|" /run/lab/state
 lab-bluetoothd restart >/dev/null 2>&1 || echo "# lab-bluetoothd restart (Channels = 1) failed"
 for i in 1 2 3; do

@@ -142,7 +142,7 @@ final class NotificationChannel: Sendable {
     }
     guard was else { return }
     wakeWaiters(emitReady: false)
-    finishIndications(.unsubscribed)
+    finishIndications(.unsubscribed, includingSockets: false)
     eventsContinuation.yield(.unsubscribed(nil, characteristic))
   }
 
@@ -387,14 +387,15 @@ extension NotificationChannel {
     waiter?.waiter.resume(returning: outcome)
   }
 
-  /// Ends every pending indication (the subscription or the manager ended).
-  func finishIndications(_ outcome: Confirmation) {
+  /// Ends every pending indication (the subscription or the manager ended); those sent
+  /// through sockets only with `includingSockets` (their centrals leave one by one).
+  func finishIndications(_ outcome: Confirmation, includingSockets: Bool = true) {
     let (waiters, socketWaiters) = state.withLock { state in
       defer {
         state.confirmations.removeAll()
-        state.socketIndications.removeAll()
+        if includingSockets { state.socketIndications.removeAll() }
       }
-      return (state.confirmations, state.socketIndications)
+      return (state.confirmations, includingSockets ? state.socketIndications : [])
     }
     for entry in waiters { entry.waiter.resume(returning: outcome) }
     for entry in socketWaiters { entry.waiter.resume(returning: outcome) }
