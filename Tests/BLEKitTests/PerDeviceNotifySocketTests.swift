@@ -228,6 +228,53 @@ struct PerDeviceNotifySocketTests {
     }
   }
 
+  @Test func aTransferGoesWholeToEachCentralThroughItsOwnSocket() async throws {
+    // advertise's TransferPeripheral on 5.82: a second subscriber gets its own copy and
+    // does not restart (or receive a second copy of) the first one's.
+    let bus = try PrivateBus()
+    let bluetoothd = try await FakeBluetoothd(bus: bus)
+    let app = try bus.connect()
+    let manager = try await PeripheralManager.open(
+      adapter: "hci0", connection: app,
+      bluetoothd: BluetoothdFeatures(version: BluetoothdVersion(5, 82)))
+    let message = (0..<6000).map { UInt8(truncatingIfNeeded: $0 * 7) }
+    let transfer = TransferPeripheral(manager: manager, message: message, sequenced: false)
+    try await manager.add(transfer.service)
+    let served = transfer.serve()
+    let consumer = Task { for await _ in served {} }
+    let root = try #require(bluetoothd.registry.applications.withLock { Array($0.keys) }.first)
+    let paths = try await bluetoothd.characteristics(of: root, owner: app.uniqueName)
+    let fixture = Fixture(
+      bluetoothd: bluetoothd, app: app, manager: manager,
+      notifying: transfer.plainCharacteristic, indicating: transfer.plainCharacteristic,
+      paths: paths)
+    let plain = BlekitUUID.transferCharacteristic
+    let socketA = try await fixture.acquire(plain, for: Self.centralA)
+    var valuesA = [receive(socketA, waitMilliseconds: 5000)]
+    let socketB = try await fixture.acquire(plain, for: Self.centralB)
+    func drain(_ socket: FileDescriptor, into values: inout [[UInt8]]) {
+      while values.last != Array("EOM".utf8) {
+        let value = receive(socket, waitMilliseconds: 5000)
+        if value.isEmpty { break }
+        values.append(value)
+      }
+    }
+    drain(socketA, into: &valuesA)
+    var valuesB: [[UInt8]] = []
+    drain(socketB, into: &valuesB)
+    #expect(valuesA.last == Array("EOM".utf8) && valuesB.last == Array("EOM".utf8))
+    #expect(Array(valuesA.dropLast().joined()) == message)
+    #expect(Array(valuesB.dropLast().joined()) == message)
+    // Nothing more for either.
+    #expect(receive(socketA, waitMilliseconds: 300) == [])
+    #expect(receive(socketB, waitMilliseconds: 100) == [])
+    consumer.cancel()
+    await manager.close()
+    app.close()
+    bluetoothd.close()
+    bus.stop()
+  }
+
   /// One datagram from bluetoothd's end of the socket, or [] when none came in time.
   private func receive(_ socket: FileDescriptor, waitMilliseconds: Int32) -> [UInt8] {
     var pollfd = Glibc.pollfd(fd: socket.rawValue, events: Int16(POLLIN), revents: 0)
