@@ -121,6 +121,8 @@ class Central:
         char_obj = self.bus.get_object(BLUEZ, char_path)
         char = dbus.Interface(char_obj, "org.bluez.GattCharacteristic1")
         started = time.monotonic()
+        # CLOCK_MONOTONIC is the VM's: comparable between two centrals' logs.
+        log(f"subscribing at {started:.2f}")
         if self.args.mode == "notify":
             self.bus.add_signal_receiver(
                 self.on_props, dbus_interface=PROPS, signal_name="PropertiesChanged",
@@ -141,6 +143,7 @@ class Central:
                     break
                 self.on_value(bytes(data))
         elapsed = time.monotonic() - started
+        log(f"message ended at {time.monotonic():.2f}")
         if self.done and self.args.linger > 0:
             # Stay subscribed after the end: whatever arrives now was meant for someone else.
             ended_at = len(self.values)
