@@ -7,9 +7,11 @@ import DBus
 ///
 /// bluetoothd exports none of its settings on D-Bus, so they are read from its configuration
 /// file: the one given on its command line (`bluetoothd -f /run/lab/main.conf`, read from
-/// `/proc/PID/cmdline` with the pid from the bus), else `/etc/bluetooth/main.conf`.
+/// `/proc/PID/cmdline` with the pid from the bus), else `/etc/bluetooth/main.conf`. What a
+/// missing or invalid setting means depends on the release (``BluetoothdFeatures``).
 public struct BluetoothdConfiguration: Sendable, Hashable {
   /// bluetoothd 5.66's default for `[GATT] Channels`: one ATT bearer plus two EATT bearers.
+  /// From 5.67 the default is 1 (``BluetoothdFeatures/defaultGATTChannels``).
   public static let defaultGATTChannels = 3
   /// The path bluetoothd reads when started without `-f` (Debian's `CONFIGDIR`).
   public static let defaultPath = "/etc/bluetooth/main.conf"
@@ -26,7 +28,8 @@ public struct BluetoothdConfiguration: Sendable, Hashable {
     self.source = source
   }
 
-  /// Reads the configuration of the bluetoothd that owns `org.bluez` on `connection`.
+  /// Reads the configuration of the bluetoothd that owns `org.bluez` on `connection`, with
+  /// the defaults of its release (``BluetoothdFeatures/read(on:)``).
   ///
   /// Returns `nil` when it cannot be known: nobody owns `org.bluez`, or its configuration
   /// file cannot be read (another mount namespace, no permission).
@@ -37,7 +40,8 @@ public struct BluetoothdConfiguration: Sendable, Hashable {
     guard let text = SmallFile.read(path).map({ String(decoding: $0, as: UTF8.self) }) else {
       return nil
     }
-    return parse(mainConf: text, path: path)
+    let features = await BluetoothdFeatures.read(on: connection)
+    return parse(mainConf: text, path: path, features: features)
   }
 
   /// The file bluetoothd reads, from its arguments (without the program name or with it):
@@ -63,10 +67,14 @@ public struct BluetoothdConfiguration: Sendable, Hashable {
     return path
   }
 
-  /// Reads `[GATT] Channels` from main.conf text as bluetoothd 5.66 does: a key file (`#`
-  /// comments, `key = value`), the value an integer clamped to 1...5; absent or not an integer,
-  /// the default (3).
-  public static func parse(mainConf text: String, path: String) -> BluetoothdConfiguration {
+  /// Reads `[GATT] Channels` from main.conf text as the release in `features` does: a key
+  /// file (`#` comments, `key = value`); 5.66 clamps an integer to 1...5, 5.67 and later keep
+  /// their default for a value outside 1...6; absent or not an integer, the release's default
+  /// (3 up to 5.66, 1 from 5.67). Without a version, 5.66's rules.
+  public static func parse(
+    mainConf text: String, path: String,
+    features: BluetoothdFeatures = BluetoothdFeatures(version: nil)
+  ) -> BluetoothdConfiguration {
     var group = ""
     var channels: Int?
     var invalid: String?
@@ -84,20 +92,30 @@ public struct BluetoothdConfiguration: Sendable, Hashable {
       guard key == "Channels" else { continue }
       let value = line[line.index(after: equals)...].trimmingASCIIWhitespace()
       if let number = Int(value) {
-        channels = min(max(number, 1), 5)
-        invalid = nil
+        let allowed = 1...features.maximumGATTChannels
+        if allowed.contains(number) {
+          channels = number
+          invalid = nil
+        } else if features.clampsGATTChannels {
+          channels = min(max(number, allowed.lowerBound), allowed.upperBound)
+          invalid = nil
+        } else {
+          channels = nil
+          invalid = "Channels = \(number) is out of \(allowed.lowerBound)...\(allowed.upperBound)"
+        }
       } else {
         channels = nil
-        invalid = String(value)
+        invalid = "Channels = \(value) is not a number"
       }
     }
     if let channels {
       return BluetoothdConfiguration(
         gattChannels: channels, source: "Channels = \(channels) in \(path)")
     }
-    let why = invalid.map { "Channels = \($0) is not a number" } ?? "no Channels"
+    let why = invalid ?? "no Channels"
+    let whose = features.version.map { "bluetoothd \($0)'s default" } ?? "bluetoothd's default"
     return BluetoothdConfiguration(
-      gattChannels: defaultGATTChannels, source: "bluetoothd's default (\(why) in \(path))")
+      gattChannels: features.defaultGATTChannels, source: "\(whose) (\(why) in \(path))")
   }
 
   /// `/proc/PID/cmdline`'s NUL-separated arguments.

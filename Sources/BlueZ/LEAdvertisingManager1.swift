@@ -27,6 +27,11 @@ public struct LEAdvertisingManager1: Sendable {
     public var supportedSecondaryChannels: [String]
     /// "CanSetTxPower", "HardwareOffload" (`SupportedFeatures`, optional).
     public var supportedFeatures: [String]
+    /// Whether bluetoothd exposes `SupportedFeatures` at all (even empty). BlueZ 5.66 marks it
+    /// and `SupportedCapabilities` experimental, like its reading of an advertisement's
+    /// `TxPower`, `MinInterval` and `MaxInterval` (`src/advertising.c`): all four come with
+    /// `--experimental` only. 5.82 exposes both properties and reads those options always.
+    public var exposesSupportedFeatures: Bool
     /// The longest advertising data the controller takes (`SupportedCapabilities.MaxAdvLen`),
     /// when reported; 31 for legacy advertising.
     public var maxAdvertisingDataLength: Int?
@@ -51,6 +56,7 @@ public struct LEAdvertisingManager1: Sendable {
       supportedIncludes = all["SupportedIncludes"]?.stringArrayValue ?? []
       supportedSecondaryChannels = all["SupportedSecondaryChannels"]?.stringArrayValue ?? []
       supportedFeatures = all["SupportedFeatures"]?.stringArrayValue ?? []
+      exposesSupportedFeatures = all["SupportedFeatures"] != nil
       maxAdvertisingDataLength = capabilities?["MaxAdvLen"]?.uint8Value.map(Int.init)
       maxScanResponseLength = capabilities?["MaxScnRspLen"]?.uint8Value.map(Int.init)
       minTxPower = capabilities?["MinTxPower"]?.int16Value.map(Int.init)

@@ -42,8 +42,11 @@ struct AdvertiseCommand: ParsableCommand {
       MaxAdvLen when bluetoothd reports it (BlueZ 5.66: only with --experimental) and the \
       31-byte legacy limit otherwise. --secondary-channel asks for extended advertising on \
       that PHY (the adapter must list it: see blekit adapters). --min-interval, \
-      --max-interval and --tx-power are requests that BlueZ 5.66 honours only with \
-      --experimental and ignores silently without it. --read-value or --read-clock adds blekit's read service, whose \
+      --max-interval and --tx-power are requests: bluetoothd applies an interval only with \
+      both ends given, a TX power only where the adapter lists CanSetTxPower, and BlueZ 5.66 \
+      reads none of them without --experimental (5.82 does); a warning on standard error \
+      names each one bluetoothd would ignore, decided from what the adapter's advertising \
+      manager exposes. --read-value or --read-clock adds blekit's read service, whose \
       characteristic's value is produced at each read (offsets honoured, long values read \
       in pieces).
       """
@@ -68,11 +71,11 @@ struct AdvertiseCommand: ParsableCommand {
     let includeTxPower = Flag(
       "--include-tx-power", help: "Include the TX power field (filled in by bluetoothd).")
     let txPower = Option<Int>(
-      "--tx-power", value: "DBM", help: "Request this TX power, -127...20 (needs -E in 5.66).")
+      "--tx-power", value: "DBM", help: "Request this TX power, -127...20 (BlueZ 5.66: needs -E).")
     let minInterval = Option<Int>(
-      "--min-interval", value: "MS", help: "Shortest advertising interval, ms (needs -E).")
+      "--min-interval", value: "MS", help: "Shortest advertising interval, ms (5.66: needs -E).")
     let maxInterval = Option<Int>(
-      "--max-interval", value: "MS", help: "Longest advertising interval, ms (needs -E).")
+      "--max-interval", value: "MS", help: "Longest advertising interval, ms (5.66: needs -E).")
     let secondaryChannel = Option<String>(
       "--secondary-channel", value: "PHY",
       help: "Extended advertising on 1M, 2M or Coded (see blekit adapters).")
@@ -305,6 +308,17 @@ struct AdvertiseCommand: ParsableCommand {
       try await manager.add(transfer.service)
       if let readSource {
         try await manager.add(Self.readService(readSource, secure: secure).service)
+      }
+      // Requests bluetoothd would drop silently, decided from what the adapter's
+      // LEAdvertisingManager1 exposes (BlueZ 5.66 without --experimental drops all three).
+      if txPower != nil || payload.minInterval != nil || payload.maxInterval != nil,
+        let capabilities = try? await manager.advertisingCapabilities()
+      {
+        for sentence in capabilities.ignoredRequests(
+          txPower: txPower, minInterval: payload.minInterval, maxInterval: payload.maxInterval)
+        {
+          writeStandardError("blekit: warning: \(sentence)\n")
+        }
       }
       try await manager.startAdvertising(payload, txPower: txPower)
       let supervision = try await manager.supervise(returnWithin: AdvertiseFaults.returnWithin)

@@ -116,4 +116,54 @@ import Testing
     #expect(
       advertisement.propertyTable.first { $0.name == "MaxInterval" }?.value == .uint32(1500))
   }
+
+  /// LEAdvertisingManager1 as bluetoothd 5.82 exposes it without --experimental on a legacy
+  /// (LE-only btvirt) controller: SupportedFeatures present, but empty.
+  static let trixieLegacy: [String: DBusValue] = plain.merging([
+    "SupportedFeatures": .array(element: "s", []),
+    "SupportedCapabilities": .dictionary(
+      key: "s", value: "v",
+      [DBusDictEntry(key: .string("MaxAdvLen"), value: .variant(.byte(31)))]),
+  ]) { $1 }
+
+  @Test func withoutSupportedFeaturesBluetoothdIgnoresTxPowerAndIntervals() throws {
+    // 5.66 without --experimental: the property and the reading of the options are gated alike.
+    let capabilities = try Self.capabilities(Self.plain)
+    #expect(!capabilities.honoursParameterRequests)
+    let ignored = capabilities.ignoredRequests(
+      txPower: -6, minInterval: .milliseconds(200), maxInterval: .milliseconds(250))
+    #expect(ignored.count == 1)
+    #expect(ignored.first?.contains("TxPower, MinInterval, MaxInterval") == true)
+    #expect(ignored.first?.contains("--experimental") == true)
+    #expect(
+      capabilities.ignoredRequests(txPower: nil, minInterval: nil, maxInterval: nil).isEmpty)
+  }
+
+  @Test func withSupportedFeaturesNothingIsIgnoredThatTheAdapterCanDo() throws {
+    // 5.66 with --experimental, or 5.82, on a controller with extended advertising.
+    let extended = try Self.capabilities(Self.extended)
+    #expect(extended.honoursParameterRequests)
+    #expect(
+      extended.ignoredRequests(
+        txPower: -6, minInterval: .milliseconds(200), maxInterval: .milliseconds(250)
+      ).isEmpty)
+    // 5.82 on a legacy controller: intervals are read, the TX power cannot be set.
+    let legacy = try Self.capabilities(Self.trixieLegacy)
+    #expect(legacy.honoursParameterRequests)
+    #expect(
+      legacy.ignoredRequests(
+        txPower: nil, minInterval: .milliseconds(200), maxInterval: .milliseconds(250)
+      ).isEmpty)
+    let power = legacy.ignoredRequests(txPower: -6, minInterval: nil, maxInterval: nil)
+    #expect(power.count == 1 && power.first?.contains("CanSetTxPower") == true)
+    #expect(!(power.first?.contains("--experimental") ?? true))
+  }
+
+  @Test func oneIntervalEndAloneIsIgnored() throws {
+    let extended = try Self.capabilities(Self.extended)
+    let ignored = extended.ignoredRequests(
+      txPower: nil, minInterval: .milliseconds(200), maxInterval: nil)
+    #expect(
+      ignored.count == 1 && ignored.first?.contains("both MinInterval and MaxInterval") == true)
+  }
 }

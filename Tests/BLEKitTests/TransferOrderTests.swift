@@ -86,3 +86,52 @@ import Testing
     #expect(configuration.source.hasPrefix("bluetoothd's default"))
   }
 }
+
+/// What `[GATT] Channels` means per release (src/main.c): 5.66 defaults to 3 and clamps to
+/// 1...5; 5.67 and later default to 1 and ignore a value outside 1...6.
+@Suite struct ChannelsPerReleaseTests {
+  static let bookworm = BluetoothdFeatures(version: BluetoothdVersion(5, 66))
+  static let trixie = BluetoothdFeatures(version: BluetoothdVersion(5, 82))
+
+  @Test func stockTrixieDefaultsToOneBearerSoPlainChunksAreInOrder() {
+    let configuration = BluetoothdConfiguration.parse(
+      mainConf: "[GATT]\n#Channels = 1\n", path: "/etc/bluetooth/main.conf", features: Self.trixie)
+    #expect(configuration.gattChannels == 1)
+    #expect(
+      configuration.source
+        == "bluetoothd 5.82's default (no Channels in /etc/bluetooth/main.conf)")
+    let order = TransferOrder.plain(
+      localChannels: configuration.gattChannels, localSource: configuration.source,
+      peer: .supported)
+    #expect(order.isGuaranteed)
+  }
+
+  @Test func stockBookwormStillDefaultsToThreeAndRefuses() {
+    let configuration = BluetoothdConfiguration.parse(
+      mainConf: "[GATT]\n#Channels = 3\n", path: "/etc/bluetooth/main.conf",
+      features: Self.bookworm)
+    #expect(configuration.gattChannels == 3)
+    #expect(configuration.source.hasPrefix("bluetoothd 5.66's default"))
+    let order = TransferOrder.plain(
+      localChannels: configuration.gattChannels, localSource: configuration.source,
+      peer: .supported)
+    #expect(!order.isGuaranteed)
+  }
+
+  @Test(
+    arguments: [
+      ("[GATT]\nChannels = 9\n", 5, 1), ("[GATT]\nChannels = 0\n", 1, 1),
+      ("[GATT]\nChannels = 6\n", 5, 6), ("[GATT]\nChannels = 2\n", 2, 2),
+      ("[GATT]\nChannels = two\n", 3, 1),
+    ] as [(String, Int, Int)])
+  func outOfRangeIsClampedBy566AndIgnoredBy582(text: String, old: Int, new: Int) {
+    #expect(
+      BluetoothdConfiguration.parse(mainConf: text, path: "/x", features: Self.bookworm)
+        .gattChannels == old)
+    let trixie = BluetoothdConfiguration.parse(mainConf: text, path: "/x", features: Self.trixie)
+    #expect(trixie.gattChannels == new)
+    if text.contains("9") {
+      #expect(trixie.source == "bluetoothd 5.82's default (Channels = 9 is out of 1...6 in /x)")
+    }
+  }
+}

@@ -153,9 +153,15 @@ check "... so the 47-byte advertisement exits 9 with the breakdown, before bluet
 
 # --- intervals and TX power: requests; whether bluetoothd passes them on is read from btmon's
 # capture afterwards (mgmt Add Extended Advertising Parameters), not checked here.
+before=$(wc -l <"$OUT/advertise.log")
 advertise 4 --no-service-uuid --min-interval 200 --max-interval 250 --tx-power -6
+status=$?
 check "advertise --min-interval 200 --max-interval 250 --tx-power -6 is accepted (-E)" \
-  test "$?" -eq 0 -o "$?" -eq 6
+  test "$status" -eq 0 -o "$status" -eq 6
+# With -E bluetoothd exposes SupportedFeatures and reads the three requests: no warning that
+# it needs --experimental.
+check "... with no warning naming --experimental (LEAdvertisingManager1 has SupportedFeatures)" \
+  absent -- "--experimental" <(tail -n +"$((before + 1))" "$OUT/advertise.log")
 
 # --- extended advertising: dual-mode 5.2 controllers (a second btvirt, its own air) ---------
 # btvirt without -L gives controllers with extended advertising; bluetoothd takes them as
@@ -222,8 +228,19 @@ status=$?
 tail -n1 "$OUT/advertise.log" >"$OUT/too-large-plain.err"
 check "... and the 47-byte advertisement exits 9 with the same breakdown" \
   test "$status" -eq 9 -a "$(grep -c "47 bytes, legacy limit is 31" "$OUT/too-large-plain.err")" -eq 1
+before=$(wc -l <"$OUT/advertise.log")
 advertise 4 --no-service-uuid --min-interval 200 --max-interval 250 --tx-power -6
-echo "# advertise with intervals and TX power without -E: exit $?"
+echo "# advertise with intervals and TX power without -E: exit $?;" \
+  "$(tail -n +"$((before + 1))" "$OUT/advertise.log" | grep warning | tr '\n' ' ')"
+warned=$(tail -n +"$((before + 1))" "$OUT/advertise.log" | grep -c "only with --experimental")
+if [[ ${LAB_DEBIAN:-12} == 13 ]]; then
+  # BlueZ 5.82 exposes SupportedFeatures and reads TxPower and the intervals without -E.
+  check "without -E, bluetoothd 5.82 reads TX power and intervals: no --experimental warning" \
+    test "$warned" -eq 0
+else
+  check "without -E, advertise warns that bluetoothd 5.66 ignores TX power and intervals" \
+    test "$warned" -eq 1
+fi
 "$BLEKIT" scan -a hci0 --passive --timeout 5 >"$OUT/refused.out" 2>"$OUT/refused.err"
 status=$?
 echo "# scan --passive without -E: exit $status, stderr: $(cat "$OUT/refused.err")"

@@ -4,7 +4,7 @@
 # sides. Runs inside the lab VM with the system's python3 (python3-dbus, python3-gi).
 #
 #   peripheral-central.py [--adapter hci0] [--mode notify|acquire] [--framing plain|sequenced]
-#                         [--reply TEXT] [--out FILE] [--timeout S]
+#                         [--reply TEXT] [--out FILE] [--timeout S] [--linger S]
 #
 # Finds a device advertising the transfer service, connects, subscribes to the chosen
 # characteristic (StartNotify and PropertiesChanged, or AcquireNotify and its socket),
@@ -121,6 +121,8 @@ class Central:
         char_obj = self.bus.get_object(BLUEZ, char_path)
         char = dbus.Interface(char_obj, "org.bluez.GattCharacteristic1")
         started = time.monotonic()
+        # CLOCK_MONOTONIC is the VM's: comparable between two centrals' logs.
+        log(f"subscribing at {started:.2f}")
         if self.args.mode == "notify":
             self.bus.add_signal_receiver(
                 self.on_props, dbus_interface=PROPS, signal_name="PropertiesChanged",
@@ -141,6 +143,25 @@ class Central:
                     break
                 self.on_value(bytes(data))
         elapsed = time.monotonic() - started
+        log(f"message ended at {time.monotonic():.2f}")
+        if self.done and self.args.linger > 0:
+            # Stay subscribed after the end: whatever arrives now was meant for someone else.
+            ended_at = len(self.values)
+            until = time.monotonic() + self.args.linger
+            if self.args.mode == "notify":
+                self.wait(lambda: False, self.args.linger)
+            else:
+                while time.monotonic() < until:
+                    try:
+                        data = sock.recv(1024)
+                    except socket.timeout:
+                        continue
+                    if not data:
+                        break
+                    self.values.append(bytes(data))
+            extra = len(self.values) - ended_at
+            del self.values[ended_at:]
+            log(f"after the end, subscribed {self.args.linger:.0f} s more: {extra} values")
         message, disorder = self.assemble()
         if message is None:
             log(f"cut: {len(self.values)} values, {sum(map(len, self.values))} bytes")
@@ -187,6 +208,8 @@ class Central:
 
     def on_value(self, value):
         self.values.append(value)
+        if self.done:
+            return
         if self.args.framing == "plain":
             if value == b"EOM":
                 self.done = True
@@ -230,6 +253,8 @@ def main():
     parser.add_argument("--reply")
     parser.add_argument("--out")
     parser.add_argument("--timeout", type=float, default=60)
+    parser.add_argument("--linger", type=float, default=0,
+                        help="stay subscribed this many seconds after the end, counting values")
     args = parser.parse_args()
     # Never hang a lab run: dump where we are and exit after the time allowed.
     faulthandler.dump_traceback_later(args.timeout * 2 + 30, exit=True)

@@ -8,7 +8,9 @@ import BlueZ
 /// BlueZ 5.66 reports ``features`` and the `SupportedCapabilities`
 /// (``maxAdvertisingDataLength``, ``maxScanResponseLength``, the TX power range) only when
 /// bluetoothd runs with `--experimental`; they are then empty or `nil`, and the size check
-/// uses the 31 bytes of legacy advertising. ``secondaryChannels`` it reports whenever the
+/// uses the 31 bytes of legacy advertising. BlueZ 5.82 reports them always. Whether they are
+/// exposed also tells whether bluetoothd reads an advertisement's TX power and intervals
+/// (``honoursParameterRequests``). ``secondaryChannels`` it reports whenever the
 /// kernel drives the controller with extended advertising, `--experimental` or not (e.g.
 /// `1M 2M Coded`), and not at all for a controller with legacy advertising only.
 public struct AdvertisingCapabilities: Sendable, Hashable {
@@ -29,6 +31,10 @@ public struct AdvertisingCapabilities: Sendable, Hashable {
   public var maxScanResponseLength: Int?
   /// The TX power range, dBm (`SupportedCapabilities.MinTxPower` / `MaxTxPower`).
   public var txPowerRange: ClosedRange<Int>?
+  /// Whether bluetoothd reads an advertisement's `TxPower`, `MinInterval` and `MaxInterval`:
+  /// it exposes `SupportedFeatures`. BlueZ 5.66 gates the property and the reading of those
+  /// options behind `--experimental` alike; 5.82 does neither.
+  public var honoursParameterRequests: Bool
 
   /// The limit the size check uses: ``maxAdvertisingDataLength`` when reported, else the 31
   /// bytes of legacy advertising.
@@ -43,11 +49,52 @@ public struct AdvertisingCapabilities: Sendable, Hashable {
     secondaryChannels = properties.supportedSecondaryChannels.compactMap(
       AdvertisingPayload.SecondaryChannel.init(rawValue:))
     features = properties.supportedFeatures
+    honoursParameterRequests = properties.exposesSupportedFeatures
     maxAdvertisingDataLength = properties.maxAdvertisingDataLength
     maxScanResponseLength = properties.maxScanResponseLength
     if let low = properties.minTxPower, let high = properties.maxTxPower, low <= high {
       txPowerRange = low...high
     }
+  }
+}
+
+extension AdvertisingCapabilities {
+  /// What bluetoothd would leave out of an advertisement that asks for `txPower` (dBm) and
+  /// the intervals, one sentence each; empty when it applies all of them.
+  ///
+  /// - Without ``honoursParameterRequests`` it reads none of them (BlueZ 5.66 without
+  ///   `--experimental`).
+  /// - A TX power needs `CanSetTxPower` in ``features`` (the kernel sets it through extended
+  ///   advertising parameters).
+  /// - An interval is applied only when both ends are given (`src/advertising.c`, 5.66 and
+  ///   5.82 alike).
+  public func ignoredRequests(txPower: Int16?, minInterval: Duration?, maxInterval: Duration?)
+    -> [String]
+  {
+    let asked = [
+      txPower.map { _ in "TxPower" }, minInterval.map { _ in "MinInterval" },
+      maxInterval.map { _ in "MaxInterval" },
+    ].compactMap { $0 }
+    guard !asked.isEmpty else { return [] }
+    guard honoursParameterRequests else {
+      return [
+        "bluetoothd ignores \(asked.joined(separator: ", ")): it reads them only with "
+          + "--experimental here (it exposes no SupportedFeatures, as BlueZ 5.66 without "
+          + "--experimental; 5.82 reads them always)"
+      ]
+    }
+    var ignored: [String] = []
+    if txPower != nil && !features.contains("CanSetTxPower") {
+      ignored.append(
+        "bluetoothd ignores TxPower: the adapter cannot set it (SupportedFeatures lacks "
+          + "CanSetTxPower)")
+    }
+    if (minInterval == nil) != (maxInterval == nil) {
+      ignored.append(
+        "bluetoothd ignores \(minInterval == nil ? "MaxInterval" : "MinInterval"): it applies "
+          + "an advertising interval only when both MinInterval and MaxInterval are given")
+    }
+    return ignored
   }
 }
 

@@ -14,7 +14,10 @@ import Synchronization
 ///
 /// ``send(_:)`` never blocks: when the socket is full it says so and arms a write source that
 /// calls `onWritable` once there is room again. A read source notices the hang-up bluetoothd
-/// causes when the last central unsubscribes or disconnects, and calls `onClosed` once.
+/// causes when the last central unsubscribes or disconnects (or, with per-device sockets,
+/// when this socket's central does), and calls `onClosed` once; each byte 0x01 bluetoothd
+/// writes (a central's confirmation of an indication, BlueZ 5.80 and later) calls
+/// `onConfirmation`.
 final class NotifySocket: Sendable {
   enum SendResult: Equatable {
     case sent
@@ -31,22 +34,28 @@ final class NotifySocket: Sendable {
   private let sources: SocketSources
   private let onWritable: @Sendable () -> Void
   private let onClosed: @Sendable () -> Void
+  private let onConfirmation: @Sendable () -> Void
 
   private struct State {
     var closed = false
     var waitingForRoom = false
+    /// A value accepted by ``sendOrHold(_:)`` while the socket was full, written first once
+    /// there is room.
+    var held: [UInt8]?
   }
   private let state = Mutex(State())
 
   init(
     _ acquired: GattAcquiredSocket, onWritable: @escaping @Sendable () -> Void,
-    onClosed: @escaping @Sendable () -> Void
+    onClosed: @escaping @Sendable () -> Void,
+    onConfirmation: @escaping @Sendable () -> Void = {}
   ) {
     self.socket = acquired.socket
     self.mtu = acquired.mtu
     self.central = Central(acquired.device)
     self.onWritable = onWritable
     self.onClosed = onClosed
+    self.onConfirmation = onConfirmation
     self.sources = SocketSources()
   }
 
@@ -65,6 +74,23 @@ final class NotifySocket: Sendable {
   var maximumValueLength: Int { min(mtu - 3, 512) }
 
   var isClosed: Bool { state.withLock { $0.closed } }
+
+  /// True while a value held by ``sendOrHold(_:)`` waits for room.
+  var isHolding: Bool { state.withLock { $0.held != nil } }
+
+  /// Writes one notification without blocking; when the socket is full, keeps it and writes
+  /// it first once there is room (one value at most: call only when ``isHolding`` is false).
+  /// For a value that goes to several sockets at once, where "full" on one of them must not
+  /// make the caller send it again to the others.
+  func sendOrHold(_ value: [UInt8]) -> SendResult {
+    switch send(value) {
+    case .full:
+      state.withLock { $0.held = value }
+      return .sent
+    case let result:
+      return result
+    }
+  }
 
   /// Writes one notification without blocking.
   func send(_ value: [UInt8]) -> SendResult {
@@ -108,7 +134,18 @@ final class NotifySocket: Sendable {
     write.setEventHandler { [weak self] in
       guard let self else { return }
       self.sources.cancelWrite()
-      self.state.withLock { $0.waitingForRoom = false }
+      let held = self.state.withLock { state in
+        defer {
+          state.waitingForRoom = false
+          state.held = nil
+        }
+        return state.held
+      }
+      if let held, self.send(held) == .full {
+        // Still no room: keep it, and the new write source armed by send waits again.
+        self.state.withLock { $0.held = held }
+        return
+      }
       self.onWritable()
     }
     write.setCancelHandler { _ = socket }
@@ -123,7 +160,10 @@ final class NotifySocket: Sendable {
       let count = buffer.withUnsafeMutableBytes {
         recv(socket.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
       }
-      if count > 0 { continue }
+      if count > 0 {
+        for byte in buffer[..<count] where byte == 0x01 { onConfirmation() }
+        continue
+      }
       if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
       if count < 0 && errno == EINTR { continue }
       close()

@@ -31,6 +31,8 @@ public final class PeripheralManager: Sendable {
 
   let connection: DBusConnection
   let callerCheck: BluetoothdCallerCheck
+  /// What the running bluetoothd does with notify sockets (from its release, read at open).
+  package let bluetoothd: BluetoothdFeatures
   let eventContinuation: AsyncStream<PeripheralManagerEvent>.Continuation
   let ownsConnection: Bool
 
@@ -61,13 +63,14 @@ public final class PeripheralManager: Sendable {
 
   private init(
     adapterName: String, adapterPath: ObjectPath, connection: DBusConnection,
-    ownsConnection: Bool, callerCheck: BluetoothdCallerCheck
+    ownsConnection: Bool, callerCheck: BluetoothdCallerCheck, bluetoothd: BluetoothdFeatures
   ) {
     self.adapterName = adapterName
     self.adapterPath = adapterPath
     self.connection = connection
     self.ownsConnection = ownsConnection
     self.callerCheck = callerCheck
+    self.bluetoothd = bluetoothd
     // Unbounded: centrals' writes and subscriptions must not be lost; each is answered to
     // bluetoothd before it is queued, so a peer cannot outrun bluetoothd's own pace.
     (events, eventContinuation) = AsyncStream.makeStream(
@@ -88,9 +91,11 @@ public final class PeripheralManager: Sendable {
   }
 
   /// Opens the peripheral role on a connection the caller owns (tests' private buses), or on
-  /// a system bus connection of its own when `connection` is `nil`.
+  /// a system bus connection of its own when `connection` is `nil`. `bluetoothd` says what
+  /// the daemon does where nothing on D-Bus tells (nil: read from its release,
+  /// ``BluetoothdFeatures/read(on:)``).
   package static func open(
-    adapter: String? = nil, connection: DBusConnection?
+    adapter: String? = nil, connection: DBusConnection?, bluetoothd: BluetoothdFeatures? = nil
   ) async throws(BluetoothError) -> PeripheralManager {
     let bus: DBusConnection
     do throws(DBusError) {
@@ -102,9 +107,11 @@ public final class PeripheralManager: Sendable {
     do {
       let (name, path) = try await findAdapter(adapter, on: bus)
       let check = try await BluetoothdCallerCheck.start(on: bus)
+      var features = bluetoothd
+      if features == nil { features = await BluetoothdFeatures.read(on: bus) }
       return PeripheralManager(
         adapterName: name, adapterPath: path, connection: bus, ownsConnection: connection == nil,
-        callerCheck: check)
+        callerCheck: check, bluetoothd: features ?? BluetoothdFeatures(version: nil))
     } catch {
       if connection == nil { bus.close() }
       throw .bluez(error)
@@ -152,7 +159,7 @@ public final class PeripheralManager: Sendable {
     }
     let root = ObjectPath.applicationRoot.appending("app\(number)")
     let channels = service.characteristics.map {
-      NotificationChannel(characteristic: $0, events: eventContinuation)
+      NotificationChannel(characteristic: $0, events: eventContinuation, features: bluetoothd)
     }
     let local = LocalService(
       uuid: service.uuid.uuidString, isPrimary: service.isPrimary,

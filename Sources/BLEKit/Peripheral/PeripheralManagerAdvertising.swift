@@ -22,7 +22,9 @@ extension PeripheralManager {
   /// it, else the 31 bytes of legacy advertising): when the advertising data does not fit, the
   /// error lists which fields take how many bytes instead of bluetoothd's bare
   /// `org.bluez.Error.Failed`. `txPower` (dBm) and the payload's intervals are requests that
-  /// BlueZ 5.66 honours only with `--experimental`, and ignores silently otherwise.
+  /// bluetoothd may ignore silently (BlueZ 5.66 without `--experimental`; a TX power on an
+  /// adapter without `CanSetTxPower`); ``AdvertisingCapabilities/ignoredRequests(txPower:minInterval:maxInterval:)``
+  /// says which, from what the adapter's `LEAdvertisingManager1` exposes.
   /// - Throws: ``BluetoothError/Code/advertisementTooLarge``; ``BluetoothError/Code/notSupported``
   ///   for a secondary channel or an included TX power the adapter does not offer;
   ///   bluetoothd's error.
@@ -43,8 +45,8 @@ extension PeripheralManager {
       throw BluetoothError(
         .notSupported,
         "adapter \(adapterName) offers no \(channel.rawValue) secondary channel (supported: "
-          + "\(offered.isEmpty ? "none" : offered.joined(separator: ", ")); BlueZ 5.66 lists "
-          + "them only with --experimental, and only for controllers with extended advertising)")
+          + "\(offered.isEmpty ? "none" : offered.joined(separator: ", ")); bluetoothd lists "
+          + "them only for controllers with extended advertising)")
     }
     if payload.includesTxPower {
       let supported = capabilities.supportedIncludes

@@ -62,9 +62,10 @@ extension PeripheralManager {
     if characteristic.canNotify {
       startNotify = { channel.startNotify() }
       stopNotify = { channel.stopNotify() }
-      // Indications need a confirmation per value, which the socket cannot report back in
-      // order; they use the signal path.
-      if characteristic.usesNotifySocket && !properties.contains(.indicate) {
+      // Indications need each central's confirmation: through a socket, bluetoothd reports
+      // it only from 5.80 (0x01 on that central's socket; `Confirm` up to 5.75, nothing in
+      // between), so before that they use the signal path and `Confirm`.
+      if channel.usesSocket {
         acquireNotify = { socket throws(GattRequestError) in channel.acquired(socket) }
       }
     }

@@ -106,16 +106,23 @@ public final class TransferPeripheral: Sendable {
     // value sent, and sending waits for room on the link.
     let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .unbounded)
     let task = Task { [self] in
-      var senders: [Framing: Task<Void, Never>] = [:]
+      // One sender per framing, or per framing and central where bluetoothd reaches each
+      // central through its own socket (BlueZ 5.76 and later): each central then gets the
+      // whole message, and a second subscriber does not restart the first one's.
+      var senders: [SenderKey: Task<Void, Never>] = [:]
       for await event in manager.events {
         switch event {
         case .subscribed(let central, let characteristic):
           guard let framing = framing(of: characteristic) else { continue }
-          senders[framing]?.cancel()
+          let individually =
+            central != nil && manager.notifiesCentralsIndividually(characteristic)
+          let key = SenderKey(framing: framing, central: individually ? central : nil)
+          senders[key]?.cancel()
           let bytes = currentMessage
           continuation.yield(.subscribed(framing, central, messageLength: bytes.count))
-          senders[framing] = Task {
-            await self.send(bytes, framing: framing, to: continuation)
+          senders[key] = Task {
+            await self.send(
+              bytes, framing: framing, to: individually ? central : nil, events: continuation)
           }
         case .unsubscribed(let central, let characteristic):
           guard let framing = framing(of: characteristic) else { continue }
@@ -141,6 +148,11 @@ public final class TransferPeripheral: Sendable {
     return stream
   }
 
+  private struct SenderKey: Hashable {
+    let framing: Framing
+    let central: Central?
+  }
+
   private func framing(of characteristic: MutableCharacteristic) -> Framing? {
     if characteristic === plainCharacteristic { return .plain }
     if characteristic === sequencedCharacteristic { return .sequenced }
@@ -150,7 +162,8 @@ public final class TransferPeripheral: Sendable {
   /// Sends one message on one subscription, waiting for room between values, within
   /// ``deadlines`` (progress: a value handed to bluetoothd).
   private func send(
-    _ bytes: [UInt8], framing: Framing, to events: AsyncStream<Event>.Continuation
+    _ bytes: [UInt8], framing: Framing, to central: Central?,
+    events: AsyncStream<Event>.Continuation
   ) async {
     let watch = ProgressWatch(deadlines)
     let work = Task { await self.sendValues(bytes, framing: framing, to: events, watch: watch) }
@@ -197,7 +210,11 @@ public final class TransferPeripheral: Sendable {
     var handed = 0
     while let value = values.next {
       do {
-        try await manager.send(value, for: characteristic)
+        if let central {
+          try await manager.send(value, for: characteristic, to: central)
+        } else {
+          try await manager.send(value, for: characteristic)
+        }
       } catch {
         return .cut(sent: values.bytesSent)
       }
