@@ -1,0 +1,84 @@
+import BLEKit
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+// runCancellingOnSignals: a real signal sent to this process cancels the work and no more.
+// Serialized: signal handling belongs to the whole process.
+final class Flag: Sendable {
+  let value = Mutex(false)
+}
+
+@Suite(.serialized) struct SignalCancellationTests {
+  /// Signals `number` to this process every 50 ms until `done`: a signal that comes before the
+  /// helper's source is ready is ignored (the helper has switched its default action off).
+  static func keepSignalling(_ number: Int32, until done: Flag) -> Task<Void, Never> {
+    Task.detached {
+      while !done.value.withLock({ $0 }) {
+        kill(getpid(), number)
+        try? await Task.sleep(for: .milliseconds(50))
+      }
+    }
+  }
+
+  // From the main actor, as top-level code of a program calls it: the signal is handled
+  // off the main actor without tripping Swift 6's isolation check.
+  @MainActor @Test(arguments: [SIGINT, SIGTERM])
+  func aSignalCancelsTheWorkWhichStillFinishesItsWayOut(number: Int32) async throws {
+    let started = Mutex(false)
+    let wayOut = Mutex(false)
+    let done = Flag()
+    await #expect(throws: CancellationError.self) {
+      try await runCancellingOnSignals {
+        started.withLock { $0 = true }
+        _ = Self.keepSignalling(number, until: done)
+        // Waits for cancellation (60 s is far longer than the test may take).
+        try? await Task.sleep(for: .seconds(60))
+        wayOut.withLock { $0 = Task.isCancelled }
+        return 1
+      }
+    }
+    done.value.withLock { $0 = true }
+    #expect(started.withLock { $0 })
+    #expect(wayOut.withLock { $0 }, "the work saw its task cancelled")
+  }
+
+  @Test func withoutASignalTheResultAndErrorsPassThrough() async throws {
+    #expect(try await runCancellingOnSignals { 42 } == 42)
+    struct Failure: Error, Equatable {}
+    await #expect(throws: Failure()) {
+      try await runCancellingOnSignals { () async throws -> Int in throw Failure() }
+    }
+  }
+
+  // Dispatch takes a signal over once per process: a later call must still hear it.
+  @Test func callsInTurnEachHearTheSignal() async throws {
+    for _ in 1...3 {
+      let done = Flag()
+      await #expect(throws: CancellationError.self) {
+        try await runCancellingOnSignals([SIGUSR1]) {
+          _ = Self.keepSignalling(SIGUSR1, until: done)
+          try await Task.sleep(for: .seconds(8))
+        }
+      }
+      done.value.withLock { $0 = true }
+    }
+  }
+
+  @Test func cancellingTheCallerCancelsTheWork() async throws {
+    let sawCancel = Mutex(false)
+    let caller = Task {
+      try await runCancellingOnSignals {
+        try? await Task.sleep(for: .seconds(60))
+        sawCancel.withLock { $0 = Task.isCancelled }
+      }
+    }
+    try await Task.sleep(for: .milliseconds(100))
+    caller.cancel()
+    try await caller.value
+    #expect(sawCancel.withLock { $0 })
+  }
+}
