@@ -8,14 +8,14 @@ import Testing
 
 // runCancellingOnSignals: a real signal sent to this process cancels the work and no more.
 // Serialized: signal handling belongs to the whole process.
-final class Flag: Sendable {
+final class SignalsDone: Sendable {
   let value = Mutex(false)
 }
 
 @Suite(.serialized) struct SignalCancellationTests {
   /// Signals `number` to this process every 50 ms until `done`: a signal that comes before the
   /// helper's source is ready is ignored (the helper has switched its default action off).
-  static func keepSignalling(_ number: Int32, until done: Flag) -> Task<Void, Never> {
+  static func keepSignalling(_ number: Int32, until done: SignalsDone) -> Task<Void, Never> {
     Task.detached {
       while !done.value.withLock({ $0 }) {
         kill(getpid(), number)
@@ -30,7 +30,7 @@ final class Flag: Sendable {
   func aSignalCancelsTheWorkWhichStillFinishesItsWayOut(number: Int32) async throws {
     let started = Mutex(false)
     let wayOut = Mutex(false)
-    let done = Flag()
+    let done = SignalsDone()
     await #expect(throws: CancellationError.self) {
       try await runCancellingOnSignals {
         started.withLock { $0 = true }
@@ -57,7 +57,7 @@ final class Flag: Sendable {
   // Dispatch takes a signal over once per process: a later call must still hear it.
   @Test func callsInTurnEachHearTheSignal() async throws {
     for _ in 1...3 {
-      let done = Flag()
+      let done = SignalsDone()
       await #expect(throws: CancellationError.self) {
         try await runCancellingOnSignals([SIGUSR1]) {
           _ = Self.keepSignalling(SIGUSR1, until: done)

@@ -166,7 +166,9 @@ public final class TransferPeripheral: Sendable {
     events: AsyncStream<Event>.Continuation
   ) async {
     let watch = ProgressWatch(deadlines)
-    let work = Task { await self.sendValues(bytes, framing: framing, to: events, watch: watch) }
+    let work = Task {
+      await self.sendValues(bytes, framing: framing, central: central, to: events, watch: watch)
+    }
     watch.start { _ in work.cancel() }
     let ending = await withTaskCancellationHandler {
       await work.value
@@ -194,8 +196,8 @@ public final class TransferPeripheral: Sendable {
   /// The values of one message, one at a time. Each value is made as it is sent (a message is
   /// never held twice, as bytes and as frames).
   private func sendValues(
-    _ bytes: [UInt8], framing: Framing, to events: AsyncStream<Event>.Continuation,
-    watch: ProgressWatch
+    _ bytes: [UInt8], framing: Framing, central: Central?,
+    to events: AsyncStream<Event>.Continuation, watch: ProgressWatch
   ) async -> SendEnding {
     let characteristic = framing == .plain ? plainCharacteristic : sequencedCharacteristic
     let attMTU = manager.maximumUpdateValueLength(for: characteristic) + 3
