@@ -51,9 +51,12 @@ import Testing
         return error
       }
     }
-    // Until the kernel's buffer is full and the send waits (more than one wake interval).
+    // Until the kernel's buffer is full and the send waits (more than one wake interval): some
+    // sends went through and no more for 700 ms. A loaded machine may start the sender late,
+    // so no send yet is not yet a full buffer (bounded at 30 s).
     var last = -1
-    while sent.load(ordering: .relaxed) != last {
+    let waitLimit = ContinuousClock.now + .seconds(30)
+    while sent.load(ordering: .relaxed) != last || last == 0, ContinuousClock.now < waitLimit {
       last = sent.load(ordering: .relaxed)
       try await Task.sleep(for: .milliseconds(700))
     }

@@ -10,17 +10,36 @@ import Testing
 // Serialized: signal handling belongs to the whole process.
 final class SignalsDone: Sendable {
   let value = Mutex(false)
+  let sender = Mutex<Task<Void, Never>?>(nil)
+
+  /// Stops the signalling and waits until its task has sent its last signal: one sent after
+  /// the test would cancel the next test's call.
+  func finish() async {
+    value.withLock { $0 = true }
+    await sender.withLock { $0 }?.value
+  }
 }
 
 @Suite(.serialized) struct SignalCancellationTests {
   /// Signals `number` to this process every 50 ms until `done`: a signal that comes before the
   /// helper's source is ready is ignored (the helper has switched its default action off).
   static func keepSignalling(_ number: Int32, until done: SignalsDone) -> Task<Void, Never> {
-    Task.detached {
+    let task = Task.detached {
       while !done.value.withLock({ $0 }) {
         kill(getpid(), number)
         try? await Task.sleep(for: .milliseconds(50))
       }
+    }
+    done.sender.withLock { $0 = task }
+    return task
+  }
+
+  // First in this serialized suite: no signal of the tests below can reach it late.
+  @Test func withoutASignalTheResultAndErrorsPassThrough() async throws {
+    #expect(try await runCancellingOnSignals { 42 } == 42)
+    struct Failure: Error, Equatable {}
+    await #expect(throws: Failure()) {
+      try await runCancellingOnSignals { () async throws -> Int in throw Failure() }
     }
   }
 
@@ -41,17 +60,9 @@ final class SignalsDone: Sendable {
         return 1
       }
     }
-    done.value.withLock { $0 = true }
+    await done.finish()
     #expect(started.withLock { $0 })
     #expect(wayOut.withLock { $0 }, "the work saw its task cancelled")
-  }
-
-  @Test func withoutASignalTheResultAndErrorsPassThrough() async throws {
-    #expect(try await runCancellingOnSignals { 42 } == 42)
-    struct Failure: Error, Equatable {}
-    await #expect(throws: Failure()) {
-      try await runCancellingOnSignals { () async throws -> Int in throw Failure() }
-    }
   }
 
   // Dispatch takes a signal over once per process: a later call must still hear it.
@@ -64,7 +75,7 @@ final class SignalsDone: Sendable {
           try await Task.sleep(for: .seconds(8))
         }
       }
-      done.value.withLock { $0 = true }
+      await done.finish()
     }
   }
 

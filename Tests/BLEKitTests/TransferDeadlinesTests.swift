@@ -50,7 +50,9 @@ struct TransferDeadlinesTests {
     let started = ContinuousClock.now
     var iterator = fired.stream.makeAsyncIterator()
     #expect(await iterator.next() == .idle(.milliseconds(300)))
-    #expect(ContinuousClock.now - started < .seconds(5))
+    // Fired at all, while the repeats went on (a loaded test process delayed the 300 ms timer
+    // by 7.6 s once: the bound says "not reset by traffic", not how punctual the pool is).
+    #expect(ContinuousClock.now - started < .seconds(30))
     #expect(watch.expired == .idle(.milliseconds(300)))
   }
 
