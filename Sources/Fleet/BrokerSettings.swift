@@ -128,6 +128,8 @@ public struct BrokerReport: Sendable, Hashable {
   public var received: Int
   /// Received messages dropped unread for their size (the aggregator).
   public var tooLarge: Int
+  /// Received messages still waiting to be read when the connection closed (the aggregator).
+  public var unread: Int
 
   init(_ statistics: MQTTStatistics) {
     offered = statistics.offered
@@ -137,6 +139,7 @@ public struct BrokerReport: Sendable, Hashable {
     reconnections = statistics.reconnections
     received = statistics.received
     tooLarge = statistics.receivedTooLarge
+    unread = statistics.receivedWaiting
   }
 
   /// `mqtt: 120 published, 0 dropped, 0 unsent, 1 reconnection`.
@@ -145,6 +148,7 @@ public struct BrokerReport: Sendable, Hashable {
     parts.append("\(reconnections) reconnection\(reconnections == 1 ? "" : "s")")
     if received > 0 { parts.append("\(received) received") }
     if tooLarge > 0 { parts.append("\(tooLarge) too large") }
+    if unread > 0 { parts.append("\(unread) unread") }
     return "mqtt: " + parts.joined(separator: ", ")
   }
 }

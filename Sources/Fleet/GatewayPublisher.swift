@@ -224,20 +224,26 @@ public final class GatewayPublisher: Sendable {
   public var homeAssistantConfigs: Int { state.withLock { $0.announced.count } }
 
   /// Finds the retained configs a former run of this gateway left (subscribing to the
-  /// discovery prefix's sensor configs; those named `blekit_<gateway>_...` are this gateway's)
+  /// discovery prefix's sensor configs; those named `blekit_<gateway>_...` whose
+  /// `availability_topic` is this gateway's are its own)
   /// so that they too are bounded and expire, and sweeps expired configs every quarter of the
   /// retention (at most a minute) whether or not anything is heard.
   private func startHomeAssistantUpkeep() {
     let prefix =
       "\(settings.topics.discoveryPrefix)/sensor/\(settings.topics.homeAssistantObjectID(""))"
     client.subscribe("\(settings.topics.discoveryPrefix)/sensor/+/config", qos: .atLeastOnce)
+    let availability = settings.topics.availability
     let period = Swift.min(settings.homeAssistantRetention / 4, .seconds(60))
     let task = Task { [weak self, client] in
       await withTaskGroup(of: Void.self) { group in
         group.addTask {
-          // Retained ones only: this gateway's own configs come back too, not retained.
+          // Retained ones only: this gateway's own configs come back too, not retained. The
+          // name's prefix alone would also match a gateway named `<gateway>_more`: the config
+          // must name this gateway's availability topic.
           while let message = await client.nextMessage() {
-            guard message.retain, !message.payload.isEmpty, message.topic.hasPrefix(prefix)
+            guard message.retain, !message.payload.isEmpty, message.topic.hasPrefix(prefix),
+              message.payload.count <= 4096,
+              FleetJSON.parse(message.payload)?["availability_topic"]?.stringValue == availability
             else { continue }
             self?.adoptHomeAssistantConfig(message.topic)
           }

@@ -43,6 +43,8 @@ public struct MQTTStatistics: Sendable, Hashable {
   /// Received messages dropped unread because their payload was over
   /// ``MQTTConfiguration/maximumPayloadSize``.
   public var receivedTooLarge = 0
+  /// Received messages waiting for the reader (at the end: never read).
+  public var receivedWaiting = 0
 
   /// Handed over but not yet reported done.
   public var inFlight: Int { handedOver - completed }
@@ -492,6 +494,7 @@ public final class MQTTClient: @unchecked Sendable {
   public var statistics: MQTTStatistics {
     state.withLock { state in
       var statistics = state.statistics
+      statistics.receivedWaiting = received.waiting
       statistics.buffered = state.buffer.count
       statistics.dropped = state.buffer.dropped
       return statistics

@@ -67,6 +67,9 @@ final class ReceiveQueue: Sendable {
     return dropped
   }
 
+  /// Messages waiting for the reader.
+  var waiting: Int { state.withLock { $0.count } }
+
   /// No more messages: the reader gets what waits, then `nil`.
   func finish() {
     let waiter = state.withLock { state in

@@ -39,18 +39,28 @@ import Testing
     let closed = await gateway.close()
     #expect(closed.dropped == 0 && closed.unsent == 0)
 
-    var sightings: [FleetSighting] = []
-    var availability: [Bool] = []
-    for await update in fleet.updates {
-      switch update {
-      case .sighting(let sighting): sightings.append(sighting)
-      case .availability(let name, let online):
-        #expect(name == "gw-a")
-        availability.append(online)
-      default: break
+    // Bounded: a lost message fails the test instead of hanging it.
+    let reading = Task {
+      var sightings: [FleetSighting] = []
+      var availability: [Bool] = []
+      for await update in fleet.updates {
+        switch update {
+        case .sighting(let sighting): sightings.append(sighting)
+        case .availability(let name, let online):
+          #expect(name == "gw-a")
+          availability.append(online)
+        default: break
+        }
+        if sightings.count == 2 && availability.last == false { break }
       }
-      if sightings.count == 2 && availability.last == false { break }
+      return (sightings, availability)
     }
+    let watchdog = Task {
+      try await Task.sleep(for: .seconds(20))
+      reading.cancel()
+    }
+    let (sightings, availability) = await reading.value
+    watchdog.cancel()
     #expect(availability == [true, false])
     #expect(sightings.map(\.key) == ["0102030405060708090a0b0c0d0e0f10", "00:AA:01:00:00:07"])
     #expect(sightings.map(\.sequence) == [1, 2])
@@ -62,11 +72,20 @@ import Testing
     retained.connectTimeout = .seconds(5)
     let late = try await MQTTClient.connect(retained)
     late.subscribe("#", qos: .atLeastOnce)
-    var topics: [String: String] = [:]
-    for await message in late.messages {
-      topics[message.topic] = message.text
-      if topics.count == 2 { break }
+    let retainedReading = Task {
+      var topics: [String: String] = [:]
+      for await message in late.messages {
+        topics[message.topic] = message.text
+        if topics.count == 2 { break }
+      }
+      return topics
     }
+    let retainedWatchdog = Task {
+      try await Task.sleep(for: .seconds(20))
+      retainedReading.cancel()
+    }
+    let topics = await retainedReading.value
+    retainedWatchdog.cancel()
     #expect(topics["blekit/gw-a/status"] == "offline")
     let config = try #require(
       topics["homeassistant/sensor/blekit_gw-a_0102030405060708090a0b0c0d0e0f10/config"])

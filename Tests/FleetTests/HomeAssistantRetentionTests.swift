@@ -65,15 +65,21 @@ import Testing
   }
 
   /// A former run's configs (say it crashed) are found at the start and expire as well;
-  /// another gateway's are left alone.
+  /// other gateways' are left alone, one whose name starts with this one's included.
   @Test func configsOfAFormerRunExpire() async throws {
     let broker = try MosquittoBroker()
     let former = try await MQTTClient.connect(MQTTConfiguration(broker: try BrokerURL(broker.url)))
-    for topic in [
-      "homeassistant/sensor/blekit_gw_old1/config", "homeassistant/sensor/blekit_gw_old2/config",
-      "homeassistant/sensor/blekit_other_x/config",
-    ] {
-      former.publish(MQTTMessage(topic: topic, text: "{}", qos: .atLeastOnce, retain: true))
+    // gw's two, a gateway named gw_x's (same name prefix), and another gateway's.
+    let configs: [(TopicLayout, String)] = [
+      (TopicLayout(gateway: "gw"), "old1"), (TopicLayout(gateway: "gw"), "old2"),
+      (TopicLayout(gateway: "gw_x"), "old3"), (TopicLayout(gateway: "other"), "x"),
+    ]
+    for (topics, id) in configs {
+      let config = HomeAssistantDiscovery.sensorConfig(id: id, topics: topics, expireAfter: 300)
+      former.publish(
+        MQTTMessage(
+          topic: topics.homeAssistantConfig(id: id), text: config.text, qos: .atLeastOnce,
+          retain: true))
     }
     _ = await former.close(grace: .seconds(5))
     let gateway = try await GatewayPublisher.connect(
@@ -82,7 +88,10 @@ import Testing
     #expect(gateway.homeAssistantConfigs == 2)
     try await Task.sleep(for: .seconds(3))
     #expect(
-      try await Self.retainedConfigs(broker.url) == ["homeassistant/sensor/blekit_other_x/config"])
+      try await Self.retainedConfigs(broker.url) == [
+        "homeassistant/sensor/blekit_gw_x_old3/config",
+        "homeassistant/sensor/blekit_other_x/config",
+      ])
     _ = await gateway.close()
   }
 }
