@@ -106,11 +106,12 @@ final class ServeCommandRunner: Sendable {
     let arguments = ["/bin/sh", "-c", command].map { (text: String) in strdup(text) }
     defer { for argument in arguments { free(argument) } }
     var pid: pid_t = 0
+    // posix_spawn returns its error rather than setting errno.
+    var spawnError: Int32 = 0
     let spawned = ChildProcessGroups.spawning {
-      posix_spawn(&pid, "/bin/sh", &actions, &attributes, arguments + [nil], environ) == 0
-        ? pid : nil
+      spawnError = posix_spawn(&pid, "/bin/sh", &actions, &attributes, arguments + [nil], environ)
+      return spawnError == 0 ? pid : nil
     }
-    let spawnError = errno
     close(fds[1])
     guard spawned != nil else {
       close(fds[0])

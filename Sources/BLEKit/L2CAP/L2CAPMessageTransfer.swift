@@ -93,7 +93,8 @@ public enum L2CAPMessageTransfer {
     do {
       return try await receive(over: channel, limit: limit, watch: watch) { received, total in
         reached.withLock { $0 = (received, total) }
-        progress?(received, total)
+        // The header alone (0 bytes) only sets the total for a timeout's message.
+        if received > 0 { progress?(received, total) }
       }
     } catch {
       if let expiry = watch.expired {
