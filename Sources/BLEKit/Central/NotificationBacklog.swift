@@ -22,7 +22,10 @@ import Bluetooth
 /// suspects a drop when a snapshot reaches ``suspicionFraction`` (two fifths, leaving room for
 /// a kernel whose sizes are a quarter above the model) of the send buffer. It may suspect a
 /// drop that did not happen (a reader briefly ~100 values behind); it does not miss one that did,
-/// as long as bluetoothd's send buffer is the system default.
+/// as long as bluetoothd's send buffer is the system default. One exception: an empty value
+/// holds kernel memory (768 bytes) but adds nothing to `FIONREAD`, so empty values queued
+/// behind a snapshot's last byte are charged one by one, not together: a flood of empty
+/// notifications alone could fill the buffer unseen.
 struct NotificationBacklog: Sendable {
   /// bluetoothd's send buffer for the socket: `net.core.wmem_default` (read once).
   let senderBuffer: Int
