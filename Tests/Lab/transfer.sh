@@ -218,15 +218,15 @@ if [[ ${LAB_DEBIAN:-12} == 13 ]]; then
   else
     fail "plain peer, stock bluetoothd 5.82: $exact of 3 exact with exit 0"
   fi
-  # EATT for the refusal below: Channels = 3 set explicitly, as 5.66's default.
-  printf '[GATT]\nChannels = 3\n' >"$OUT/main-channels3.conf"
-  sed -i "s|^LAB_BLUETOOTHD_CONF=.*|LAB_BLUETOOTHD_CONF=$OUT/main-channels3.conf|" /run/lab/state
-  lab-bluetoothd restart >/dev/null 2>&1 || echo "# lab-bluetoothd restart (Channels = 3) failed"
-fi
-# bluetoothd on EATT (stock 5.66: [GATT] Channels = 3; on 5.82 set above) and blekit's
-# peripheral side offers it (Server Supported Features 0x01): plain chunks may be reordered,
-# so receive must refuse (exit 12) before subscribing, every time, unless --accept-unordered.
-# A run that printed anything with exit 0 must be byte-exact.
+  # The EATT refusal below is Debian 12's (stock 5.66). With Channels = 3, bluetoothd 5.82 on
+  # Linux 6.12 under btvirt lost every link ("Software caused connection abort" in its log,
+  # 4 of 4 runs on 2026-12-06), so it cannot be exercised here.
+  echo "# Debian 13: the EATT refusal (exit 12) is checked on Debian 12, whose stock bluetoothd runs EATT"
+else
+# Stock bluetoothd 5.66 runs EATT ([GATT] Channels = 3) and blekit's peripheral side offers it
+# (Server Supported Features 0x01): plain chunks may be reordered, so receive must refuse
+# (exit 12) before subscribing, every time, unless --accept-unordered. A run that printed
+# anything with exit 0 must be byte-exact.
 wrong=0
 refused=0
 exact=0
@@ -267,6 +267,7 @@ if ((RC == 0)) && grep -q "the message may be wrong" "$OUT/plain-accepted.err" \
   ok "--accept-unordered: exit 0, a warning on stderr, only the message's chunks ($order)"
 else
   fail "--accept-unordered: exit $RC: $(head -c 300 "$OUT/plain-accepted.err")"
+fi
 fi
 
 # The same peer with bluetoothd on one ATT bearer (Channels = 1, bluetoothd restarted through
