@@ -10,7 +10,9 @@ import Testing
 @Suite struct HomeAssistantRetentionTests {
   /// The retained Home Assistant configs on the broker now, as a newcomer sees them.
   static func retainedConfigs(_ url: String) async throws -> Set<String> {
-    let client = try await MQTTClient.connect(MQTTConfiguration(broker: try BrokerURL(url)))
+    var configuration = MQTTConfiguration(broker: try BrokerURL(url))
+    configuration.connectTimeout = .seconds(30)
+    let client = try await MQTTClient.connect(configuration)
     client.subscribe("homeassistant/#", qos: .atLeastOnce)
     var topics: Set<String> = []
     let reader = Task {
@@ -31,6 +33,7 @@ import Testing
       broker: BrokerSettings(url: url), origin: GatewayOrigin(gateway: "gw", adapter: "hci0"),
       topics: TopicLayout(gateway: "gw"))
     settings.broker.qos = 1
+    settings.broker.connectTimeout = .seconds(30)
     settings.interval = .zero
     settings.homeAssistant = true
     settings.homeAssistantCapacity = capacity
@@ -68,7 +71,10 @@ import Testing
   /// other gateways' are left alone, one whose name starts with this one's included.
   @Test func configsOfAFormerRunExpire() async throws {
     let broker = try MosquittoBroker()
-    let former = try await MQTTClient.connect(MQTTConfiguration(broker: try BrokerURL(broker.url)))
+    // A generous connect limit: a full test run starts many brokers at once on two cores.
+    var formerConfiguration = MQTTConfiguration(broker: try BrokerURL(broker.url))
+    formerConfiguration.connectTimeout = .seconds(30)
+    let former = try await MQTTClient.connect(formerConfiguration)
     // gw's two, a gateway named gw_x's (same name prefix), and another gateway's.
     let configs: [(TopicLayout, String)] = [
       (TopicLayout(gateway: "gw"), "old1"), (TopicLayout(gateway: "gw"), "old2"),
