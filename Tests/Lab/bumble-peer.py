@@ -66,10 +66,12 @@
 #       3 notify and indicate (it sends indications; bluetoothd enables notifications for such
 #       a characteristic, and a device may send indications anyway); Q = 1 "early": the value
 #       "early" goes out before the Write Response to the CCCD write that subscribed (raw ATT,
-#       queued ahead of the response), then "then" 0.5 s later; 2 "empty": 0.5 s after the
-#       subscription "a", an empty value, "b"; 3 "early-empty": an empty value before the Write
-#       Response, then "after". The transfer service's characteristic sends "first half|", an
-#       empty value, "second half", then EOM (plain framing) 0.5 s after each subscription.
+#       queued ahead of the response), then "then"; 2 "empty": "a", an empty value, "b";
+#       3 "early-empty": an empty value before the Write Response, then "after". The transfer
+#       service's characteristic sends "first half|", an empty value, "second half", then EOM
+#       (plain framing). Values after the subscription wait for a second without a new
+#       subscription, then go out one characteristic at a time (one unconfirmed indication at
+#       most, as ATT requires).
 #       Prints "ready ADDRESS" and one line per event (subscribed, sent).
 import argparse
 import asyncio
@@ -610,7 +612,7 @@ async def silent_central(device, c):
 
 QUIRK_SERVICE = "6E7A0100-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
 QUIRK_KINDS = {1: "notify", 2: "indicate", 3: "notify+indicate"}
-# quirk: (the value sent before the Write Response or None, the values sent 0.5 s later)
+# quirk: (name, the value sent before the Write Response or None, the values sent after)
 QUIRKS = {1: ("early", b"early", [b"then"]), 2: ("empty", None, [b"a", b"", b"b"]),
           3: ("early-empty", b"", [b"after"])}
 QUIRK_TRANSFER = [b"first half|", b"", b"second half", b"EOM"]
@@ -641,28 +643,51 @@ async def quirks(args):
         device.add_services([Service(QUIRK_SERVICE, list(characteristics)),
                              Service(TRANSFER_SERVICE, [transfer])])
 
-        async def send_later(connection, characteristic, indicate, values):
-            await asyncio.sleep(0.5)
-            for value in values:
-                if indicate:
-                    await device.indicate_subscriber(connection, characteristic, value, force=True)
-                else:
-                    await device.notify_subscriber(connection, characteristic, value, force=True)
-            say(f"sent {characteristic.uuid} {[v.decode() for v in values]}")
+        # Later values wait for a quiet second after the last subscription and then go out one
+        # characteristic after another: ATT allows one unconfirmed indication at a time, and a
+        # raw early indication sent while one of Bumble's is unconfirmed takes its confirmation
+        # (Bumble then fails on the second one and the link breaks; seen in the first runs).
+        queue, timer, indicating = [], [None], [0]
+
+        async def flush():
+            while queue:
+                connection, characteristic, indicate, values = queue.pop(0)
+                for value in values:
+                    if indicate:
+                        indicating[0] += 1
+                        try:
+                            await device.indicate_subscriber(connection, characteristic, value,
+                                                             force=True)
+                        finally:
+                            indicating[0] -= 1
+                    else:
+                        await device.notify_subscriber(connection, characteristic, value, force=True)
+                say(f"sent {characteristic.uuid} {[v.decode() for v in values]}")
+
+        def send_later(connection, characteristic, indicate, values):
+            queue.append((connection, characteristic, indicate, values))
+            if timer[0] is not None:
+                timer[0].cancel()
+            timer[0] = asyncio.get_running_loop().call_later(
+                1.0, lambda: asyncio.ensure_future(flush()))
 
         def on_subscription(connection, characteristic, notify_enabled, indicate_enabled):
             if not (notify_enabled or indicate_enabled):
                 return
             say(f"subscribed {characteristic.uuid} notify {notify_enabled} indicate {indicate_enabled}")
             if characteristic is transfer:
-                asyncio.ensure_future(send_later(connection, transfer, False, QUIRK_TRANSFER))
+                send_later(connection, transfer, False, QUIRK_TRANSFER)
                 return
             if characteristic not in characteristics:
                 return
             kind, quirk = characteristics[characteristic]
             name, early, later = QUIRKS[quirk]
             indicate = kind != 1
-            if early is not None:
+            if early is not None and indicate and indicating[0]:
+                # Not early after all (an indication is unconfirmed): say so, send it first.
+                say(f"deferred {characteristic.uuid} {early.decode()!r}: an indication is unconfirmed")
+                later = [early] + later
+            elif early is not None:
                 # This handler runs inside the CCCD write, before Bumble sends the Write
                 # Response: a PDU sent now goes out ahead of it.
                 opcode = (att.Opcode.ATT_HANDLE_VALUE_INDICATION if indicate
@@ -671,7 +696,7 @@ async def quirks(args):
                                       bytes([opcode]) + characteristic.handle.to_bytes(2, "little")
                                       + early)
                 say(f"sent {characteristic.uuid} {early.decode()!r} before the write response")
-            asyncio.ensure_future(send_later(connection, characteristic, indicate, later))
+            send_later(connection, characteristic, indicate, later)
 
         device.on("characteristic_subscription", on_subscription)
         device.on("connection", lambda connection: say(f"connected {connection.peer_address}"))

@@ -22,8 +22,8 @@ import Synchronization
 /// both read as 0 bytes, with the same `poll` events and `FIONREAD`. What tells them apart is
 /// ancillary data: the reader sets `SO_PASSCRED` on its end, so the kernel attaches the
 /// sender's credentials (`SCM_CREDENTIALS`) to every datagram it hands over, empty or not, and
-/// none to the end of the stream (Linux's `unix_dgram_recvmsg`; seen on 6.1 and 6.18, also for
-/// datagrams queued before the option was set). A read of 0 bytes with control data (or
+/// none to the end of the stream (Linux's `unix_dgram_recvmsg` and `scm_recv`; seen on 6.18,
+/// also for datagrams queued before the option was set). A read of 0 bytes with control data (or
 /// `MSG_CTRUNC`) is an empty value; one without is the end. Should `SO_PASSCRED` be refused,
 /// the reader falls back to taking every 0-byte read as the end.
 ///
