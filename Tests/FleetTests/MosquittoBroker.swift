@@ -197,28 +197,23 @@ final class MosquittoBroker: @unchecked Sendable {
     }
   }
 
-  /// A free loopback port below the kernel's ephemeral range (32768-60999 by default). A port
-  /// from that range (what bind to port 0 hands out) can be taken by any test's client socket
-  /// as its local port, and a probe connecting to it while nothing listens yet can connect to
-  /// itself (TCP's simultaneous open): it then reads as the broker listening, while the broker
-  /// could not bind. Full test runs failed with "did not accept a connection within 30 s" on
-  /// ports 34781, 37587 and 55671, all in that range; these races are the suspected cause.
   static func freePort() throws -> Int {
-    for _ in 0..<200 {
-      let port = Int.random(in: 20_000..<32_000)
-      let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-      var address = sockaddr_in()
-      address.sin_family = sa_family_t(AF_INET)
-      address.sin_port = in_port_t(UInt16(port).bigEndian)
-      address.sin_addr.s_addr = inet_addr("127.0.0.1")
-      let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-          bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let bound = withUnsafePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+        bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
       }
-      close(fd)
-      if bound == 0 { return port }
     }
-    throw BrokerError(message: "no free port in 20000-31999")
+    guard bound == 0 else { throw BrokerError(message: "no free port") }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
   }
 }
