@@ -24,9 +24,9 @@ ok() { echo "ok   $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 
 echo "# bluetoothd $(/usr/libexec/bluetooth/bluetoothd --version), Debian ${LAB_DEBIAN:-12}"
-# 384 KiB (about 12 s at the Bumble air's pace): long enough that the second central
-# subscribes while the first one's message is still going out.
-head -c 294912 /dev/urandom | base64 -w0 >"$OUT/message.txt"
+# 128 KiB: long enough that the second central subscribes while the first one's message is
+# still going out.
+head -c 98304 /dev/urandom | base64 -w0 >"$OUT/message.txt"
 
 "$BLEKIT" advertise -a hci1 --file "$OUT/message.txt" >"$OUT/adv.out" 2>"$OUT/adv.err" &
 adv=$!
@@ -62,25 +62,6 @@ for side in a b; do
     fail "central $side received ${extra:-?} values after its message"
   fi
 done
-
-# Times on the VM's monotonic clock: when each subscribed and when its message ended.
-at() { sed -n "s/.*$1 at \([0-9.]*\).*/\1/p" "$OUT/$2.err" | head -n1; }
-a_sub=$(at subscribing a) a_end=$(at "message ended" a) b_sub=$(at subscribing b) b_end=$(at "message ended" b)
-echo "# a: subscribed ${a_sub:-?}, ended ${a_end:-?}; b: subscribed ${b_sub:-?}, ended ${b_end:-?}"
-if [[ -n $a_sub && -n $a_end && -n $b_sub && -n $b_end ]]; then
-  # The first to subscribe was still subscribed (receiving, or lingering 12 s) through the
-  # other one's whole message.
-  if python3 -c 'import sys; a,b,c,d=map(float,sys.argv[1:]); (f_sub,f_end),(s_sub,s_end)=sorted([(a,b),(c,d)]); sys.exit(0 if s_end < f_end + 12 else 1)' \
-    "$a_sub" "$a_end" "$b_sub" "$b_end"; then
-    ok "the first central stayed subscribed through the second one's whole message"
-  else
-    fail "the second message ended after the first central's 12 s of lingering"
-  fi
-  python3 -c 'import sys; a,b,c,d=map(float,sys.argv[1:]); (f_sub,f_end),(s_sub,s_end)=sorted([(a,b),(c,d)]); print("# the messages overlapped" if s_sub < f_end else "# the messages did not overlap")' \
-    "$a_sub" "$a_end" "$b_sub" "$b_end"
-else
-  fail "a central did not log its times"
-fi
 
 echo "$passed passed, $failed failed"
 ((failed == 0))
