@@ -186,9 +186,25 @@ if [[ ${INTEROP_PAIRING:-1} == 1 ]]; then
   }
   pair_case "just works, LE Secure Connections" "--io-capability NO_OUTPUT_NO_INPUT" "" \
     "paired sc=yes bonded=yes encrypted=yes"
-  pair_case "numeric comparison, LE Secure Connections" \
-    "--io-capability DISPLAY_OUTPUT_AND_YES_NO_INPUT" "--capability DisplayYesNo" \
-    "paired sc=yes bonded=yes encrypted=yes"
+  # Numeric comparison under --confirm auto: nobody compared the numbers, so blekit's agent
+  # says no (a yes would have the kernel record the key as protected against a man in the
+  # middle), says why, and nothing is bonded.
+  refused_comparison_case() {
+    local name="numeric comparison, LE Secure Connections, --confirm auto" address rc
+    if ! start_peer "pair-comparison" pair-peripheral --io-capability DISPLAY_OUTPUT_AND_YES_NO_INPUT; then
+      fail "$name: the Bumble peripheral did not start"
+      return
+    fi
+    address=$(awk '/^ready/ {print $2; exit}' "$OUT/pair-comparison.log")
+    "$BLEKIT" pair -a hci0 --confirm auto --capability DisplayYesNo "$address" \
+      >"$OUT/pair-comparison.out" 2>"$OUT/pair-comparison.err"
+    rc=$?
+    sed 's/^/# blekit pair: /' "$OUT/pair-comparison.out" "$OUT/pair-comparison.err"
+    check "$name: refused (exit $rc), the agent says comparing needs a person" \
+      bash -c "(($rc != 0)) && grep -q 'comparing passkeys needs --confirm prompt' '$OUT/pair-comparison.err' && ! grep -qi 'bonded.*yes' '$OUT/pair-comparison.out'"
+    stop_peer
+  }
+  refused_comparison_case
   pair_case "passkey entry (blekit displays, Bumble types), legacy pairing" \
     "--io-capability KEYBOARD_INPUT_ONLY --no-sc" "--capability DisplayOnly" \
     "paired sc=no bonded=yes encrypted=yes"
