@@ -71,21 +71,28 @@ struct PairCommand: ParsableCommand {
       message: "pair is still running after \(limit.components.seconds) s, past all of its time "
         + "limits (a blekit bug: please report it); exiting")
     defer { watchdog.disarm() }
+    watchdog.phase = "opening the central"
     let manager = try await openPoweredCentral(adapter: adapter)
     let agent = AgentSlot()
     do {
-      try await pair(manager, agent: agent)
+      try await pair(manager, agent: agent, watchdog: watchdog)
     } catch {
+      watchdog.phase = "cleaning up after: \(error)"
       await agent.unregister()
       await manager.close()
       throw centralCLIError(error)
     }
+    watchdog.phase = "unregistering the agent and closing"
     await agent.unregister()
     await manager.close()
   }
 
-  private func pair(_ manager: CentralManager, agent: AgentSlot) async throws {
+  private func pair(_ manager: CentralManager, agent: AgentSlot, watchdog: HangWatchdog)
+    async throws
+  {
+    watchdog.phase = "finding \(device)"
     let peripheral = try await manager.find(device, timeout: timeout)
+    watchdog.phase = "registering the pairing agent"
     // Registered once the address is known: the agent answers about this device only.
     let policy = PairingPolicy(
       confirmation: confirmation, allowedDevices: [peripheral.address], servedServices: [])
@@ -96,6 +103,7 @@ struct PairCommand: ParsableCommand {
     } catch {
       throw CLIError(.remoteError, "registering the pairing agent: \(error)")
     }
+    watchdog.phase = "pairing with \(peripheral.address)"
     let before = try await manager.pairingState(of: peripheral)
     let (state, newlyPaired) = try await manager.pair(peripheral, timeout: timeout)
     if trust && !state.trusted { try await manager.setTrusted(true, for: peripheral) }

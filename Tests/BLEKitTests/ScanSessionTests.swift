@@ -17,6 +17,8 @@ final class FakeScanningBlueZ: Sendable {
   final class Record: Sendable {
     let calls = Mutex<[String]>([])
     let powered = Mutex(true)
+    /// false: StartDiscovery is recorded but never answered (a reply lost on its way).
+    let answersStart = Mutex(true)
   }
   let connection: DBusConnection
   let record = Record()
@@ -31,6 +33,9 @@ final class FakeScanningBlueZ: Sendable {
     let method = { (name: MemberName, signature: Signature) in
       ExportedMethod(name: name, inSignature: signature, outSignature: "") { _ in
         record.calls.withLock { $0.append(name.rawValue) }
+        if name == "StartDiscovery", !record.answersStart.withLock({ $0 }) {
+          try await Task.sleep(for: .seconds(3600))
+        }
         return []
       }
     }
@@ -87,6 +92,13 @@ final class FakeScanningBlueZ: Sendable {
   func unplug() throws {
     try powerOff()
     connection.unexport(Self.adapter)
+  }
+
+  /// bluetoothd's Discovering on hci0 changes (as it does once a session's start went through).
+  func reportDiscovering(_ discovering: Bool) throws {
+    try connection.emitPropertiesChanged(
+      path: Self.adapter, interface: Adapter1.interface,
+      changed: ["Discovering": .bool(discovering)])
   }
 
   func count(_ member: String) -> Int {

@@ -48,7 +48,9 @@ extension CentralManager {
           .timeout,
           "no device \(target) was seen on \(adapterName) within \(roughSeconds(timeout))")
       }
-      if let found = try await scanOnce(for: target, during: min(remaining, Self.findRound)) {
+      if let found = try await scanOnce(
+        for: target, during: min(remaining, Self.findRound), until: deadline)
+      {
         return found
       }
     }
@@ -59,35 +61,25 @@ extension CentralManager {
   /// advertising is switched on, so a fresh start finds what a long scan may miss.
   static let findRound: Duration = .seconds(4)
 
-  /// One discovery session looking for `target`; `nil` when it was not seen within `duration`.
-  private func scanOnce(for target: PeripheralTarget, during duration: Duration)
-    async throws(BluetoothError) -> PeripheralIdentifier?
-  {
+  /// One discovery session looking for `target`; `nil` when it was not seen within `duration`
+  /// of scanning. Starting the scan counts against `deadline` too: a start that never ends (a
+  /// reply that never comes) ends at the deadline, not later.
+  private func scanOnce(
+    for target: PeripheralTarget, during duration: Duration, until deadline: ContinuousClock.Instant
+  ) async throws(BluetoothError) -> PeripheralIdentifier? {
     // Every report counts (a known device's name may change with a new advertisement).
-    let options = ScanOptions(allowDuplicates: true)
-    var scan: DiscoveryStream?
-    var attempts = 0
-    while scan == nil {
-      do throws(BluetoothError) {
-        scan = try await self.scan(options)
-      } catch  where error.code == .scanInProgress && attempts < 100 {
-        // The previous round's stop is still on its way (a D-Bus round trip; seconds on a
-        // loaded machine).
-        attempts += 1
-        try? await Task.sleep(for: .milliseconds(100))
-      }
-    }
-    let discoveries = scan!
+    let options = ScanOptions(allowDuplicates: true, timeout: duration)
     do {
       return try await withThrowingTaskGroup(of: PeripheralIdentifier?.self) { group in
         group.addTask {
+          let discoveries = try await self.startFindScan(options)
           for try await discovery in discoveries where target.matches(discovery) {
             return discovery.peripheral
           }
           return nil
         }
         group.addTask {
-          try await Task.sleep(for: duration)
+          try await Task.sleep(until: deadline)
           return nil
         }
         defer { group.cancelAll() }
@@ -99,6 +91,23 @@ extension CentralManager {
       throw BluetoothError(.cancelled, "finding \(target) was cancelled")
     } catch {
       throw BluetoothError(.system, "finding \(target): \(error)")
+    }
+  }
+
+  /// Starts one scan of ``find(_:timeout:)``, waiting out a previous round's stop.
+  private func startFindScan(_ options: ScanOptions) async throws(BluetoothError)
+    -> DiscoveryStream
+  {
+    var attempts = 0
+    while true {
+      do throws(BluetoothError) {
+        return try await scan(options)
+      } catch  where error.code == .scanInProgress && attempts < 100 && !Task.isCancelled {
+        // The previous round's stop is still on its way (a D-Bus round trip; seconds on a
+        // loaded machine).
+        attempts += 1
+        try? await Task.sleep(for: .milliseconds(100))
+      }
     }
   }
 

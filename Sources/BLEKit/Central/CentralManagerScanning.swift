@@ -243,16 +243,24 @@ extension CentralManager {
   static let startDiscoveryLimit: Duration = .seconds(20)
 
   /// Whether the adapter at `path` reports Discovering within `limit` (bluetoothd's view, kept
-  /// current by the object tree).
+  /// current by the object tree): the tree's snapshot, then its changes to that adapter.
   func adapterBecomesDiscovering(_ path: ObjectPath, within limit: Duration) async -> Bool {
-    let deadline = ContinuousClock.now + limit
-    while ContinuousClock.now < deadline {
-      if (try? objects.proxy(Adapter1.self, at: path))?[Adapter1.discovering] == true {
-        return true
-      }
-      try? await Task.sleep(for: .milliseconds(100))
+    let (snapshot, _, events) = objects.subscribe { event in
+      if case .propertiesChanged(path, Adapter1.interface, _, _, _) = event { return true }
+      if case .interfacesRemoved(path, _) = event { return true }
+      if case .serviceStopped = event { return true }
+      return false
     }
-    return false
+    if snapshot[path]?[Adapter1.interface]?[Adapter1.discovering.name]?.boolValue == true {
+      return true
+    }
+    return await firstMatch(in: events, within: limit) { event -> Bool? in
+      switch event {
+      case .propertiesChanged(_, _, _, _, let current):
+        current[Adapter1.discovering.name]?.boolValue == true ? true : nil
+      default: false
+      }
+    } ?? false
   }
 }
 
