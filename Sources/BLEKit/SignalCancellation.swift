@@ -54,10 +54,10 @@ public func runCancellingOnSignals<Success: Sendable>(
   for number in Set(signals) {
     #if canImport(Glibc)
       var current = sigaction()
-      sigaction(number, nil, &current)
+      Syscall.sigaction(number, nil, &current)
       if current.__sigaction_handler.sa_handler != nil { continue }  // not SIG_DFL
     #endif
-    signal(number, SIG_IGN)
+    Syscall.signal(number, SIG_IGN)
   }
   let work = Task { try await operation() }
   let interrupted = Mutex(false)

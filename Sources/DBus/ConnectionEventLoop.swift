@@ -89,7 +89,7 @@ extension DBusConnection {
       source.setEventHandler { [self] in
         self.handleWatch(watchBits, DBUS_WATCH_READABLE.rawValue)
       }
-      if own != fd { source.setCancelHandler { _ = Glibc.close(own) } }
+      if own != fd { source.setCancelHandler { _ = Syscall.close(own) } }
       sources.append(source)
     }
     if flags & DBUS_WATCH_WRITABLE.rawValue != 0 {
@@ -98,7 +98,7 @@ extension DBusConnection {
       source.setEventHandler { [self] in
         self.handleWatch(watchBits, DBUS_WATCH_WRITABLE.rawValue)
       }
-      if own != fd { source.setCancelHandler { _ = Glibc.close(own) } }
+      if own != fd { source.setCancelHandler { _ = Syscall.close(own) } }
       sources.append(source)
     }
     // New sources start suspended; resume them now if the watch is enabled.
@@ -113,19 +113,19 @@ extension DBusConnection {
 
   /// A reading thread for the watch on `fd`, owning a duplicate of it (see ``addWatch(_:)``).
   private func makeReadWatchThread(fd: Int32, watchBits: UInt) -> ReadWatchThread? {
-    let own = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+    let own = Syscall.fcntl(fd, F_DUPFD_CLOEXEC, 0)
     guard own >= 0 else { return nil }
     let reader = ReadWatchThread(fd: own, queue: queue) { [self] flags in
       self.handleWatch(watchBits, flags)
     }
-    if reader == nil { _ = Glibc.close(own) }
+    if reader == nil { _ = Syscall.close(own) }
     return reader
   }
 
   /// A close-on-exec duplicate of `fd` for a Dispatch source to own, or `fd` itself when no
   /// descriptor is left to duplicate into.
   private static func sourceDescriptor(for fd: Int32) -> Int32 {
-    let own = fcntl(fd, F_DUPFD_CLOEXEC, 0)
+    let own = Syscall.fcntl(fd, F_DUPFD_CLOEXEC, 0)
     return own >= 0 ? own : fd
   }
 

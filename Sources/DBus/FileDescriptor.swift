@@ -22,7 +22,7 @@ public final class FileDescriptor: Hashable, Sendable, CustomStringConvertible {
   }
 
   deinit {
-    if let raw = fd.withLock({ $0 }) { close(raw) }
+    if let raw = fd.withLock({ $0 }) { Syscall.close(raw) }
   }
 
   /// The descriptor number, or -1 once it has been taken.
@@ -41,7 +41,7 @@ public final class FileDescriptor: Hashable, Sendable, CustomStringConvertible {
   public func duplicate() throws(DBusError) -> FileDescriptor {
     let raw = rawValue
     guard raw >= 0 else { throw DBusError.invalid("file descriptor was already taken") }
-    let copy = dup(raw)
+    let copy = Syscall.dup(raw)
     guard copy >= 0 else {
       throw DBusError.invalid("dup(\(raw)) failed: errno \(errno)")
     }

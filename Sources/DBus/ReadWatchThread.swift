@@ -40,10 +40,10 @@ final class ReadWatchThread: Sendable {
   /// or thread can be had.
   init?(fd: Int32, queue: DispatchQueue, handler: @escaping @Sendable (UInt32) -> Void) {
     var ends: [Int32] = [-1, -1]
-    guard pipe(&ends) == 0 else { return nil }
+    guard Syscall.pipe(&ends) == 0 else { return nil }
     for end in ends {
-      _ = fcntl(end, F_SETFD, FD_CLOEXEC)
-      _ = fcntl(end, F_SETFL, O_NONBLOCK)
+      _ = Syscall.fcntl(end, F_SETFD, FD_CLOEXEC)
+      _ = Syscall.fcntl(end, F_SETFL, O_NONBLOCK)
     }
     self.fd = fd
     wakeReader = ends[0]
@@ -60,8 +60,8 @@ final class ReadWatchThread: Sendable {
       }, context)
     guard created == 0 else {
       Unmanaged<ReadWatchThread>.fromOpaque(context).release()
-      close(ends[0])
-      close(ends[1])
+      Syscall.close(ends[0])
+      Syscall.close(ends[1])
       return nil
     }
     pthread_detach(thread)
@@ -85,17 +85,17 @@ final class ReadWatchThread: Sendable {
       update(&state)
       guard !state.closed else { return }
       var byte: UInt8 = 1
-      _ = write(wakeWriter, &byte, 1)
+      _ = Syscall.write(wakeWriter, &byte, 1)
     }
   }
 
   private func run() {
     defer {
-      close(fd)
+      Syscall.close(fd)
       state.withLock { state in
         state.closed = true
-        close(wakeReader)
-        close(wakeWriter)
+        Syscall.close(wakeReader)
+        Syscall.close(wakeWriter)
       }
     }
     var drain = [UInt8](repeating: 0, count: 64)
@@ -104,12 +104,12 @@ final class ReadWatchThread: Sendable {
       if now.cancelled { return }
       var fds = [pollfd(fd: wakeReader, events: Int16(POLLIN), revents: 0)]
       if now.enabled { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
-      if poll(&fds, nfds_t(fds.count), -1) < 0 {
+      if Syscall.poll(&fds, nfds_t(fds.count), -1) < 0 {
         if errno == EINTR { continue }
         return
       }
       if fds[0].revents != 0 {
-        _ = read(wakeReader, &drain, drain.count)
+        _ = Syscall.read(wakeReader, &drain, drain.count)
         continue
       }
       guard fds.count == 2, fds[1].revents != 0 else { continue }
@@ -120,7 +120,7 @@ final class ReadWatchThread: Sendable {
       if flags != DBUS_WATCH_READABLE.rawValue {
         // Hung up: libdbus disconnects and removes the watch (which cancels this thread).
         // Until then, don't spin on a descriptor that stays ready.
-        usleep(10_000)
+        Syscall.usleep(10_000)
       }
     }
   }

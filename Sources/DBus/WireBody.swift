@@ -79,7 +79,7 @@ struct WireBody: ~Copyable {
 
   deinit {
     dbus_free(base)
-    for fd in descriptors where fd >= 0 { close(fd) }
+    for fd in descriptors where fd >= 0 { Syscall.close(fd) }
   }
 
   /// Duplicates of the unix fds in `message`, in the order its body holds them (libdbus keeps
@@ -207,7 +207,7 @@ struct WireBody: ~Copyable {
       guard descriptorsRead < descriptors.count, descriptors[descriptorsRead] >= 0 else {
         throw DBusError(code: .unexpectedReply, message: "message carried an invalid fd")
       }
-      let fd = dup(descriptors[descriptorsRead])
+      let fd = Syscall.dup(descriptors[descriptorsRead])
       descriptorsRead += 1
       guard fd >= 0 else {
         throw DBusError(code: .unexpectedReply, message: "cannot duplicate a received fd")

@@ -52,7 +52,7 @@ public struct BrokerSettings: Sendable, Hashable {
       guard broker.usesTLS else {
         throw FleetError(.invalidSetting, "a CA file applies to mqtts:// URLs only")
       }
-      guard access(certificateAuthorities, R_OK) == 0 else {
+      guard Syscall.access(certificateAuthorities, R_OK) == 0 else {
         throw FleetError(
           .invalidSetting,
           "cannot read the CA file \(certificateAuthorities): \(String(cString: strerror(errno)))")

@@ -12,7 +12,7 @@ import Sightings
 /// The wall-clock time as Unix seconds (payload timestamps).
 public func fleetUnixTime() -> Double {
   var spec = timespec()
-  clock_gettime(CLOCK_REALTIME, &spec)
+  Syscall.clock_gettime(CLOCK_REALTIME, &spec)
   return Double(spec.tv_sec) + Double(spec.tv_nsec / 1_000_000) / 1000
 }
 

@@ -101,11 +101,11 @@ final class NotificationSocket: Sendable {
       ReaderState(attQueue: attQueue, buffer: [UInt8](repeating: 0, count: max(mtu, 512))))
     self.onValues = onValues
     self.onEnd = onEnd
-    let flags = fcntl(fd, F_GETFL)
-    _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    let flags = Syscall.fcntl(fd, F_GETFL)
+    _ = Syscall.fcntl(fd, F_SETFL, flags | O_NONBLOCK)
     var on: Int32 = 1
     self.marksDatagrams =
-      setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, socklen_t(MemoryLayout<Int32>.size)) == 0
+      Syscall.setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, socklen_t(MemoryLayout<Int32>.size)) == 0
     var thread = pthread_t()
     let context = Unmanaged.passRetained(self).toOpaque()
     let started = pthread_create(
@@ -125,7 +125,7 @@ final class NotificationSocket: Sendable {
             BluetoothError(
               .system, "no thread to read notifications: \(String(cString: strerror(started)))"))
         }
-        close(fd)
+        Syscall.close(fd)
       }
     }
   }
@@ -136,7 +136,7 @@ final class NotificationSocket: Sendable {
       self.state.withLock { state in
         if !state.ended {
           state.ended = true
-          shutdown(self.fd, Int32(SHUT_RDWR))
+          Syscall.shutdown(self.fd, Int32(SHUT_RDWR))
         }
       }
     }
@@ -151,10 +151,10 @@ final class NotificationSocket: Sendable {
   /// The reader's thread: waits until the socket is readable (or shut down), reads what is
   /// there, and closes the fd once the reader has ended.
   private func waitAndRead() {
-    defer { close(fd) }
+    defer { Syscall.close(fd) }
     while true {
       var wanted = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-      let ready = poll(&wanted, 1, -1)
+      let ready = Syscall.poll(&wanted, 1, -1)
       if ready < 0 && errno == EINTR { continue }
       let over = state.withLock { state in
         drain(&state, thenEndWith: nil)
@@ -162,7 +162,7 @@ final class NotificationSocket: Sendable {
       }
       if over { return }
       // poll failed, or said ready while a read found nothing: don't spin.
-      if ready < 0 || wanted.revents & Int16(POLLIN) == 0 { usleep(10_000) }
+      if ready < 0 || wanted.revents & Int16(POLLIN) == 0 { Syscall.usleep(10_000) }
     }
   }
 
@@ -209,7 +209,7 @@ final class NotificationSocket: Sendable {
   /// FIONREAD: the bytes of every value queued on the socket (SOCK_SEQPACKET), or 0.
   private func queuedBytes() -> Int {
     var queued: Int32 = 0
-    return ioctl(fd, UInt(FIONREAD), &queued) == 0 ? Int(queued) : 0
+    return Syscall.ioctl(fd, UInt(FIONREAD), &queued) == 0 ? Int(queued) : 0
   }
 
   /// Reads every value available now and hands them over in batches; ends on EOF, on a socket
@@ -274,7 +274,7 @@ final class NotificationSocket: Sendable {
             message.msg_control = control.baseAddress
             message.msg_controllen = control.count
           }
-          let count = recvmsg(fd, &message, 0)
+          let count = Syscall.recvmsg(fd, &message, 0)
           let error = count < 0 ? errno : 0
           let datagram =
             count >= 0 && marksDatagrams
@@ -294,7 +294,7 @@ final class NotificationSocket: Sendable {
   /// then closes the fd. Runs with the lock held.
   private func end(_ state: inout ReaderState, _ error: (any Error)?) {
     state.ended = true
-    shutdown(fd, Int32(SHUT_RDWR))
+    Syscall.shutdown(fd, Int32(SHUT_RDWR))
     onEnd(error)
   }
 }

@@ -45,8 +45,8 @@ public final class WriteWithoutResponseChannel: Sendable {
   init(characteristic: RemoteCharacteristic, fd: Int32, mtu: Int) {
     self.characteristic = characteristic
     self.mtu = mtu
-    let flags = fcntl(fd, F_GETFL)
-    _ = fcntl(fd, F_SETFL, flags | O_NONBLOCK)
+    let flags = Syscall.fcntl(fd, F_GETFL)
+    _ = Syscall.fcntl(fd, F_SETFL, flags | O_NONBLOCK)
     self.fd = Mutex(fd)
   }
 
@@ -101,7 +101,7 @@ public final class WriteWithoutResponseChannel: Sendable {
       let unread = fd.withLock { fd -> Int32? in
         guard fd >= 0 else { return nil }
         var queued: Int32 = 0
-        return ioctl(fd, UInt(TIOCOUTQ), &queued) == 0 ? queued : nil
+        return Syscall.ioctl(fd, UInt(TIOCOUTQ), &queued) == 0 ? queued : nil
       }
       guard let unread else { return false }
       if unread == 0 { return true }
@@ -114,7 +114,7 @@ public final class WriteWithoutResponseChannel: Sendable {
   public func close() {
     fd.withLock { fd in
       guard fd >= 0 else { return }
-      Glibc.close(fd)
+      Syscall.close(fd)
       fd = -1
     }
   }
@@ -130,7 +130,7 @@ public final class WriteWithoutResponseChannel: Sendable {
       guard fd >= 0 else { return .closed("closed by this process") }
       while true {
         let written = value.withUnsafeBytes {
-          Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+          Syscall.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
         }
         if written == value.count { return .sent }
         if written >= 0 { return .closed("a short write of \(written) bytes") }
@@ -157,7 +157,7 @@ public final class WriteWithoutResponseChannel: Sendable {
         while remaining > 0 {
           var entry = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
           let step = min(remaining, 100)
-          let ready = poll(&entry, 1, step)
+          let ready = Syscall.poll(&entry, 1, step)
           if ready > 0 || self.isClosed {
             continuation.resume(returning: true)
             return

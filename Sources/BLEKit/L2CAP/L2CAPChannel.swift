@@ -68,7 +68,7 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
       sendMTU = try L2CAPSocket.mtu(fd, option: L2CAPSocket.optionSendMTU)
       receiveMTU = try L2CAPSocket.mtu(fd, option: L2CAPSocket.optionReceiveMTU)
     } catch {
-      Glibc.close(fd)
+      Syscall.close(fd)
       throw error
     }
     self.peer = peer.address
@@ -277,7 +277,7 @@ final class L2CAPChannelCore: Sendable {
     writer.async { [self] in
       state.withLock { state in
         if let fd = state.fd {
-          Glibc.close(fd)
+          Syscall.close(fd)
           state.fd = nil
         }
       }
@@ -339,7 +339,7 @@ final class L2CAPChannelCore: Sendable {
     let first = state.withLock { state in
       guard !state.closing else { return false }
       state.closing = true
-      if let fd = state.fd { shutdown(fd, Int32(SHUT_RDWR)) }
+      if let fd = state.fd { Syscall.shutdown(fd, Int32(SHUT_RDWR)) }
       return true
     }
     // Wakes a reader waiting for room.

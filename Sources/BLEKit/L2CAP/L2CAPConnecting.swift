@@ -67,10 +67,10 @@ extension L2CAPChannel {
     case .success where !cancelled:
       return try L2CAPChannel(fd: fd, peer: target, psm: psm)
     case .success:
-      Glibc.close(fd)
+      Syscall.close(fd)
       throw L2CAPError(.closed, "opening the L2CAP channel was cancelled")
     case .failure(let error):
-      Glibc.close(fd)
+      Syscall.close(fd)
       if cancelled { throw L2CAPError(.closed, "opening the L2CAP channel was cancelled") }
       throw describe(error, peer: peer, psm: psm)
     }
@@ -115,7 +115,7 @@ private final class PendingConnect: Sendable {
     state.withLock { state in
       guard state.open else { return }
       state.cancelled = true
-      shutdown(fd, Int32(SHUT_RDWR))
+      Syscall.shutdown(fd, Int32(SHUT_RDWR))
     }
   }
 

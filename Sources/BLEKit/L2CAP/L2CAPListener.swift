@@ -70,7 +70,7 @@ public final class L2CAPListener: Sendable, CustomStringConvertible {
       return L2CAPListener(
         psm: chosen, requiresEncryption: requireEncryption, core: ListenerCore(fd: fd))
     } catch {
-      Glibc.close(fd)
+      Syscall.close(fd)
       if error.code == .unavailable, let local {
         throw L2CAPError(
           .unavailable, "no Bluetooth adapter has the address \(local) (\(error.message))",
@@ -124,7 +124,7 @@ final class ListenerCore: Sendable {
       continuation.finish()
       state.withLock { state in
         if let fd = state.fd {
-          Glibc.close(fd)
+          Syscall.close(fd)
           state.fd = nil
         }
       }
@@ -136,7 +136,7 @@ final class ListenerCore: Sendable {
     state.withLock { state in
       guard !state.closing else { return }
       state.closing = true
-      if let fd = state.fd { shutdown(fd, Int32(SHUT_RDWR)) }
+      if let fd = state.fd { Syscall.shutdown(fd, Int32(SHUT_RDWR)) }
     }
   }
 }

@@ -1,5 +1,5 @@
-// L2CAPSocket: the only file that calls the kernel's Bluetooth socket API (Glibc): an LE
-// L2CAP SEQPACKET socket's system calls, each turned into Swift values and L2CAPError.
+// L2CAPSocket: the only file that uses the kernel's Bluetooth socket API (through Syscall): an
+// LE L2CAP SEQPACKET socket's system calls, each turned into Swift values and L2CAPError.
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -24,7 +24,7 @@ enum L2CAPSocket {
 
   /// `socket(AF_BLUETOOTH, SOCK_SEQPACKET | SOCK_CLOEXEC, BTPROTO_L2CAP)`.
   static func open() throws(L2CAPError) -> Int32 {
-    let fd = socket(
+    let fd = Syscall.socket(
       Int32(L2CAPSocketAddress.family),
       Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), protocolL2CAP)
     guard fd >= 0 else {
@@ -40,14 +40,14 @@ enum L2CAPSocket {
 
   static func bind(_ fd: Int32, _ address: L2CAPSocketAddress) throws(L2CAPError) {
     let result = address.bytes.withUnsafeBytes { raw in
-      Glibc.bind(
+      Syscall.bind(
         fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
     }
     guard result == 0 else { throw .fromErrno(errno, "bind") }
   }
 
   static func listen(_ fd: Int32, backlog: Int32 = 4) throws(L2CAPError) {
-    guard Glibc.listen(fd, backlog) == 0 else { throw .fromErrno(errno, "listen") }
+    guard Syscall.listen(fd, backlog) == 0 else { throw .fromErrno(errno, "listen") }
   }
 
   /// Blocks until a channel comes in; returns its descriptor and the peer's address.
@@ -57,12 +57,12 @@ enum L2CAPSocket {
     var client: Int32 = -1
     repeat {
       client = buffer.withUnsafeMutableBytes { raw in
-        Glibc.accept(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
+        Syscall.accept(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
       }
     } while client < 0 && errno == EINTR
     guard client >= 0 else { throw .fromErrno(errno, "accept") }
     // (accept4 is not visible through Glibc's module without _GNU_SOURCE.)
-    _ = fcntl(client, F_SETFD, FD_CLOEXEC)
+    _ = Syscall.fcntl(client, F_SETFD, FD_CLOEXEC)
     return (client, L2CAPSocketAddress(bytes: buffer))
   }
 
@@ -70,7 +70,7 @@ enum L2CAPSocket {
   /// none, and encrypts it first when the security level asks for it).
   static func connect(_ fd: Int32, _ address: L2CAPSocketAddress) throws(L2CAPError) {
     let result = address.bytes.withUnsafeBytes { raw in
-      Glibc.connect(
+      Syscall.connect(
         fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
     }
     guard result == 0 else { throw .fromErrno(errno, "connect") }
@@ -81,7 +81,7 @@ enum L2CAPSocket {
     var buffer = [UInt8](repeating: 0, count: L2CAPSocketAddress.size)
     var length = socklen_t(buffer.count)
     let result = buffer.withUnsafeMutableBytes { raw in
-      getsockname(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
+      Syscall.getsockname(fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), &length)
     }
     guard result == 0 else { throw .fromErrno(errno, "getsockname") }
     guard let address = L2CAPSocketAddress(bytes: buffer) else {
@@ -99,12 +99,13 @@ enum L2CAPSocket {
       value.tv_sec = Int(duration.components.seconds)
       value.tv_usec = Int(duration.components.attoseconds / 1_000_000_000_000)
     }
-    _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+    _ = Syscall.setsockopt(
+      fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
   }
 
   static func setSecurity(_ fd: Int32, level: UInt8) throws(L2CAPError) {
     var value: (UInt8, UInt8) = (level, 0)
-    let result = setsockopt(
+    let result = Syscall.setsockopt(
       fd, levelBluetooth, optionSecurity, &value, socklen_t(MemoryLayout<(UInt8, UInt8)>.size))
     guard result == 0 else { throw .fromErrno(errno, "setsockopt(BT_SECURITY)") }
   }
@@ -112,7 +113,9 @@ enum L2CAPSocket {
   static func security(_ fd: Int32) -> UInt8? {
     var value: (UInt8, UInt8) = (0, 0)
     var length = socklen_t(MemoryLayout<(UInt8, UInt8)>.size)
-    guard getsockopt(fd, levelBluetooth, optionSecurity, &value, &length) == 0 else { return nil }
+    guard Syscall.getsockopt(fd, levelBluetooth, optionSecurity, &value, &length) == 0 else {
+      return nil
+    }
     return value.0
   }
 
@@ -129,14 +132,14 @@ enum L2CAPSocket {
   /// default, which is slower but correct (``L2CAPChannel/receiveMTU`` tells which one holds).
   static func requestReceiveMTU(_ fd: Int32, _ mtu: UInt16) {
     var value = mtu
-    _ = setsockopt(
+    _ = Syscall.setsockopt(
       fd, levelBluetooth, optionReceiveMTU, &value, socklen_t(MemoryLayout<UInt16>.size))
   }
 
   static func mtu(_ fd: Int32, option: Int32) throws(L2CAPError) -> Int {
     var value: UInt16 = 0
     var length = socklen_t(MemoryLayout<UInt16>.size)
-    guard getsockopt(fd, levelBluetooth, option, &value, &length) == 0 else {
+    guard Syscall.getsockopt(fd, levelBluetooth, option, &value, &length) == 0 else {
       throw .fromErrno(errno, "getsockopt(MTU)")
     }
     return Int(value)
@@ -148,8 +151,8 @@ enum L2CAPSocket {
     var free: Int32 = 0
     var size: Int32 = 0
     var length = socklen_t(MemoryLayout<Int32>.size)
-    guard ioctl(fd, UInt(TIOCOUTQ), &free) == 0,
-      getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &length) == 0
+    guard Syscall.ioctl(fd, UInt(TIOCOUTQ), &free) == 0,
+      Syscall.getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, &length) == 0
     else { return nil }
     return max(0, Int(size) - Int(free))
   }
@@ -164,7 +167,7 @@ enum L2CAPSocket {
     var counters = [UInt32](repeating: 0, count: 16)
     var length = socklen_t(counters.count * MemoryLayout<UInt32>.size)
     let result = counters.withUnsafeMutableBytes {
-      getsockopt(fd, SOL_SOCKET, optionMemoryInfo, $0.baseAddress, &length)
+      Syscall.getsockopt(fd, SOL_SOCKET, optionMemoryInfo, $0.baseAddress, &length)
     }
     guard result == 0, length >= 2 * socklen_t(MemoryLayout<UInt32>.size) else { return nil }
     return (Int(counters[0]), Int(counters[1]))
@@ -174,7 +177,7 @@ enum L2CAPSocket {
   static func read(_ fd: Int32, into buffer: inout [UInt8]) -> Int {
     var count = 0
     repeat {
-      count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+      count = buffer.withUnsafeMutableBytes { Syscall.read(fd, $0.baseAddress, $0.count) }
     } while count < 0 && errno == EINTR
     return count
   }
@@ -184,7 +187,9 @@ enum L2CAPSocket {
     var count = 0
     repeat {
       // MSG_NOSIGNAL: a closed peer is an EPIPE to report, not a SIGPIPE ending the process.
-      count = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+      count = bytes.withUnsafeBytes {
+        Syscall.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+      }
     } while count < 0 && errno == EINTR
     return count
   }

@@ -96,7 +96,7 @@ final class NotifySocket: Sendable {
   func send(_ value: [UInt8]) -> SendResult {
     if isClosed { return .closed }
     let written = value.withUnsafeBytes { buffer in
-      Glibc.send(
+      Syscall.send(
         socket.rawValue, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
     }
     if written >= 0 { return .sent }
@@ -158,7 +158,7 @@ final class NotifySocket: Sendable {
     var buffer = [UInt8](repeating: 0, count: 16)
     while true {
       let count = buffer.withUnsafeMutableBytes {
-        recv(socket.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+        Syscall.recv(socket.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
       }
       if count > 0 {
         for byte in buffer[..<count] where byte == 0x01 { onConfirmation() }
