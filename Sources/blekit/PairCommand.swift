@@ -78,7 +78,7 @@ struct PairCommand: ParsableCommand {
     } catch {
       await agent.unregister()
       await manager.close()
-      throw centralCLIError(error)
+      throw exitError(error)
     }
     await agent.unregister()
     await manager.close()
