@@ -74,7 +74,7 @@ let package = Package(
     .testTarget(
       name: "BlekitCLITests",
       dependencies: [
-        "blekit", "BLEKit", "BlueZ", "Bluetooth", "DBus", "ArgumentParsing", "Sightings",
+        "blekit", "BLEKit", "BlueZ", "Bluetooth", "DBus", "ArgumentParsing", "Fleet", "Sightings",
         "TestSupport",
       ]),
   ]

@@ -96,6 +96,12 @@ public struct BluetoothError: Error, Sendable, CustomStringConvertible {
   public var underlyingName: String? { bluez?.name }
   /// bluetoothd's or the bus's own text for the error, when there was one.
   public var underlyingMessage: String? { bluez?.message }
+  /// The ATT error code the peripheral answered a read or write with, when bluetoothd passed
+  /// one on (e.g. `0x0b`, Attribute Not Long); `nil` otherwise. bluetoothd turns some ATT
+  /// errors into codes of its own instead (Read Not Permitted is ``Code/notPermitted``,
+  /// Request Not Supported ``Code/notSupported``); the others keep their ATT code here, with
+  /// ``Code/bluez``.
+  public var attErrorCode: UInt8? { bluez?.attErrorCode }
 
   /// An error with a code and a one-line message.
   public init(_ code: Code, _ message: String) {

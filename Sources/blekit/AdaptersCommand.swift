@@ -57,7 +57,7 @@ struct AdaptersCommand: ParsableCommand {
     do {
       manager = try await CentralManager.open(adapter: adapter)
     } catch {
-      throw centralCLIError(error)
+      throw exitError(error)
     }
     do {
       if let power {
@@ -77,7 +77,7 @@ struct AdaptersCommand: ParsableCommand {
       printLine(json ? JSON.text(.array(rows.map(Self.json))) : Self.table(rows))
     } catch {
       await manager.close()
-      throw centralCLIError(error)
+      throw exitError(error)
     }
   }
 

@@ -275,19 +275,16 @@ struct AdvertiseCommand: ParsableCommand {
     do {
       manager = try await PeripheralManager.open(adapter: adapter)
     } catch {
-      throw Self.cliError(error)
+      throw exitError(error)
     }
     // Before anything is registered: an advertisement that cannot fit fails here, with its
     // sizes, against the adapter's limit.
     do {
       let limit = try await manager.advertisingCapabilities().advertisingDataLimit
       _ = try payload.validateLegacySize(limit: limit)
-    } catch let error as AdvertisementTooLarge {
-      await manager.close()
-      throw CLIError(.advertisementTooLarge, error.description)
     } catch {
       await manager.close()
-      throw Self.cliError(error)
+      throw exitError(error)
     }
     var agent: PairingAgent?
     if let pairing {
@@ -332,7 +329,7 @@ struct AdvertiseCommand: ParsableCommand {
     } catch {
       await agent?.unregister()
       await manager.close()
-      throw Self.cliError(error)
+      throw exitError(error)
     }
     await agent?.unregister()
     await manager.close()
@@ -438,24 +435,6 @@ struct AdvertiseCommand: ParsableCommand {
     outcome.advertisingStopped = released.isSet
     if released.isSet { report.line("bluetoothd stopped the advertisement") }
     return outcome
-  }
-
-  /// Maps the peripheral's errors to exit statuses.
-  static func cliError(_ error: any Error) -> any Error {
-    guard let error = error as? BluetoothError else { return error }
-    let status: ExitStatus
-    switch error.code {
-    case .closed: return CancellationError()
-    case .busLost: return CLIError(.bluetoothUnavailable, busLostLine)
-    case .advertisementTooLarge: status = .advertisementTooLarge
-    case .serviceUnavailable, .bus: status = .bluetoothUnavailable
-    case .adapterNotFound: status = .adapterNotFound
-    case .unauthorized, .notPermitted: status = .permissionDenied
-    case .timeout: status = .timedOut
-    case .notReady, .notSubscribed, .valueTooLong: status = .failure
-    default: status = .remoteError
-    }
-    return CLIError(status, error.message)
   }
 }
 

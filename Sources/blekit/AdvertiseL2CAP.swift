@@ -15,7 +15,7 @@ extension AdvertiseCommand {
     do {
       manager = try await PeripheralManager.open(adapter: adapter)
     } catch {
-      throw Self.cliError(error)
+      throw exitError(error)
     }
     var agent: PairingAgent?
     var sends = 0
@@ -29,7 +29,7 @@ extension AdvertiseCommand {
     } catch {
       await agent?.unregister()
       await manager.close()
-      throw l2capCLIError(Self.cliError(error))
+      throw exitError(error)
     }
     await agent?.unregister()
     await manager.close()

@@ -1,5 +1,5 @@
-// Shared by the central-side commands: opening a powered central, exit statuses for
-// BluetoothError, JSON text, wall-clock time, and writing to standard error.
+// Shared by the central-side commands: opening a powered central, JSON text, wall-clock time,
+// and writing to standard error.
 
 import ArgumentParsing
 import BLEKit
@@ -8,26 +8,20 @@ import BLEKit
   import Glibc
 #endif
 
-/// The one line every command ends with when the system bus goes away (exit status 4).
-let busLostLine = "lost the connection to the system bus"
-
 /// Opens a central on `adapter` (`nil`: bluetoothd's first adapter) and requires it powered on,
-/// the way every central-side command starts; a failure is mapped to the exit status table by
-/// `mapError` (`centralCLIError` unless the command has its own).
-func openPoweredCentral(
-  adapter: String?, mapError: (any Error) -> any Error = centralCLIError
-) async throws -> CentralManager {
+/// the way every central-side command starts; a failure is mapped by ``exitError(_:)``.
+func openPoweredCentral(adapter: String?) async throws -> CentralManager {
   let manager: CentralManager
   do {
     manager = try await CentralManager.open(adapter: adapter)
   } catch {
-    throw mapError(error)
+    throw exitError(error)
   }
   do {
     try await manager.requirePoweredOn()
   } catch {
     await manager.close()
-    throw mapError(error)
+    throw exitError(error)
   }
   return manager
 }
@@ -39,52 +33,6 @@ func parseTransferDeadlines(deadline: Duration, idleTimeout: Duration) throws(Us
   guard deadline > .zero else { throw .invalid("--deadline must be more than 0 seconds") }
   guard idleTimeout > .zero else { throw .invalid("--idle-timeout must be more than 0 seconds") }
   return TransferDeadlines(deadline: deadline, idleTimeout: idleTimeout)
-}
-
-/// Maps an error from the central side to the exit status table.
-func centralCLIError(_ error: any Error) -> any Error {
-  switch error {
-  case let error as BluetoothError where error.code == .busLost:
-    // The same line whichever call or stream noticed first.
-    return CLIError(.bluetoothUnavailable, busLostLine)
-  case let error as BluetoothError where error.code == .transferInterrupted:
-    switch error.interruptedTransfer?.cause {
-    case .busLost?:
-      let bytes = error.interruptedTransfer?.bytesReceived ?? 0
-      return CLIError(
-        .bluetoothUnavailable, "\(busLostLine); the transfer was cut after \(bytes) bytes")
-    case .adapterNotFound?:
-      // The message ends with the cause's: "(adapter hci0 was removed)".
-      return CLIError(.adapterNotFound, error.message)
-    default:
-      return CLIError(.disconnected, error.message)
-    }
-  case let error as BluetoothError:
-    let status: ExitStatus
-    switch error.code {
-    case .serviceUnavailable: status = .bluetoothUnavailable
-    case .unauthorized: status = .permissionDenied
-    case .adapterNotFound: status = .adapterNotFound
-    case .timeout: status = .timedOut
-    case .disconnected: status = .disconnected
-    case .cancelled: return CancellationError()
-    case .notPermitted: status = .permissionDenied
-    case .passiveScanUnavailable: status = .passiveScanUnavailable
-    case .poweredOff, .scanInProgress, .peripheralNotFound, .system: status = .failure
-    default: status = .remoteError
-    }
-    return CLIError(status, error.message)
-  case let error as TransferError:
-    switch error {
-    case .orderNotGuaranteed, .chunksMayBeLost, .lengthMismatch, .checksumMismatch, .malformedFrame,
-      .unsupportedVersion:
-      return CLIError(.unverified, error.description)
-    default:
-      return CLIError(.failure, error.description)
-    }
-  default:
-    return error
-  }
 }
 
 /// Says on standard error how many discoveries a scan dropped because its output could not

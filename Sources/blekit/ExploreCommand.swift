@@ -68,7 +68,7 @@ struct ExploreCommand: ParsableCommand {
       do {
         tree = try await peripheral.explore(reads: .all)
       } catch {
-        throw gattCLIError(error)
+        throw exitError(error)
       }
       let device = ExploredDevice(
         address: peripheral.identifier.address,

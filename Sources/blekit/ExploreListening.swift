@@ -30,7 +30,7 @@ extension ExploreCommand {
           streams.append((explored.service, item.characteristic, stream))
         } catch {
           if error.code == .cancelled || Task.isCancelled { break }
-          if error.code == .disconnected { throw gattCLIError(error) }
+          if error.code == .disconnected { throw exitError(error) }
           printLine(
             json
               ? JSON.text(subscribeErrorJSON(item.characteristic, error))

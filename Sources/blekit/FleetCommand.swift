@@ -77,11 +77,7 @@ struct FleetCommand: ParsableCommand {
     do throws(FleetError) {
       subscriber = try await FleetSubscriber.connect(broker, filter: topic)
     } catch {
-      switch error.code {
-      case .invalidURL: throw CLIError(.usage, "--mqtt: \(error.message)")
-      case .invalidSetting: throw CLIError(.failure, "mqtt: \(error.message)")
-      case .unreachable, .refused: throw CLIError(.brokerUnavailable, error.message)
-      }
+      throw exitError(error)
     }
     let brokerName = subscriber.broker
     if standardErrorIsTerminal {

@@ -1,5 +1,5 @@
 // Shared by the GATT commands (explore, read, write, notify): naming the device and the
-// characteristic, connecting with one deadline, cleaning up, value rendering, exit statuses.
+// characteristic, connecting with one deadline, cleaning up, value rendering.
 
 import ArgumentParsing
 import BLEKit
@@ -91,21 +91,6 @@ func spacedHex(_ value: [UInt8]) -> String {
 /// A UUID the short way (`2a00` for a SIG alias, else the full form).
 func uuidLabel(_ uuid: BluetoothUUID) -> String { uuid.shortString }
 
-/// Maps errors of the GATT commands to the exit status table: attributes not found (10) and
-/// operations a characteristic does not allow (11) get their own statuses; the rest as for the
-/// other central commands.
-func gattCLIError(_ error: any Error) -> any Error {
-  if let error = error as? BluetoothError {
-    switch error.code {
-    case .attributeNotFound: return CLIError(.notFound, error.message)
-    case .notSupported: return CLIError(.notSupported, error.message)
-    case .peripheralNotFound: return CLIError(.timedOut, error.message)
-    default: break
-    }
-  }
-  return centralCLIError(error)
-}
-
 /// An open connection to one peripheral for a GATT command, and how to undo it.
 struct GattSession: Sendable {
   let manager: CentralManager
@@ -125,7 +110,7 @@ struct GattSession: Sendable {
   ) async throws -> GattSession {
     let deadline = ContinuousClock.now + timeout
     func remaining() -> Duration { max(deadline - .now, .milliseconds(1)) }
-    let manager = try await openPoweredCentral(adapter: adapter, mapError: gattCLIError)
+    let manager = try await openPoweredCentral(adapter: adapter)
     do {
       progress("finding \(target) on \(await manager.adapterName)")
       var identifier = try await manager.find(target, timeout: remaining())
@@ -143,7 +128,7 @@ struct GattSession: Sendable {
       return GattSession(manager: manager, peripheral: peripheral, connectedHere: !wasConnected)
     } catch {
       await shielded { await manager.close() }
-      throw gattCLIError(error)
+      throw exitError(error)
     }
   }
 
@@ -171,7 +156,7 @@ struct GattSession: Sendable {
       throw CLIError(
         .notFound, "\(peripheral.identifier) has no characteristic \(uuidLabel(uuid))\(place)")
     } catch {
-      throw gattCLIError(error)
+      throw exitError(error)
     }
   }
 
@@ -183,7 +168,7 @@ struct GattSession: Sendable {
     do {
       found = try await peripheral.descriptors(for: characteristic).first { $0.uuid == uuid }
     } catch {
-      throw gattCLIError(error)
+      throw exitError(error)
     }
     guard let found else {
       throw CLIError(

@@ -76,7 +76,7 @@ struct L2CAPListenCommand: ParsableCommand {
     do {
       manager = try await PeripheralManager.open(adapter: adapter)
     } catch {
-      throw AdvertiseCommand.cliError(error)
+      throw exitError(error)
     }
     do {
       let listener = try await publishAndAdvertise(
@@ -92,7 +92,7 @@ struct L2CAPListenCommand: ParsableCommand {
       channel.close()
     } catch {
       await manager.close()
-      throw l2capCLIError(AdvertiseCommand.cliError(error))
+      throw exitError(error)
     }
     await manager.close()
   }
@@ -199,7 +199,7 @@ struct L2CAPConnectCommand: ParsableCommand {
     } catch {
       await connected?.disconnectOnExit()
       await manager.close()
-      throw l2capCLIError(error)
+      throw exitError(error)
     }
     await connected?.disconnectOnExit()
     await manager.close()

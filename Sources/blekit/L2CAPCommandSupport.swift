@@ -1,6 +1,6 @@
 // Shared by the L2CAP commands (l2cap listen/connect, advertise --l2cap, receive --l2cap):
-// exit statuses for L2CAP errors, standard input as chunks, a progress line, and the pipe
-// between standard input/output and a channel.
+// standard input as chunks, a progress line, and the pipe between standard input/output and
+// a channel.
 
 import ArgumentParsing
 import BLEKit
@@ -10,38 +10,6 @@ import Synchronization
 #if canImport(Glibc)
   import Glibc
 #endif
-
-/// Maps L2CAP and framed-message errors to the exit status table; others go on unchanged.
-func l2capCLIError(_ error: any Error) -> any Error {
-  switch error {
-  case let error as L2CAPError:
-    let status: ExitStatus
-    switch error.code {
-    case .refused: status = .notFound
-    case .timedOut: status = .timedOut
-    case .linkLost, .closed: status = .disconnected
-    case .insufficientSecurity, .permissionDenied: status = .permissionDenied
-    case .addressInUse, .tooLarge: status = .failure
-    case .unavailable: status = .adapterNotFound
-    default: status = .failure
-    }
-    return CLIError(status, error.message)
-  case let error as L2CAPMessageError:
-    switch error {
-    case .cut, .timedOut:
-      // A transfer a limit ended is cut short too (exit 7), as a GATT transfer's silence is.
-      return CLIError(.disconnected, "\(error); nothing was printed")
-    case .notAMessage, .trailingBytes, .checksumMismatch:
-      return CLIError(.unverified, "\(error); nothing was printed")
-    case .tooLarge:
-      return CLIError(.failure, error.description)
-    case .notAcknowledged:
-      return CLIError(.disconnected, error.description)
-    }
-  default:
-    return centralCLIError(error)
-  }
-}
 
 /// Parses `--psm`: an LE PSM, 1-255 (decimal or 0x..).
 func parsePSM(_ value: UInt16?) throws(UsageError) -> L2CAPPSM? {
@@ -186,7 +154,7 @@ func pipeStandardStreams(
   // says they may be wrong (with an error, the line says so too).
   let nearlyFull = channel.receiveQueueNearlyFull
   if case .failure(let error) = result {
-    var failure = l2capCLIError(error)
+    var failure = exitError(error)
     if nearlyFull > 0, var line = failure as? CLIError {
       line.exitMessage +=
         "; the kernel's receive queue had also been nearly full (\(nearlyFull) reads), so what "

@@ -164,11 +164,7 @@ final class MQTTGateway: Sendable {
       }
       return MQTTGateway(publisher: publisher)
     } catch {
-      switch error.code {
-      case .invalidURL: throw CLIError(.usage, "--mqtt: \(error.message)")
-      case .invalidSetting: throw CLIError(.failure, "mqtt: \(error.message)")
-      case .unreachable, .refused: throw CLIError(.brokerUnavailable, error.message)
-      }
+      throw exitError(error)
     }
   }
 

@@ -141,7 +141,7 @@ struct MonitorCommand: ParsableCommand {
       scan = try await manager.scan(options, onInterruption: noteScanInterruption)
     } catch {
       await manager.close()
-      throw centralCLIError(error)
+      throw exitError(error)
     }
     let adapterName = await manager.adapterName
     let gateway: MQTTGateway?
@@ -180,7 +180,7 @@ struct MonitorCommand: ParsableCommand {
     await manager.close()
     noteDroppedDiscoveries(scan)
     if let error = ending.error {
-      throw centralCLIError(error)
+      throw exitError(error)
     }
   }
 

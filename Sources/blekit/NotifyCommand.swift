@@ -83,7 +83,7 @@ struct NotifyCommand: ParsableCommand {
       do {
         stream = try await session.peripheral.notifications(for: found)
       } catch {
-        throw gattCLIError(error)
+        throw exitError(error)
       }
       subscription = stream
       report("subscribed to \(uuidLabel(characteristic)) on \(session.peripheral.identifier)")
@@ -130,7 +130,7 @@ struct NotifyCommand: ParsableCommand {
         } catch is CancellationError {
           return .cancelled
         } catch {
-          throw gattCLIError(error)
+          throw exitError(error)
         }
         // The stream ends without an error only when the listening task is cancelled.
         return .cancelled

@@ -80,7 +80,7 @@ struct PairCommand: ParsableCommand {
       watchdog.phase = "cleaning up after: \(error)"
       await agent.unregister()
       await manager.close()
-      throw centralCLIError(error)
+      throw exitError(error)
     }
     watchdog.phase = "unregistering the agent and closing"
     await agent.unregister()

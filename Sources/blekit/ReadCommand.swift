@@ -54,19 +54,21 @@ struct ReadCommand: ParsableCommand {
   /// The most bytes an attribute value holds (Core spec, ATT): a read never returns more.
   static let attributeValueLimit = 512
 
+  /// ATT's Attribute Not Long error code (Core Vol 3 Part F 3.4.1.1).
+  static let attributeNotLong: UInt8 = 0x0b
+
   /// A read's failure in plain words where bluetoothd's are cryptic: a peer that answers a
   /// read blob with "Attribute Not Long" (ATT error 0x0b) fails bluetoothd 5.66's long read of
   /// a value of exactly MTU - 1 bytes.
   static func explain(_ error: any Error, mtu: Int) -> any Error {
-    let text = "\(error)"
-    if text.contains("ATT error: 0x0b") {
+    if (error as? BluetoothError)?.attErrorCode == attributeNotLong {
       return CLIError(
         .remoteError,
         "the peer answered \"Attribute Not Long\" (ATT error 0x0b) when bluetoothd read on "
           + "past the first \(mtu - 1) bytes: bluetoothd 5.66 treats that answer as a failure, "
           + "so a value of exactly MTU - 1 = \(mtu - 1) bytes cannot be read through it")
     }
-    return gattCLIError(error)
+    return exitError(error)
   }
 
   func run() async throws {
@@ -80,7 +82,7 @@ struct ReadCommand: ParsableCommand {
         do {
           value = try await session.peripheral.readValue(for: target)
         } catch {
-          throw gattCLIError(error)
+          throw exitError(error)
         }
         await session.close()
         writeStandardOutput(format.render(value))

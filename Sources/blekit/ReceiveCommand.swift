@@ -164,7 +164,7 @@ struct ReceiveCommand: ParsableCommand {
             + "pass --accept-unordered to print it anyway")
       } catch {
         progress.finish()
-        throw centralCLIError(error)
+        throw exitError(error)
       }
       progress.finish()
       if json {

@@ -18,13 +18,13 @@ extension ReceiveCommand {
           .peripheral
       }
     } catch {
-      throw centralCLIError(error)
+      throw exitError(error)
     }
     let peripheral: Peripheral
     do {
       peripheral = try await manager.connect(to: peer, timeout: max(deadline - .now, .seconds(1)))
     } catch {
-      throw centralCLIError(error)
+      throw exitError(error)
     }
     let progress = ProgressLine(verb: "received")
     let message: [UInt8]
@@ -55,7 +55,7 @@ extension ReceiveCommand {
     } catch {
       progress.finish()
       await peripheral.disconnectOnExit()
-      throw l2capCLIError(error)
+      throw exitError(error)
     }
     await peripheral.disconnectOnExit()
     if json {

@@ -152,7 +152,7 @@ struct ScanCommand: ParsableCommand {
       await manager.close()
       await gateway?.finish()
       noteDroppedDiscoveries(discoveries)
-      throw centralCLIError(error)
+      throw exitError(error)
     }
     live?.stopRedrawing()
     await manager.close()

@@ -89,7 +89,7 @@ struct ServeCommand: ParsableCommand {
     do {
       manager = try await PeripheralManager.open(adapter: adapter)
     } catch {
-      throw AdvertiseCommand.cliError(error)
+      throw exitError(error)
     }
     var tasks: [Task<Void, Never>] = []
     do {
@@ -101,7 +101,7 @@ struct ServeCommand: ParsableCommand {
       try await manager.startAdvertising(profile.advertisement.payload)
     } catch {
       await manager.close()
-      throw AdvertiseCommand.cliError(error)
+      throw exitError(error)
     }
     output.status(
       "serving",

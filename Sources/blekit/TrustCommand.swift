@@ -48,7 +48,7 @@ struct TrustCommand: ParsableCommand {
       printLine("\(address): " + PairCommand.describe(state))
     } catch {
       await manager.close()
-      throw centralCLIError(error)
+      throw exitError(error)
     }
     await manager.close()
   }

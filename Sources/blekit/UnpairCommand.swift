@@ -47,7 +47,7 @@ struct UnpairCommand: ParsableCommand {
       printLine("removed \(address)" + (state.paired ? " and its keys" : " (it was not paired)"))
     } catch {
       await manager.close()
-      throw centralCLIError(error)
+      throw exitError(error)
     }
     await manager.close()
   }

@@ -105,7 +105,7 @@ struct WriteCommand: ParsableCommand {
         do {
           try await session.peripheral.writeValue(value, for: target)
         } catch {
-          throw gattCLIError(error)
+          throw exitError(error)
         }
         await session.close()
         return
@@ -134,7 +134,7 @@ struct WriteCommand: ParsableCommand {
           }
         }
       } catch {
-        throw gattCLIError(error)
+        throw exitError(error)
       }
       await session.close()
     } catch {

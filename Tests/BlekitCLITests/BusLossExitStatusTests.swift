@@ -11,52 +11,50 @@ import Testing
 @Suite struct BusLossExitStatusTests {
   private func report(_ error: any Error) -> ErrorReport { ErrorReport(error) }
 
-  @Test func centralCommandsExitFour() {
+  @Test func commandsExitFour() {
     let lost = BluetoothError(.busLost, "lost the connection to the system bus")
-    #expect(report(centralCLIError(lost)).status == .bluetoothUnavailable)
-    #expect(report(centralCLIError(lost)).message == "lost the connection to the system bus")
-    // GATT commands share the mapping.
-    #expect(report(gattCLIError(lost)).status == .bluetoothUnavailable)
+    #expect(report(exitError(lost)).status == .bluetoothUnavailable)
+    #expect(report(exitError(lost)).message == "lost the connection to the system bus")
     // A call that failed on the lost connection, wrapped on the way up.
     let call = BluetoothError(
       BlueZError(.busLost, "lost the connection to the bus"), while: "reading a value")
     #expect(call.code == .busLost)
-    #expect(report(centralCLIError(call)).status == .bluetoothUnavailable)
+    #expect(report(exitError(call)).status == .bluetoothUnavailable)
     // One line, whichever call noticed first.
-    #expect(report(centralCLIError(call)).message == "lost the connection to the system bus")
+    #expect(report(exitError(call)).message == "lost the connection to the system bus")
   }
 
   @Test func aTransferCutByTheBusLossExitsFour() {
     let cut = BluetoothError.transferInterrupted(
       bytesReceived: 40, chunksReceived: 2,
       cause: BluetoothError(.busLost, "lost the connection to the system bus"))
-    let mapped = report(centralCLIError(cut))
+    let mapped = report(exitError(cut))
     #expect(mapped.status == .bluetoothUnavailable)
     #expect(mapped.message.contains("cut after 40 bytes"))
     #expect(mapped.message.contains("system bus"))
     let byPeer = BluetoothError.transferInterrupted(
       bytesReceived: 40, chunksReceived: 2, cause: BluetoothError(.disconnected, "gone"))
-    #expect(report(centralCLIError(byPeer)).status == .disconnected)
+    #expect(report(exitError(byPeer)).status == .disconnected)
     #expect(byPeer.code == .transferInterrupted)
     #expect(byPeer.interruptedTransfer?.cause == .disconnected)
     #expect(byPeer.message.hasPrefix("transfer cut before the end of the message after 40 bytes"))
     // Silence past the idle timeout is a cut too (exit 7), not a timeout of the command (3).
     let silent = BluetoothError.transferInterrupted(
       bytesReceived: 0, chunksReceived: 0, cause: BluetoothError(.timeout, "no notification"))
-    #expect(report(centralCLIError(silent)).status == .disconnected)
+    #expect(report(exitError(silent)).status == .disconnected)
     // The adapter removed under the transfer: exit 3, as for any missing adapter.
     let removed = BluetoothError.transferInterrupted(
       bytesReceived: 512, chunksReceived: 1,
       cause: BluetoothError(.adapterNotFound, "adapter hci0 was removed"))
-    #expect(report(centralCLIError(removed)).status == .adapterNotFound)
-    #expect(report(centralCLIError(removed)).message.hasSuffix("(adapter hci0 was removed)"))
+    #expect(report(exitError(removed)).status == .adapterNotFound)
+    #expect(report(exitError(removed)).message.hasSuffix("(adapter hci0 was removed)"))
   }
 
-  @Test func advertiseExitsFour() {
-    // E.g. supervise() called just as the bus went away: "the connection is closed".
+  @Test func aPeripheralErrorExitsFourToo() {
+    // E.g. advertise's supervise() called just as the bus went away: "the connection is closed".
     let lost = BluetoothError.bluez(BlueZError(.busLost, "the connection is closed"))
-    #expect(report(AdvertiseCommand.cliError(lost)).status == .bluetoothUnavailable)
+    #expect(report(exitError(lost)).status == .bluetoothUnavailable)
     #expect(
-      report(AdvertiseCommand.cliError(lost)).message == "lost the connection to the system bus")
+      report(exitError(lost)).message == "lost the connection to the system bus")
   }
 }

@@ -143,7 +143,7 @@ import Testing
 
   @Test func errorsMapToDistinctStatuses() {
     func status(_ error: any Error) -> ArgumentParsing.ExitStatus {
-      ErrorReport(gattCLIError(error)).status
+      ErrorReport(exitError(error)).status
     }
     #expect(status(BluetoothError(.attributeNotFound, "gone")) == .notFound)
     #expect(status(BluetoothError(.notSupported, "no notify")) == .notSupported)
@@ -315,12 +315,23 @@ import Testing
 
 @Suite struct ReadErrorWordingTests {
   @Test func attributeNotLongIsExplained() throws {
-    let error = BluetoothError(.bluez, "Operation failed with ATT error: 0x0b")
+    // As bluetoothd 5.66 answers a failed ReadValue: the ATT code only in the text.
+    func failed(_ text: String) -> BluetoothError {
+      BluetoothError(
+        BlueZError(.failed, text, name: "org.bluez.Error.Failed"), while: "reading 2a00")
+    }
+    let error = failed("Operation failed with ATT error: 0x0b")
+    #expect(error.attErrorCode == 0x0b)
     let explained = try #require(ReadCommand.explain(error, mtu: 185) as? CLIError)
     #expect(explained.exitStatus == .remoteError)
     #expect(explained.exitMessage.contains("Attribute Not Long"))
     #expect(explained.exitMessage.contains("184 bytes"))
-    let other = ReadCommand.explain(BluetoothError(.bluez, "ATT error: 0x02"), mtu: 185)
+    let other = ReadCommand.explain(failed("Operation failed with ATT error: 0x0e"), mtu: 185)
     #expect((other as? CLIError)?.exitMessage.contains("Attribute Not Long") == false)
+    #expect((other as? CLIError)?.exitStatus == .remoteError)
+    // The words alone, without bluetoothd's error under them, are not an ATT code.
+    let words = BluetoothError(.bluez, "Operation failed with ATT error: 0x0b")
+    #expect(words.attErrorCode == nil)
+    #expect((ReadCommand.explain(words, mtu: 185) as? CLIError)?.exitMessage == words.message)
   }
 }

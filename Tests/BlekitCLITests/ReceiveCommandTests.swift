@@ -75,10 +75,10 @@ import Testing
       .orderNotGuaranteed("EATT"), .checksumMismatch(message: 1, expected: 1, actual: 2),
       .lengthMismatch(message: 1, expected: 3, actual: 2), .malformedFrame("short"),
     ] {
-      #expect((centralCLIError(error) as? CLIError)?.exitStatus == .unverified)
+      #expect((exitError(error) as? CLIError)?.exitStatus == .unverified)
     }
     #expect(
-      (centralCLIError(TransferError.messageTooLarge(limit: 9)) as? CLIError)?.exitStatus
+      (exitError(TransferError.messageTooLarge(limit: 9)) as? CLIError)?.exitStatus
         == .failure)
   }
 }

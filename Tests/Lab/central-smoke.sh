@@ -177,7 +177,7 @@ wait "$adv" 2>/dev/null
 # receive runs on a pty (script(1)), stdout to a file, so that its progress line ("received N
 # bytes", drawn on a terminal once a transfer has run for 1 s) shows when bytes flow; the
 # advertiser is killed then, not merely once connected (a kill before the subscription is a
-# different fault: the service vanishes, exit 8).
+# different fault: the service vanishes, exit 10, no such service).
 head -c 300000 /dev/urandom | base64 -w 0 | head -c 262144 >"$OUT/cut.msg"
 script -qfec "$BLEKIT receive -a hci0 --timeout 30 >$OUT/cut.out" "$OUT/cut.err" \
   >/dev/null 2>&1 &

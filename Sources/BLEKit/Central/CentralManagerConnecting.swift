@@ -44,14 +44,9 @@ public struct ConnectRetryPolicy: Sendable, Hashable {
     switch bluez.code {
     case .inProgress, .connectionAttemptFailed, .notReady:
       return true
-    case .failed, .other:
-      let message = bluez.message.lowercased()
-      return [
-        "abort-by-local", "connection abort", "le-connection-abort", "connection refused",
-        "connect-failed", "timeout", "timed out",
-      ].contains { message.contains($0) }
     default:
-      return false
+      // bluetoothd says which failure in the text of org.bluez.Error.Failed only.
+      return bluez.isTransientConnectFailure
     }
   }
 }

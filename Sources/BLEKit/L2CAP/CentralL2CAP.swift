@@ -22,7 +22,7 @@ extension Peripheral {
     var stale: RemoteCharacteristic?
     do throws(BluetoothError) {
       return try await readL2CAPPSM(noting: &stale)
-    } catch  where error.message.contains(Self.invalidHandleText) {
+    } catch  where error.attErrorCode == Self.invalidHandle {
       guard let stale else { throw error }
       if await !waitUntilReplaced(stale, within: .seconds(2)) {
         try? await manager.disconnect(identifier)
@@ -33,7 +33,7 @@ extension Peripheral {
       var again: RemoteCharacteristic?
       do throws(BluetoothError) {
         return try await readL2CAPPSM(noting: &again, failed: stale.path)
-      } catch  where error.message.contains(Self.invalidHandleText) {
+      } catch  where error.attErrorCode == Self.invalidHandle {
         throw BluetoothError(
           error.code,
           "\(error.message) (again after reconnecting: bluetoothd's cache of \(identifier)'s "
@@ -44,9 +44,9 @@ extension Peripheral {
     }
   }
 
-  /// How bluetoothd words ATT's Invalid Handle (0x01) in a failed read's error message (BlueZ
-  /// passes ATT errors on only as text: "Operation failed with ATT error: 0x01").
-  static let invalidHandleText = "ATT error: 0x01"
+  /// ATT's Invalid Handle error code (Core Vol 3 Part F 3.4.1.1), as a failed read's
+  /// ``BluetoothError/attErrorCode``.
+  static let invalidHandle: UInt8 = 0x01
 
   /// Waits until bluetoothd removed `characteristic`'s object or added another with its UUID
   /// under this peripheral, at most `limit`; whether it did.
