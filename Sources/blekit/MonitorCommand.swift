@@ -1,4 +1,4 @@
-// `blekit monitor`: a contact monitor (seed 004): scan with duplicates, decode one company's
+// `blekit monitor`: a contact monitor (FolkBears'): scan with duplicates, decode one company's
 // manufacturer data (FolkBears' TempUserId by default) or count a service's advertisers, and
 // print per-ID statistics at the end.
 

@@ -219,8 +219,9 @@ extension CentralManager {
         try await adapter.startDiscovery()
       } catch  where error.code == .timeout {
         // bluetoothd 5.66 answers only one of several StartDiscovery calls that wait for the
-        // same start (seen in the lab with three scans started at once); the others' sessions
-        // are registered and run, unanswered. The adapter's Discovering tells.
+        // same start (src/adapter.c keeps one pending caller per adapter, the latest); the
+        // others' sessions are registered and run, unanswered. The adapter's Discovering
+        // tells.
         guard await adapterBecomesDiscovering(adapter.path, within: Self.startDiscoveryLimit)
         else { throw error }
       }
