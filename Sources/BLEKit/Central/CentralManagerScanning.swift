@@ -218,10 +218,10 @@ extension CentralManager {
         try await adapter.setDiscoveryFilter(options.discoveryFilter)
         try await adapter.startDiscovery()
       } catch  where error.code == .timeout {
-        // bluetoothd 5.66 answers only one of several StartDiscovery calls that wait for the
-        // same start (src/adapter.c keeps one pending caller per adapter, the latest); the
-        // others' sessions are registered and run, unanswered. The adapter's Discovering
-        // tells.
+        // bluetoothd (5.66, 5.82) answers only one of several StartDiscovery calls that wait
+        // for the same start (src/adapter.c keeps one pending caller per adapter, the
+        // latest); the others' sessions are registered and run, unanswered. The adapter's
+        // Discovering tells.
         guard await adapterBecomesDiscovering(adapter.path, within: Self.startDiscoveryLimit)
         else { throw error }
       }

@@ -113,9 +113,9 @@ public struct TransferCentral: Sendable {
   /// advertising switches on misses one that does so in that moment. Nor does a restart help
   /// on a real controller: Linux enables LE scanning with the controller's duplicate filter,
   /// which each enable resets, and ends an LE-only discovery after 10.24 s
-  /// (`DISCOV_LE_TIMEOUT`); bluetoothd 5.66 then starts it again at once for a client with a
-  /// discovery filter (this scan sets one), so every advertiser in range is reported again at
-  /// least that often.
+  /// (`DISCOV_LE_TIMEOUT`); bluetoothd (5.66, 5.82) then starts it again at once for a client
+  /// with a discovery filter (this scan sets one), so every advertiser in range is reported
+  /// again at least that often.
   public func findPeer(rssi: RSSIFilter = .none, timeout: Duration) async throws -> Discovery {
     await manager.removeCachedPeripherals()
     let scan = try await manager.scan(

@@ -92,10 +92,10 @@ public final class TransferPeripheral: Sendable {
   public func publish(localName: String? = nil) async throws(BluetoothError) {
     try await manager.add(service)
     // General discoverable (Flags 0x06), as CoreBluetooth advertises: during a discovery
-    // without a filter (bluetoothctl's `scan on`), bluetoothd creates no device for an LE
+    // without a filter (bluetoothctl's `scan on`), bluetoothd reports nothing of an LE
     // advertiser whose Flags lack General or Limited Discoverable (src/adapter.c,
-    // device_is_discoverable, 5.66; later releases keep it as main.conf's
-    // FilterDiscoverable, default true).
+    // device_is_discoverable: 5.66 creates no device for it; 5.82 creates one for a
+    // connectable advertiser, without its advertised data).
     try await manager.startAdvertising(
       AdvertisingPayload(
         discoverable: true, serviceUUIDs: [BlekitUUID.transferService], localName: localName))
