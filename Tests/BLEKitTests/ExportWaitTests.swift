@@ -49,14 +49,14 @@ struct ExportWaitTests {
           lookups += 1
           return peripheral.resolvedServices([Self.heartRate])
         }, isComplete: { !$0.isEmpty },
-        wait: Peripheral.ExportWait(quiet: nil, limit: .seconds(10)))
+        wait: Peripheral.ExportWait(quiet: nil, limit: .seconds(30)))
       let waited = Self.clock.now - start
       #expect(found.map(\.uuid) == [Self.heartRate])
       // One look before the wait, one once changes are heard, one at the service's export;
       // none on a timer (a 50 ms poll looked about 12 times in these 600 ms).
       #expect(lookups == 3)
-      // Ended by the export, long before the limit.
-      #expect(waited < .seconds(5))
+      // Ended by the export, long before the limit (bounds loose for a loaded machine).
+      #expect(waited < .seconds(15))
       try await export.value
     }
   }
@@ -75,7 +75,7 @@ struct ExportWaitTests {
       #expect(found.count == 0)
       #expect(lookups == 2)
       #expect(waited >= .seconds(1))
-      #expect(waited < .seconds(3))
+      #expect(waited < .seconds(10))
     }
   }
 
@@ -92,12 +92,12 @@ struct ExportWaitTests {
             peripheral.resolvedCharacteristics([Self.measurement], of: $0)
           }
         }, isComplete: { !$0.isEmpty },
-        wait: Peripheral.ExportWait(quiet: .seconds(1), limit: .milliseconds(2500)))
+        wait: Peripheral.ExportWait(quiet: .milliseconds(1500), limit: .seconds(3)))
       let waited = Self.clock.now - start
       #expect(found.count == 0)
-      // Each export restarted the quiet second, so the limit ended the wait.
-      #expect(waited >= .milliseconds(2500))
-      #expect(waited < .seconds(4))
+      // Each export restarted the quiet period, so the limit ended the wait.
+      #expect(waited >= .seconds(3))
+      #expect(waited < .seconds(12))
       #expect(lookups > 2)
     }
   }
@@ -130,7 +130,7 @@ struct ExportWaitTests {
       #expect(found.count == 0)
       // 400 ms to the export, then a quiet second.
       #expect(waited >= .milliseconds(1400))
-      #expect(waited < .seconds(5))
+      #expect(waited < .seconds(10))
       #expect(lookups == 3)
       try await export.value
     }
@@ -147,11 +147,11 @@ struct ExportWaitTests {
       let start = Self.clock.now
       let found = await peripheral.lookingUntilExported(
         { peripheral.resolvedServices([Self.heartRate]) }, isComplete: { !$0.isEmpty },
-        wait: Peripheral.ExportWait(quiet: nil, limit: .seconds(10)))
+        wait: Peripheral.ExportWait(quiet: nil, limit: .seconds(30)))
       let waited = Self.clock.now - start
       #expect(found.count == 0)
       #expect(waited >= .milliseconds(300))
-      #expect(waited < .seconds(5))
+      #expect(waited < .seconds(15))
       try await disconnect.value
     }
   }
@@ -199,7 +199,7 @@ struct ExportWaitTests {
       let waited = Self.clock.now - start
       #expect(service == nil)
       #expect(waited >= TransferCentral.serviceSettleTime)
-      #expect(waited < TransferCentral.serviceSettleTime + .seconds(2))
+      #expect(waited < TransferCentral.serviceSettleTime + .seconds(10))
     }
   }
 }

@@ -25,11 +25,11 @@ struct CentralStateWaitTests {
     }
     let start = Self.clock.now
     let stopped = await centralState(
-      of: manager, becomes: .serviceUnavailable, within: .seconds(10))
+      of: manager, becomes: .serviceUnavailable, within: .seconds(30))
     let waited = Self.clock.now - start
     #expect(stopped)
     #expect(waited >= .milliseconds(300))
-    #expect(waited < .seconds(5))
+    #expect(waited < .seconds(15))
     try await leave.value
     await manager.close()
   }
@@ -46,7 +46,7 @@ struct CentralStateWaitTests {
     let waited = Self.clock.now - start
     #expect(!stopped)
     #expect(waited >= .milliseconds(500))
-    #expect(waited < .seconds(3))
+    #expect(waited < .seconds(10))
     await manager.close()
     bluez.close()
   }
