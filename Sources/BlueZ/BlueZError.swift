@@ -86,8 +86,8 @@ public struct BlueZError: Error, Sendable, CustomStringConvertible {
         self.init(Self.knownCodes.contains(known) ? known : .other, error.message, name: name)
       } else if name == "org.freedesktop.DBus.Error.ServiceUnknown"
         || name == "org.freedesktop.DBus.Error.NameHasNoOwner"
-        // The bus tried to start bluetoothd by D-Bus activation and failed (seen in the lab
-        // with bluetoothd stopped: Spawn.ChildExited).
+        // The bus tried to start bluetoothd by D-Bus activation and failed (dbus-daemon's
+        // Spawn.ChildExited and kin, when bluetoothd is stopped and cannot start).
         || name.hasPrefix("org.freedesktop.DBus.Error.Spawn.")
       {
         self.init(

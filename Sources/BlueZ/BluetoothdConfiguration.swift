@@ -6,7 +6,7 @@ import DBus
 /// The parts of the running bluetoothd's configuration that change what a client sees.
 ///
 /// bluetoothd exports none of its settings on D-Bus, so they are read from its configuration
-/// file: the one given on its command line (`bluetoothd -f /run/lab/main.conf`, read from
+/// file: the one given on its command line (`bluetoothd -f /run/bt/main.conf`, read from
 /// `/proc/PID/cmdline` with the pid from the bus), else `/etc/bluetooth/main.conf`. What a
 /// missing or invalid setting means depends on the release (``BluetoothdFeatures``).
 public struct BluetoothdConfiguration: Sendable, Hashable {

@@ -315,9 +315,8 @@ public final class MQTTClient: @unchecked Sendable {
   /// returns after a connection ended with `code` instead of reconnecting: libmosquitto 2.0
   /// takes these as final. One of them, a protocol error, is what a client sees when something
   /// in front of the broker (a proxy, a port forward) accepts the TCP connection and, the
-  /// broker behind being down, answers with bytes that are not MQTT (an error line) and closes:
-  /// the lab's fleet suite, 2026-12-05, where both gateways never reconnected after a 3 s
-  /// broker restart.
+  /// broker behind being down, answers with bytes that are not MQTT (an error line) and
+  /// closes. Such a client never reconnects by itself.
   static func endsNetworkThread(_ code: Int32) -> Bool {
     let final: [mosq_err_t] = [
       MOSQ_ERR_NOMEM, MOSQ_ERR_PROTOCOL, MOSQ_ERR_INVAL, MOSQ_ERR_NOT_FOUND, MOSQ_ERR_TLS,

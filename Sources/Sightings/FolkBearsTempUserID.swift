@@ -1,4 +1,4 @@
-// FolkBearsTempUserID: the contact-detection payload of seed 004 (FolkBears), carried in
+// FolkBearsTempUserID: the contact-detection payload of FolkBears, carried in
 // manufacturer data: company 0xFFFF, then type 0x02, length 0x10, then a 16-byte temporary ID.
 
 import BLEKit

@@ -1,4 +1,4 @@
-// MonitorTarget: what a contact monitor (seed 004, `blekit monitor`) counts, and how one
+// MonitorTarget: what a contact monitor (FolkBears', `blekit monitor`) counts, and how one
 // discovery reads as a sighting of an ID, a malformed payload, or nothing of interest.
 
 import BLEKit

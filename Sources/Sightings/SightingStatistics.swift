@@ -1,4 +1,4 @@
-// SightingStatistics: per-advertiser counts for a contact monitor (seed 004, `blekit
+// SightingStatistics: per-advertiser counts for a contact monitor (FolkBears', `blekit
 // monitor`): times seen, first and last seen, RSSI min/mean/max, sightings per minute, in
 // constant memory however long the scan runs.
 

@@ -9,7 +9,7 @@ import Synchronization
   import Glibc
 #endif
 
-/// The peripheral side of Apple's transfer sample (seed 000) on Linux.
+/// The peripheral side of Apple's transfer sample on Linux.
 struct AdvertiseCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     name: "advertise",
@@ -401,8 +401,8 @@ struct AdvertiseCommand: ParsableCommand {
         if once && outcome.completedSends > 0 {
           // bluetoothd hands a central's writes over D-Bus and its unsubscription through the
           // notification socket, two paths with no order between them: a reply the central
-          // wrote just before it unsubscribed can still be on its way (lab, 2026-12-05: the
-          // Write Command came before the CCC write on the air, and advertise had left).
+          // wrote just before it unsubscribed can still be on its way (a Write Command sent
+          // before the CCC write can reach us after the unsubscription).
           timers.append(
             Task {
               try? await Task.sleep(for: Self.replyGrace)

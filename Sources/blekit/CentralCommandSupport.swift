@@ -26,6 +26,27 @@ func openPoweredCentral(adapter: String?) async throws -> CentralManager {
   return manager
 }
 
+/// Whether `manager`'s state is `wanted` now or becomes it within `limit`: read from its state
+/// updates, so the answer comes as soon as the state does.
+func centralState(
+  of manager: CentralManager, becomes wanted: CentralState, within limit: Duration
+) async -> Bool {
+  let updates = await manager.stateUpdates()
+  return await withTaskGroup(of: Bool.self) { group in
+    group.addTask {
+      for await state in updates where state == wanted { return true }
+      return false
+    }
+    group.addTask {
+      try? await Task.sleep(for: limit)
+      return false
+    }
+    let first = await group.next() ?? false
+    group.cancelAll()
+    return first
+  }
+}
+
 /// `--deadline` and `--idle-timeout` of receive and advertise, each more than 0.
 func parseTransferDeadlines(deadline: Duration, idleTimeout: Duration) throws(UsageError)
   -> TransferDeadlines

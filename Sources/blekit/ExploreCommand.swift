@@ -13,7 +13,7 @@ struct ExploreCommand: ParsableCommand {
       Finds the device (an address bluetoothd knows at once, otherwise by scanning; a NAME \
       by scanning until a device advertising that name appears), connects, and walks its \
       services, characteristics and descriptors in handle order. Every characteristic and \
-      descriptor is read, as seed 001's explorer does: a value is shown in hex, as text \
+      descriptor is read, as a phone's GATT explorer does: a value is shown in hex, as text \
       when it is printable UTF-8, and SIG-assigned UUIDs are named. An attribute the device \
       refuses to read shows bluetoothd's error on its own line and the walk goes on. With \
       --listen SECONDS, it then subscribes to every characteristic that notifies or \

@@ -28,8 +28,8 @@ enum ManualSections {
         "Where bluetoothd keeps the keys of paired devices (pair, unpair and trust change them)."),
     ])
 
-  /// Sessions from the virtual BLE lab, as README shows them (hci1 runs `blekit advertise`);
-  /// only the long write is wrapped.
+  /// Sessions on two adapters of one machine, as README shows them (hci1 runs `blekit
+  /// advertise`); only the long write is wrapped.
   static let examples = ManualSection(
     title: "EXAMPLES",
     blocks: [

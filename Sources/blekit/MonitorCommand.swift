@@ -1,4 +1,4 @@
-// `blekit monitor`: a contact monitor (seed 004): scan with duplicates, decode one company's
+// `blekit monitor`: a contact monitor (FolkBears'): scan with duplicates, decode one company's
 // manufacturer data (FolkBears' TempUserId by default) or count a service's advertisers, and
 // print per-ID statistics at the end.
 
@@ -12,6 +12,12 @@ extension ManufacturerLayout: ExpressibleByArgument {}
 /// Counts sightings per temporary ID (or per device advertising a service), as FolkBears'
 /// monitor does, in bounded memory.
 struct MonitorCommand: ParsableCommand {
+  /// How long after the adapter's power-off bluetoothd's leaving the bus is waited for. On
+  /// SIGTERM bluetoothd (5.66, 5.82; src/adapter.c, adapter_shutdown) powers every adapter off
+  /// and exits once the last one has reported it, so its name goes right after the last
+  /// Powered = false.
+  static let stopAfterPowerOff: Duration = .milliseconds(500)
+
   static let configuration = CommandConfiguration(
     name: "monitor",
     abstract: "Count sightings per advertised ID (FolkBears TempUserId by default).",
@@ -170,12 +176,12 @@ struct MonitorCommand: ParsableCommand {
       json
         ? MonitorOutput.summaryJSON(ending.table, run: run)
         : MonitorOutput.summaryText(ending.table, run: run))
-    if let error = ending.error as? BluetoothError, error.code == .poweredOff {
+    if let error = ending.error as? BluetoothError, error.code == .poweredOff,
+      await centralState(
+        of: manager, becomes: .serviceUnavailable, within: Self.stopAfterPowerOff)
+    {
       // bluetoothd powers its adapters off as it stops: tell that apart from a power-off.
-      try? await Task.sleep(for: .milliseconds(500))
-      if await manager.state == .serviceUnavailable {
-        ending.error = BluetoothError(.serviceUnavailable, "bluetoothd stopped during the monitor")
-      }
+      ending.error = BluetoothError(.serviceUnavailable, "bluetoothd stopped during the monitor")
     }
     await manager.close()
     noteDroppedDiscoveries(scan)

@@ -1,4 +1,4 @@
-// `blekit receive`: the central side of Apple's transfer sample (seed 000) on Linux.
+// `blekit receive`: the central side of Apple's transfer sample on Linux.
 
 import ArgumentParsing
 import BLEKit
@@ -26,7 +26,7 @@ struct ReceiveCommand: ParsableCommand {
       does not offer EATT) and otherwise refuses before subscribing (exit 12) unless \
       --accept-unordered is given. A transfer cut before its end is an error (exit 7) that \
       says how many bytes arrived; partial data is never printed. --min-rssi is off by \
-      default; an unknown RSSI (127, as in the lab) passes a threshold. On a terminal, \
+      default; an unknown RSSI (127, "not available") passes a threshold. On a terminal, \
       transfers longer than a second show progress on standard error. A message still \
       incomplete after --deadline (default 600 s), or that gains no byte for --idle-timeout \
       (default 15 s; empty or repeated values do not count), is cut (exit 7). --from ADDRESS|NAME \

@@ -1,6 +1,6 @@
 // The live table `blekit scan` shows on a terminal: one row per peripheral (address, name,
-// RSSI, times seen, last seen), redrawn in place at a bounded rate, as seed 001 throttles its
-// list.
+// RSSI, times seen, last seen), redrawn in place at a bounded rate, as a phone's scanner
+// throttles its list.
 
 import BLEKit
 import Dispatch
@@ -85,8 +85,8 @@ final class ScanLiveTable: Sendable {
       }
       state.dirty = true
     }
-    // The report's own time serves as "now": no second clock reading (in the lab's emulated
-    // machine, each one is a system call).
+    // The report's own time serves as "now": no second clock reading (where the clock
+    // source has no vDSO fast path, as in many virtual machines, each one is a system call).
     redrawIfNeeded(now: timestamp)
     scheduleRedraw()
   }

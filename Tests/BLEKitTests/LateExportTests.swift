@@ -47,14 +47,18 @@ struct LateExportTests {
   // loaded 2-core machine (rehearsal 13, 2026-12-05) woke the exporting task late enough for
   // the lookup to give up first. What they check is that an export arriving while the lookup
   // waits is found; how long bluetoothd takes is the product's 300 ms, not theirs.
-  static let patientQuiet: Duration = .seconds(2)
+  static let patient = Peripheral.ExportWait(quiet: .seconds(2), limit: .seconds(3))
+
+  /// `peripheral` with lookups that wait as `wait` says.
+  static func waiting(_ wait: Peripheral.ExportWait, _ peripheral: Peripheral) -> Peripheral {
+    Peripheral(identifier: peripheral.identifier, manager: peripheral.manager, exportWait: wait)
+  }
 
   @Test func aCharacteristicExportedLateIsFound() async throws {
     try await RemoteGattFixture.with(flags: ["read"]) { bluez, peripheral, _, _ in
       let export = Self.exportHeartRate(on: bluez, after: .milliseconds(200))
-      let found = try await Peripheral.$exportQuietInThisTask.withValue(Self.patientQuiet) {
-        try await peripheral.characteristic(Self.measurement)
-      }
+      let found = try await Self.waiting(Self.patient, peripheral).characteristic(
+        Self.measurement)
       #expect(found.uuid == Self.measurement)
       try await export.value
     }
@@ -63,9 +67,7 @@ struct LateExportTests {
   @Test func aServiceExportedLateIsFound() async throws {
     try await RemoteGattFixture.with(flags: ["read"]) { bluez, peripheral, _, _ in
       let export = Self.exportHeartRate(on: bluez, after: .milliseconds(200))
-      let services = try await Peripheral.$exportQuietInThisTask.withValue(Self.patientQuiet) {
-        try await peripheral.services([Self.heartRate])
-      }
+      let services = try await Self.waiting(Self.patient, peripheral).services([Self.heartRate])
       #expect(services.map(\.uuid) == [Self.heartRate])
       let characteristics = try await peripheral.characteristics(
         [Self.measurement], for: try #require(services.first))
@@ -82,8 +84,8 @@ struct LateExportTests {
         try await peripheral.characteristic(Self.measurement)
       }
       let waited = clock.now - start
-      #expect(waited >= Peripheral.exportQuiet)
-      #expect(waited < Peripheral.exportLimit)
+      #expect(waited >= Peripheral.ExportWait.bluetoothd.quiet!)
+      #expect(waited < Peripheral.ExportWait.bluetoothd.limit)
     }
   }
 }

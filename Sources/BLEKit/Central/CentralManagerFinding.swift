@@ -56,9 +56,11 @@ extension CentralManager {
     }
   }
 
-  /// How long one scan of ``find(_:timeout:)`` runs before discovery is restarted. Some
-  /// controllers (the lab's emulator among them) report an advertiser only when scanning or
-  /// advertising is switched on, so a fresh start finds what a long scan may miss.
+  /// How long one scan of ``find(_:timeout:)`` runs before discovery is restarted, for
+  /// controllers that report an advertiser only when scanning or advertising is switched on
+  /// (not a real controller's duplicate filter, which reports an advertiser in range after
+  /// every scan enable: see ``TransferCentral/findPeer(rssi:timeout:)``, which never restarts).
+  /// Under review: issue 40 asks for one restart policy.
   static let findRound: Duration = .seconds(4)
 
   /// One discovery session looking for `target`; `nil` when it was not seen within `duration`

@@ -16,11 +16,12 @@ public struct ScanOptions: Sendable, Hashable {
   /// Also report peripherals bluetoothd already knows when the scan starts (it may not report
   /// a still-advertising peripheral again). Default `true`.
   public var includeKnownPeripherals: Bool
-  /// Restart the discovery session at this interval (`nil`: never). Some controllers report
-  /// an advertiser that was already advertising only at the moment
-  /// scanning is switched on, and the kernel can drop that report when it comes before its
-  /// discovery state is set; each restart is a new chance. A restart costs a few milliseconds
-  /// of scanning.
+  /// Restart the discovery session at this interval (`nil`: never). Linux enables LE scanning
+  /// with the controller's duplicate filter, so an advertiser whose advertisement does not
+  /// change is reported once per scan enable (and again when the kernel ends a discovery after
+  /// 10.24 s and bluetoothd starts it again); a restart resets the filter, so a scan that
+  /// counts sightings (``allowDuplicates``) sees each advertiser at least this often. A
+  /// restart costs a few milliseconds of scanning.
   public var restartInterval: Duration?
   /// End the scan by itself after this long (`nil`: run until stopped). The scan then ends
   /// normally, without an error.
@@ -218,9 +219,10 @@ extension CentralManager {
         try await adapter.setDiscoveryFilter(options.discoveryFilter)
         try await adapter.startDiscovery()
       } catch  where error.code == .timeout {
-        // bluetoothd 5.66 answers only one of several StartDiscovery calls that wait for the
-        // same start (seen in the lab with three scans started at once); the others' sessions
-        // are registered and run, unanswered. The adapter's Discovering tells.
+        // bluetoothd (5.66, 5.82) answers only one of several StartDiscovery calls that wait
+        // for the same start (src/adapter.c keeps one pending caller per adapter, the
+        // latest); the others' sessions are registered and run, unanswered. The adapter's
+        // Discovering tells.
         guard await adapterBecomesDiscovering(adapter.path, within: Self.startDiscoveryLimit)
         else { throw error }
       }

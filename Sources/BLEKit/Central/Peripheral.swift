@@ -13,10 +13,17 @@ public final class Peripheral: Sendable {
   public let identifier: PeripheralIdentifier
   /// The manager that connected it.
   public let manager: CentralManager
+  /// How long lookups wait for bluetoothd's late exports (see ``lookingUntilExported``);
+  /// bluetoothd's own pace unless a test gives another.
+  let exportWait: ExportWait
 
-  init(identifier: PeripheralIdentifier, manager: CentralManager) {
+  init(
+    identifier: PeripheralIdentifier, manager: CentralManager,
+    exportWait: ExportWait = .bluetoothd
+  ) {
     self.identifier = identifier
     self.manager = manager
+    self.exportWait = exportWait
   }
 
   var objects: BlueZObjectTree { manager.objects }
@@ -35,9 +42,9 @@ public final class Peripheral: Sendable {
     return Self.isConnected(device)
   }
 
-  /// `Connected`, or `ServicesResolved` (true only while connected): bluetoothd 5.66 was seen
-  /// in the lab not signalling `Connected = true` for a link it set up (a second ATT
-  /// connection from the peer raced the connection event), while it did signal the services.
+  /// `Connected`, or `ServicesResolved` (true only while connected): bluetoothd 5.66 can
+  /// leave `Connected` unsignalled for a link it set up when the peer's own ATT connection
+  /// races the connection event, while it does signal the services.
   static func isConnected(_ device: Device1) -> Bool {
     device[Device1.connected] == true || device[Device1.servicesResolved] == true
   }

@@ -108,9 +108,8 @@ extension Peripheral {
   /// Runs a GATT call and returns its answer, unless the link to this peripheral goes first:
   /// then throws the loss (``BluetoothError/Code/disconnected``, or bluetoothd or the bus
   /// gone), prefixed with `doing`. bluetoothd 5.66 never answers an AcquireNotify that is
-  /// pending when the link drops (seen in the lab: a peer's bluetoothd lost its ATT bearer,
-  /// the MTU exchange timed out, the link went, and the call stayed unanswered), so waiting
-  /// for the call alone would wait out ``BlueZ/gattCallTimeout``.
+  /// pending when the link drops (e.g. after ATT's 30 s MTU exchange timeout on a lost
+  /// bearer), so waiting for the call alone would wait out ``BlueZ/gattCallTimeout``.
   func untilLinkLoss<Answer: Sendable>(
     _ doing: String, _ call: @escaping @Sendable () async throws(BlueZError) -> Answer
   ) async throws(BluetoothError) -> Result<Answer, BlueZError> {
@@ -151,8 +150,8 @@ extension Peripheral {
   ///
   /// bluetoothd 5.66 keeps the subscription request of an unanswered AcquireNotify for its
   /// sender, past the link's loss, until that sender leaves the bus: a later AcquireNotify or
-  /// StartNotify from the same client is refused with "Notify acquired" (seen in the lab on
-  /// the second connection of `receive`). StopNotify removes the sender's request. It is sent
+  /// StartNotify from the same client is refused with "Notify acquired" (on a second
+  /// connection to the same peer). StopNotify removes the sender's request. It is sent
   /// and not waited for: bluetoothd handles one client's calls in order, so it comes before
   /// any later subscription.
   func subscriptionAnswer<Answer: Sendable>(
@@ -186,8 +185,8 @@ extension Peripheral {
 
   /// The end of a link can be the first sign of the system bus going away (see
   /// `BlueZObjectTree.busLoss()`): the bus drops bluetoothd first, and the tree, told that
-  /// bluetoothd left, reports the device removed and then bluetoothd stopped (seen in the lab
-  /// with dbus-daemon stopped mid-transfer). Then the bus is what ended the link.
+  /// bluetoothd left, reports the device removed and then bluetoothd stopped (dbus-daemon
+  /// stopping mid-transfer). Then the bus is what ended the link.
   static func explain(_ error: BluetoothError, tree: BlueZObjectTree) async -> BluetoothError {
     guard error.code != .busLost else { return error }
     return await tree.busLoss() ?? error

@@ -28,8 +28,8 @@ extension Peripheral {
         try? await manager.disconnect(identifier)
         _ = try await manager.connect(to: identifier)
       }
-      // bluetoothd may keep the stale object beside the new one (Service Changed for the new
-      // range only: lab, 2026-12-05), so the one that failed is read last.
+      // bluetoothd (5.66) may keep the stale object beside the new one when the peer's
+      // Service Changed covers only the new range, so the one that failed is read last.
       var again: RemoteCharacteristic?
       do throws(BluetoothError) {
         return try await readL2CAPPSM(noting: &again, failed: stale.path)

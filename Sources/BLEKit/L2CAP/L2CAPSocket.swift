@@ -123,8 +123,8 @@ enum L2CAPSocket {
   /// peer may then send SDUs of up to 16 KiB, and the kernel grants it credits for as many
   /// PDUs at the start (about MTU / MPS + 1: 4 at 672 bytes and a 188-byte MPS, 88 at 16 KiB),
   /// so a sender is not held up every few PDUs waiting for credits to come back, which on a
-  /// radio takes a connection event or more. The lab's raw single channel carried 2-8 times
-  /// more with it (docs/benchmarks.md, L2CAP).
+  /// radio takes a connection event or more. A raw single channel carried 2-8 times more
+  /// with it (docs/benchmarks.md, L2CAP).
   static let preferredReceiveMTU: UInt16 = 16_384
 
   /// `BT_RCVMTU` on a socket bound to an LE address and not yet connected or listening (an

@@ -1,4 +1,4 @@
-// DynamicReadService: seed 003's peripheral: one read-only characteristic whose value is
+// DynamicReadService: a peripheral's one read-only characteristic whose value is
 // produced when a read request arrives, honouring the request's offset.
 
 import Bluetooth

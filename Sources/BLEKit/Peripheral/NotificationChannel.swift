@@ -10,8 +10,10 @@ final class NotificationChannel: Sendable {
   /// Values queued for the `PropertiesChanged` path before ``attempt(_:signalReady:)`` reports
   /// a full queue.
   static let pacedCapacity = 8
-  /// The gap between two `PropertiesChanged(Value)` signals. Emitting them back to back got a
-  /// peripheral's bus connection dropped in the lab; 2 ms kept it.
+  /// The gap between two `PropertiesChanged(Value)` signals. Hundreds emitted back to back
+  /// to bluetoothd 5.66 through dbus-daemon 1.14 cost the peripheral its bus connection (cause
+  /// not established); 2 ms between them kept it. AcquireNotify's socket, with back-pressure,
+  /// is the preferred path.
   static let pacingInterval: Duration = .milliseconds(2)
 
   let characteristic: MutableCharacteristic

@@ -6,8 +6,8 @@
 // Only with extended advertising. With legacy advertising Linux 6.1 remembers which
 // advertisement the link came from and, when the link ends, enables that one again; once it
 // has been withdrawn, it advertises an empty non-connectable PDU instead (ADV_NONCONN_IND
-// from a random address, in btmon; no later central could connect: docs/lab.md). Legacy
-// adapters therefore keep their one registration and pause.
+// from a random address), to which no central can connect. Legacy adapters therefore keep
+// their one registration and pause.
 import BlueZ
 import DBus
 

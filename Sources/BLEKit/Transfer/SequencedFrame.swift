@@ -2,7 +2,7 @@
 //
 // WHY. The sample's plain protocol (chunks, then "EOM") has no sequence numbers. BlueZ 5.66
 // enables EATT (`[GATT] Channels = 3`) and then sends notifications on several ATT bearers,
-// which can deliver them out of order (lab: 24 of 512 chunks out of place). A plain receiver
+// which can deliver them out of order. A plain receiver
 // cannot tell (any permutation is valid bytes). Between two blekit ends, the message travels
 // instead on blekit's sequenced characteristic (`BlekitUUID.sequencedTransferCharacteristic`,
 // in the same service as the plain one). A blekit central subscribes to it when the

@@ -1,4 +1,4 @@
-// TransferCentral: the receiver side of the transfer service (seed 000's central): find,
+// TransferCentral: the receiver side of the transfer service (the sample's central): find,
 // connect, subscribe (sequenced framing when offered, else plain chunks + EOM), reply, clean up.
 import BlueZ
 import Bluetooth
@@ -109,11 +109,13 @@ public struct TransferCentral: Sendable {
   /// UUIDs of an earlier connection and hide a peer that serves the transfer service again.
   ///
   /// The scan is one discovery session, never restarted from here: every restart leaves a
-  /// moment with scanning off, and an advertiser that switches on in that moment is missed by
-  /// controllers that report an advertiser only when it switches on (the lab's emulated ones:
-  /// seen in btmon, one receive in ten lost that way with a restart every second). The kernel
-  /// ends an LE discovery after about 10 s and bluetoothd starts it again at once, which gives
-  /// an advertiser that was on before the scan its new chance.
+  /// moment with scanning off, and a controller that reports an advertiser only when its
+  /// advertising switches on misses one that does so in that moment. Nor does a restart help
+  /// on a real controller: Linux enables LE scanning with the controller's duplicate filter,
+  /// which each enable resets, and ends an LE-only discovery after 10.24 s
+  /// (`DISCOV_LE_TIMEOUT`); bluetoothd (5.66, 5.82) then starts it again at once for a client
+  /// with a discovery filter (this scan sets one), so every advertiser in range is reported
+  /// again at least that often.
   public func findPeer(rssi: RSSIFilter = .none, timeout: Duration) async throws -> Discovery {
     await manager.removeCachedPeripherals()
     let scan = try await manager.scan(
@@ -354,17 +356,19 @@ public struct TransferCentral: Sendable {
 
   /// The peer's transfer service. bluetoothd can say the services are resolved from its cache
   /// and export what a discovery still running finds a moment later (seen with `receive
-  /// --from` a known address, and after a bluetoothd restart): so an absent service is looked
-  /// for again for up to ``serviceSettleTime`` before the peer counts as not offering it.
-  private func transferService(of peripheral: Peripheral) async throws -> RemoteService? {
+  /// --from` a known address, and after a bluetoothd restart): so an absent service is waited
+  /// for, as the object tree reports bluetoothd's exports, until ``serviceSettleTime`` from
+  /// the first look or until the peer disconnects, before the peer counts as not offering it.
+  func transferService(of peripheral: Peripheral) async throws -> RemoteService? {
     let deadline = ContinuousClock.now + Self.serviceSettleTime
-    while true {
-      if let service = try await peripheral.services([BlekitUUID.transferService]).first {
-        return service
-      }
-      guard ContinuousClock.now < deadline, await peripheral.isConnected() else { return nil }
-      try await Task.sleep(for: .milliseconds(200))
+    if let service = try await peripheral.services([BlekitUUID.transferService]).first {
+      return service
     }
+    let remaining = deadline - .now
+    guard remaining > .zero else { return nil }
+    return await peripheral.lookingUntilExported(
+      { peripheral.resolvedServices([BlekitUUID.transferService]).first },
+      isComplete: { $0 != nil }, wait: Peripheral.ExportWait(quiet: nil, limit: remaining))
   }
 
   /// Writes the reply without response to the plain characteristic (the sample's).

@@ -1,4 +1,4 @@
-// TransferChunker: the sender side of the sample's plain transfer protocol (seed 000): the
+// TransferChunker: the sender side of Apple's sample's plain transfer protocol: the
 // UTF-8 message in chunks of min(ATT MTU - 3, 512) bytes, then the literal "EOM".
 //
 // The plain protocol has no sequence numbers. When notifications travel on several ATT bearers

@@ -91,9 +91,11 @@ public final class TransferPeripheral: Sendable {
   /// the scan response).
   public func publish(localName: String? = nil) async throws(BluetoothError) {
     try await manager.add(service)
-    // General discoverable (Flags 0x06), as CoreBluetooth advertises: an LE general discovery
-    // (bluetoothd's StartDiscovery) ignores advertisers without the flag; in the lab the
-    // reports of a Flags 0x04 advertisement reached hci0 and never became a device.
+    // General discoverable (Flags 0x06), as CoreBluetooth advertises: during a discovery
+    // without a filter (bluetoothctl's `scan on`), bluetoothd reports nothing of an LE
+    // advertiser whose Flags lack General or Limited Discoverable (src/adapter.c,
+    // device_is_discoverable: 5.66 creates no device for it; 5.82 creates one for a
+    // connectable advertiser, without its advertised data).
     try await manager.startAdvertising(
       AdvertisingPayload(
         discoverable: true, serviceUUIDs: [BlekitUUID.transferService], localName: localName))
