@@ -5,7 +5,7 @@ extension BlueZError {
   /// passed it on only as text; `nil` for every other error.
   ///
   /// BlueZ's `src/gatt-client.c` (`create_gatt_dbus_error`, the same from BlueZ 5.4x through
-  /// 5.66 and 5.82, the lab's two) names a few ATT errors of a failed `ReadValue`/`WriteValue`
+  /// 5.66 and 5.82) names a few ATT errors of a failed `ReadValue`/`WriteValue`
   /// itself: Read and Write Not Permitted and the security ones as `NotPermitted`, Invalid
   /// Offset and Invalid Attribute Value Length as `InvalidArguments`, Insufficient Authorization
   /// as `NotAuthorized`, Request Not Supported as `NotSupported`. Every other code comes as
@@ -25,7 +25,7 @@ extension BlueZError {
   /// was aborted while being set up, a refused connection, or an attempt that timed out.
   ///
   /// bluetoothd answers every such failure with `org.bluez.Error.Failed` and says which in the
-  /// text only. BlueZ 5.66 (the lab's Debian 12) and later put the reason of `src/error.c`'s
+  /// text only. BlueZ 5.66 and later put the reason of `src/error.c`'s
   /// `btd_error_le_conn_from_errno` there ("le-connection-abort-by-local", a known race of BlueZ and the
   /// controller; "le-connection-abort-by-remote"; "le-connection-timeout"); older bluetoothd put
   /// `strerror`'s text there ("Software caused connection abort", "Connection refused",
