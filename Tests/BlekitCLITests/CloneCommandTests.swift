@@ -305,6 +305,30 @@ struct CloneCommandTests {
     }
   }
 
+  @Test func checkOutlineShowsRefusalsAndEscapesAClonedName() throws {
+    // A cloned device's name is a stranger's text: --check prints it escaped.
+    let profile = try ServeProfile.decode(
+      Array(
+        #"""
+        {"advertise":{"name":"evil\u001b[2J"},"services":[{"uuid":"180d","characteristics":[
+          {"uuid":"2a38","properties":["read"],"readError":"insufficient-encryption"}]}]}
+        """#.utf8), file: "p.json")
+    let outline = ServeCommand.outline(profile, file: "p.json")
+    #expect(!outline.contains("\u{1b}"))
+    #expect(outline.contains(#"as "evil\u001b[2J""#))
+    #expect(outline.contains("characteristic 2a38 read, reads refused: insufficient-encryption"))
+  }
+
+  @Test func anUnwritableOutputExitsThirteen() throws {
+    do {
+      try CloneCommand.write("{}\n", to: "/nonexistent-dir/twin.json")
+      Issue.record("the write succeeded")
+    } catch {
+      #expect(error.exitStatus == .outputFailed)
+      #expect(error.exitMessage.hasPrefix("cannot create /nonexistent-dir/twin.json: "))
+    }
+  }
+
   @Test func aDeviceWithOnlyBluezServicesIsNotCloned() {
     let clone = CloneProfile(source: "00:AA:01:01:00:01", tree: [], advertisement: .init())
     #expect(throws: CLIError.self) { try clone.profile() }
