@@ -57,7 +57,17 @@ struct CloneProfile {
           "service 180a with only PnP ID left out: bluetoothd serves it itself (DeviceID)")
         continue
       }
-      let characteristics = explored.characteristics.map(characteristic)
+      var characteristics: [JSON.Value] = []
+      for item in explored.characteristics {
+        if let json = characteristic(item) {
+          characteristics.append(json)
+        } else {
+          notes.append(
+            "characteristic \(uuidLabel(item.characteristic.uuid)) of service \(uuidLabel(uuid)) "
+              + "left out: serve publishes none of its flags "
+              + "(\(item.characteristic.flags.joined(separator: ", ")))")
+        }
+      }
       if characteristics.isEmpty {
         notes.append("service \(uuidLabel(uuid)) left out: it has no characteristics")
         continue
@@ -81,8 +91,12 @@ struct CloneProfile {
     ])
   }
 
-  func characteristic(_ item: ExploredCharacteristic) -> JSON.Value {
+  /// The characteristic's profile entry; nil when it has none of the properties serve
+  /// publishes (e.g. only `broadcast` or `authenticated-signed-writes`).
+  func characteristic(_ item: ExploredCharacteristic) -> JSON.Value? {
     let characteristic = item.characteristic
+    guard Self.servedProperties.contains(where: { characteristic.properties.contains($0.1) })
+    else { return nil }
     var fields: [(String, JSON.Value)] = [("uuid", .string(uuidLabel(characteristic.uuid)))]
     if let name = AssignedNumbers.characteristicName(characteristic.uuid) {
       fields.append(("name", .string(name)))

@@ -23,6 +23,7 @@ struct CloneCommandTests {
   static let notifyOnly = "8a0f0005-5c2e-4a6e-9b1d-0c3f6d1e2a10"
   static let long = "8a0f0006-5c2e-4a6e-9b1d-0c3f6d1e2a10"
   static let appError = "8a0f0007-5c2e-4a6e-9b1d-0c3f6d1e2a10"
+  static let signedOnly = "8a0f0008-5c2e-4a6e-9b1d-0c3f6d1e2a10"
   /// 300 bytes: more than one ATT read (a long read with offsets on a real link).
   static let longValue = (0..<300).map { UInt8(truncatingIfNeeded: $0 * 7) }
 
@@ -90,6 +91,8 @@ struct CloneCommandTests {
               .remote(
                 name: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x80"
               ))),
+          // Nothing serve can publish: left out with a note.
+          Stand(uuid: signedOnly, flags: ["authenticated-signed-writes"], read: nil),
         ]
       ),
     ]
@@ -178,6 +181,10 @@ struct CloneCommandTests {
     // GAP is bluetoothd's own on the twin: left out, with a note.
     #expect(profile.services.map(\.uuid.shortString) == ["180f", Self.custom])
     #expect(text.contains("service 1800 left out"))
+    #expect(
+      text.contains(
+        "characteristic \(Self.signedOnly) of service \(Self.custom) left out: serve publishes "
+          + "none of its flags (authenticated-signed-writes)"))
 
     let battery = profile.services[0].characteristics[0]
     #expect(battery.uuid == BluetoothUUID(uint16: 0x2A19))
