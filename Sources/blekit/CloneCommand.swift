@@ -3,6 +3,7 @@
 
 import ArgumentParsing
 import BLEKit
+import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -33,12 +34,16 @@ struct CloneCommand: ParsableCommand {
     let output = Option<String>(
       "--output", short: "o", value: "FILE",
       help: "Write the profile to FILE instead of standard output.")
+    let listen = Option<Duration>(
+      "--listen", short: "l", value: "SECONDS",
+      help: "Also record notifications this long; the twin replays them in a cycle.")
     let adapter: Option<String> = .adapter()
     let timeout: DefaultedOption<Duration> = .connectTimeout
   }
 
   let target: PeripheralTarget
   let output: String?
+  let listen: Duration?
   let adapter: String?
   let timeout: Duration
 
@@ -48,6 +53,10 @@ struct CloneCommand: ParsableCommand {
       throw .invalid("--output needs a file name")
     }
     output = arguments.output
+    if let listen = arguments.listen, listen <= .zero {
+      throw .invalid("--listen must be more than 0 seconds")
+    }
+    listen = arguments.listen
     adapter = arguments.adapter
     timeout = arguments.timeout
     try checkTimeout(timeout)
@@ -59,7 +68,11 @@ struct CloneCommand: ParsableCommand {
       target, adapter: adapter, timeout: timeout, reads: .readable, progress: report)
     let text: String
     do {
-      text = try await Self.profileText(of: walk.peripheral, tree: walk.tree)
+      var recorded: [String: [GattWalk.Heard]] = [:]
+      if let listen {
+        recorded = try await Self.record(walk, for: listen, report: report)
+      }
+      text = try await Self.profileText(of: walk.peripheral, tree: walk.tree, recorded: recorded)
       await walk.session.close()
     } catch {
       await walk.session.close()
@@ -74,9 +87,9 @@ struct CloneCommand: ParsableCommand {
   }
 
   /// The profile for a walked device, indented, checked by serve's decoder.
-  static func profileText(of peripheral: Peripheral, tree: [ExploredService]) async throws
-    -> String
-  {
+  static func profileText(
+    of peripheral: Peripheral, tree: [ExploredService], recorded: [String: [GattWalk.Heard]] = [:]
+  ) async throws -> String {
     let advertisement: PeripheralAdvertisement
     do {
       advertisement = try await peripheral.advertisement()
@@ -84,8 +97,9 @@ struct CloneCommand: ParsableCommand {
       throw exitError(error)
     }
     let source = peripheral.identifier.address.rawValue
-    let profile = try CloneProfile(source: source, tree: tree, advertisement: advertisement)
-      .profile()
+    let profile = try CloneProfile(
+      source: source, tree: tree, advertisement: advertisement, recorded: recorded
+    ).profile()
     let text = JSON.indented(profile)
     // What serve would refuse is a mistake here, not a profile to hand out.
     do throws(ProfileError) {
@@ -94,6 +108,31 @@ struct CloneCommand: ParsableCommand {
       throw CLIError(.failure, "cannot write a profile serve accepts: \(error.description)")
     }
     return text
+  }
+
+  /// The notifications of every notifying characteristic for `duration`, by
+  /// ``CloneProfile/key(service:characteristic:)``; a subscription that fails is reported on
+  /// standard error and the characteristic gets the usual notifier.
+  static func record(_ walk: GattWalk, for duration: Duration, report: ProgressReport)
+    async throws -> [String: [GattWalk.Heard]]
+  {
+    let recorded = Mutex<[String: [GattWalk.Heard]]>([:])
+    try await GattWalk.listen(
+      to: walk.tree, on: walk.peripheral, for: duration, report: report,
+      subscribeFailed: { characteristic, error in
+        writeStandardError(
+          "blekit clone: cannot subscribe to \(uuidLabel(characteristic.uuid)): "
+            + "\(TerminalText.visible(error.message))\n")
+      },
+      heard: { heard in
+        recorded.withLock {
+          let key = CloneProfile.key(service: heard.service, characteristic: heard.characteristic)
+          if $0[key, default: []].count < ProfileDecoder.maximumCycleLength {
+            $0[key, default: []].append(heard)
+          }
+        }
+      })
+    return recorded.withLock { $0 }
   }
 
   /// Writes `text` to `path` (created, or truncated), mode 0644 less the umask.

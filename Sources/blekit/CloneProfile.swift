@@ -37,6 +37,13 @@ struct CloneProfile {
   var source: String
   var tree: [ExploredService]
   var advertisement: PeripheralAdvertisement
+  /// Notifications heard (`--listen`), by ``key(service:characteristic:)``, in order.
+  var recorded: [String: [GattWalk.Heard]] = [:]
+
+  /// Where ``recorded`` keeps a characteristic's notifications.
+  static func key(service: BluetoothUUID, characteristic: BluetoothUUID) -> String {
+    "\(service.uuidString) \(characteristic.uuidString)"
+  }
 
   /// The profile, or why there is nothing to serve.
   func profile() throws(CLIError) -> JSON.Value {
@@ -59,7 +66,7 @@ struct CloneProfile {
       }
       var characteristics: [JSON.Value] = []
       for item in explored.characteristics {
-        if let json = characteristic(item) {
+        if let json = characteristic(item, in: uuid) {
           characteristics.append(json)
         } else {
           notes.append(
@@ -93,7 +100,7 @@ struct CloneProfile {
 
   /// The characteristic's profile entry; nil when it has none of the properties serve
   /// publishes (e.g. only `broadcast` or `authenticated-signed-writes`).
-  func characteristic(_ item: ExploredCharacteristic) -> JSON.Value? {
+  func characteristic(_ item: ExploredCharacteristic, in service: BluetoothUUID) -> JSON.Value? {
     let characteristic = item.characteristic
     guard Self.servedProperties.contains(where: { characteristic.properties.contains($0.1) })
     else { return nil }
@@ -134,11 +141,17 @@ struct CloneProfile {
       }
     }
     if properties.contains(.notify) || properties.contains(.indicate) {
-      fields.append(
-        (
-          "notifier",
-          .object([("every", .int(Self.notifyInterval)), ("value", Self.value(readValue))])
-        ))
+      let heard = recorded[Self.key(service: service, characteristic: characteristic.uuid)] ?? []
+      if let (notifier, note) = Self.replaying(heard) {
+        fields.append(("notifier", notifier))
+        notes.append(note)
+      } else {
+        fields.append(
+          (
+            "notifier",
+            .object([("every", .int(Self.notifyInterval)), ("value", Self.value(readValue))])
+          ))
+      }
     }
     var descriptors: [JSON.Value] = []
     var seen = Set<BluetoothUUID>()
@@ -165,6 +178,24 @@ struct CloneProfile {
     if !descriptors.isEmpty { fields.append(("descriptors", .array(descriptors))) }
     if !notes.isEmpty { fields.append(("note", .string(notes.joined(separator: "; ")))) }
     return .object(fields)
+  }
+
+  /// A notifier replaying what was heard (at most a cycle's worth), one value per mean gap
+  /// between them (1 s for a single value); nil when nothing was heard.
+  static func replaying(_ heard: [GattWalk.Heard]) -> (JSON.Value, String)? {
+    guard let first = heard.first, let last = heard.last else { return nil }
+    let kept = Array(heard.prefix(ProfileDecoder.maximumCycleLength))
+    var interval = 1.0
+    if heard.count > 1 {
+      let mean = (last.seconds - first.seconds) / Double(heard.count - 1)
+      interval = min(max((mean * 1000).rounded() / 1000, 0.01), 3600)
+    }
+    let values = kept.map { value(Array($0.value.prefix(ServeProfile.maximumValueLength))) }
+    let cut = heard.count > kept.count ? " (the first \(kept.count) kept)" : ""
+    return (
+      .object([("every", .number(interval)), ("value", .object([("cycle", .array(values))]))]),
+      "replays the \(heard.count) notifications heard\(cut), one every \(interval) s"
+    )
   }
 
   /// `{"text": ...}` when the bytes are printable UTF-8, else `{"hex": ...}`.

@@ -144,6 +144,9 @@ struct ServeProfile: Sendable, Equatable {
     case command(String)
     /// A number that steps at each request.
     case counter(Counter)
+    /// These values in turn, one per request, back to the first after the last (`clone
+    /// --listen` replays the notifications it heard this way).
+    case cycle([[UInt8]])
   }
 
   /// A counter's values: `prefix` then the number, little-endian in `width` bytes, from

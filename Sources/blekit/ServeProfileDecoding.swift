@@ -44,6 +44,8 @@ struct ProfileIssue: Error {
 
 /// The schema (docs/serve.md), one method per kind of object.
 struct ProfileDecoder {
+  /// The most values a cycle holds: 1024 (what `clone --listen` records per characteristic).
+  static let maximumCycleLength = 1024
   // MARK: - Objects
 
   func profile(_ json: ProfileJSON) throws(ProfileIssue) -> ServeProfile {
@@ -283,13 +285,13 @@ struct ProfileDecoder {
       json, at: path,
       keys: [
         "text", "hex", "uint8", "uint16", "uint32", "sint8", "sint16", "sint32", "file",
-        "command", "counter",
+        "command", "counter", "cycle",
       ])
     guard fields.count == 1, let (key, value) = fields.first else {
       throw ProfileIssue(
         path: path,
         reason: fields.isEmpty
-          ? "empty: give one of text, hex, uint8..sint32, file, command, counter"
+          ? "empty: give one of text, hex, uint8..sint32, file, command, counter, cycle"
           : "give one source, not \(fields.count) (\(fields.map(\.key).joined(separator: ", ")))"
       )
     }
@@ -329,6 +331,25 @@ struct ProfileDecoder {
       let command = try string(value, at: at)
       guard !command.isEmpty else { throw ProfileIssue(path: at, reason: "empty command") }
       return .command(command)
+    case "cycle":
+      let items = try array(value, at: at)
+      guard !items.isEmpty else {
+        throw ProfileIssue(path: at, reason: "no values: give one or more")
+      }
+      guard items.count <= Self.maximumCycleLength else {
+        throw ProfileIssue(
+          path: at,
+          reason: "\(items.count) values; a cycle holds at most \(Self.maximumCycleLength)")
+      }
+      var values: [[UInt8]] = []
+      for (i, item) in items.enumerated() {
+        guard case .fixed(let bytes) = try valueSource(item, at: "\(at)[\(i)]") else {
+          throw ProfileIssue(
+            path: "\(at)[\(i)]", reason: "a cycle's values are fixed (text, hex or a number)")
+        }
+        values.append(bytes)
+      }
+      return .cycle(values)
     default:
       return .counter(try counter(value, at: at))
     }

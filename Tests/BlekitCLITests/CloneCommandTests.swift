@@ -129,6 +129,24 @@ struct CloneCommandTests {
                 name: "org.bluez.Error.NotPermitted", message: "Read not permitted")
             }
           })
+        if stand.flags.contains("notify") {
+          // StartNotify, then three values 100 ms apart as PropertiesChanged(Value), as
+          // bluetoothd sends what the device notifies.
+          interface.methods.append(
+            ExportedMethod(name: "StartNotify", inSignature: "", outSignature: "") { _ in
+              Task {
+                for value: UInt8 in 1...3 {
+                  try await Task.sleep(for: .milliseconds(100))
+                  try bluez.connection.emitPropertiesChanged(
+                    path: path, interface: GattCharacteristic1.interface,
+                    changed: ["Value": .bytes([value])])
+                }
+              }
+              return []
+            })
+          interface.methods.append(
+            ExportedMethod(name: "StopNotify", inSignature: "", outSignature: "") { _ in [] })
+        }
         try bluez.connection.export(ExportedObject(interfaces: [interface]), at: path)
         for descriptor in stand.descriptors {
           var exported = FakeBlueZObjects.interface(
@@ -151,8 +169,9 @@ struct CloneCommandTests {
     uuid.count == 4 ? "0000\(uuid)-0000-1000-8000-00805f9b34fb" : uuid
   }
 
-  /// Clones the stand-in with the walk `clone` uses and returns the profile text.
-  static func cloneText() async throws -> String {
+  /// Clones the stand-in with the walk `clone` uses and returns the profile text; with
+  /// `listen`, it records notifications that long first (`clone --listen`).
+  static func cloneText(listen: Duration? = nil) async throws -> String {
     let bus = try PrivateBus()
     defer { bus.stop() }
     let bluez = try await FakeBlueZObjects(bus: bus)
@@ -164,7 +183,15 @@ struct CloneCommandTests {
         await central.peripheral(address: BluetoothAddress("00:AA:01:01:00:01")))
       let peripheral = Peripheral(identifier: identifier, manager: central)
       let tree = try await peripheral.explore(reads: .readable)
-      let text = try await CloneCommand.profileText(of: peripheral, tree: tree)
+      var recorded: [String: [GattWalk.Heard]] = [:]
+      if let listen {
+        let walk = GattWalk(
+          session: GattSession(manager: central, peripheral: peripheral, connectedHere: false),
+          tree: tree)
+        recorded = try await CloneCommand.record(walk, for: listen, report: ProgressReport())
+      }
+      let text = try await CloneCommand.profileText(
+        of: peripheral, tree: tree, recorded: recorded)
       await central.close()
       bluez.close()
       return text
@@ -249,6 +276,50 @@ struct CloneCommandTests {
     #expect(try await refusal(Self.encrypted) != nil)
     #expect(try await refusal(Self.appError) != nil)
     #expect(try await refusal(Self.text) == nil)
+  }
+
+  @Test func listeningRecordsNotificationsTheTwinReplays() async throws {
+    let text = try await Self.cloneText(listen: .seconds(2))
+    let profile = try ServeProfile.decode(Array(text.utf8), file: "clone.json")
+    let notifying = try #require(
+      profile.services.flatMap(\.characteristics).first {
+        $0.uuid == (try! BluetoothUUID(Self.notifyOnly))
+      })
+    guard case .periodic(let interval, let value) = notifying.notifier else {
+      Issue.record("no periodic notifier: \(String(describing: notifying.notifier))")
+      return
+    }
+    #expect(value == .cycle([[1], [2], [3]]))
+    // 100 ms apart as sent; a loaded machine delivers them later, never sooner.
+    #expect(interval >= .milliseconds(50) && interval <= .seconds(1))
+    #expect(text.contains("replays the 3 notifications heard"))
+    // The twin's notifier replays them in turn, then from the first again.
+    let producer = ServeValueProducer(value)
+    var replayed: [[UInt8]] = []
+    for _ in 0..<4 { replayed.append(try await producer.produce()) }
+    #expect(replayed == [[1], [2], [3], [1]])
+  }
+
+  @Test func cyclesInTheSchema() throws {
+    func refusal(_ value: String) -> String? {
+      do {
+        _ = try ServeProfile.decode(
+          Array(
+            #"{"services":[{"uuid":"180d","characteristics":[{"uuid":"2a38","properties":["read"],"value":\#(value)}]}]}"#
+              .utf8), file: "p.json")
+        return nil
+      } catch {
+        return error.description
+      }
+    }
+    #expect(refusal(#"{"cycle":["a",{"hex":"01"},{"uint16":258}]}"#) == nil)
+    #expect(
+      refusal(#"{"cycle":[]}"#)
+        == "p.json: services[0].characteristics[0].value.cycle: no values: give one or more")
+    #expect(
+      refusal(#"{"cycle":[{"file":"/etc/hostname"}]}"#)
+        == "p.json: services[0].characteristics[0].value.cycle[0]: a cycle's values are fixed "
+        + "(text, hex or a number)")
   }
 
   @Test func refusalsMapFromBluetoothdsWords() {
