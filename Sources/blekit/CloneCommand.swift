@@ -20,7 +20,8 @@ struct CloneCommand: ParsableCommand {
       knows for it (name, appearance, service UUIDs, manufacturer and service data). Writes \
       a profile for `blekit serve` to FILE (-o) or standard output: properties and security \
       flags as BlueZ shows them, each value as read, a notifier repeating that value every \
-      second for a characteristic that notifies or indicates. A read the device refused is \
+      second for a characteristic that notifies or indicates; with --listen SECONDS, what \
+      each one notified in that time, replayed in a cycle at the mean interval. A read the device refused is \
       recorded as its ATT error (readError), which serve answers every read with. GAP \
       (1800) and GATT (1801), which bluetoothd serves itself, and the descriptors it adds \
       (2900, 2902) are left out, with a note in the profile; so is what does not fit a \

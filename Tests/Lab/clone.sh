@@ -10,6 +10,7 @@
 # The original has a readable value, a refused read (insufficient authorization: no pairing
 # needed, where encryption would make bluetoothd 5.66 drop an unpaired link, lab-notes), a
 # notify-only characteristic, descriptors (2901, 2904), and a 300-byte value (long reads).
+# A second clone with --listen 3 records feb3's notifications (01 every second) into a cycle.
 # Each check prints "ok" or "FAIL"; the last line is "N passed, M failed"; the status is 1 if
 # any failed. Outputs are kept in $LAB_RESULTS/clone.
 set -u
@@ -111,6 +112,22 @@ PY
 status=$?
 check "the clone: both services, feb2's refusal, the advertised manufacturer data and name, notes on 1800/1801" \
   "$(show clone.json 800)"
+"$BLEKIT" clone "$HCI1" -a hci0 --listen 3 --timeout 60 >"$OUT/clone-listen.json" \
+  2>"$OUT/clone-listen.err"
+RC=$?
+[[ $RC == 0 ]] && $PY - "$OUT/clone-listen.json" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+chars = {c["uuid"]: c for s in p["services"] for c in s["characteristics"]}
+notifier = chars["feb3"]["notifier"]
+values = notifier["value"]["cycle"]
+# feb3 notifies 01 every second while subscribed: 2 or 3 of them in 3 s, about 1 s apart.
+assert 2 <= len(values) <= 4 and all(v == {"hex": "01"} for v in values), notifier
+assert 0.5 <= notifier["every"] <= 1.5, notifier
+PY
+status=$?
+check "clone --listen 3: feb3's notifications recorded into a replaying cycle" \
+  "exit $RC: $(show clone-listen.err) $(show clone-listen.json 1500)"
 stop_serve
 forget
 
