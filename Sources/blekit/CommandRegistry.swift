@@ -8,6 +8,7 @@ enum CommandRegistry {
     HelpCommand.self,
     AdaptersCommand.self,
     AdvertiseCommand.self,
+    CloneCommand.self,
     ExploreCommand.self,
     FleetCommand.self,
     L2CAPCommand.self,

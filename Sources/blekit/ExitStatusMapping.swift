@@ -116,6 +116,11 @@ enum ExitStatusMapping {
 
   /// An advertisement that does not fit (checked before bluetoothd is asked).
   static let advertisementTooLarge = ExitStatus.advertisementTooLarge
+
+  /// `clone`: the device has only services bluetoothd serves itself (GAP, GATT).
+  static let nothingToClone = ExitStatus.notFound
+  /// `clone -o FILE`: the file could not be created or written (as for standard output).
+  static let cloneOutput = ExitStatus.outputFailed
 }
 
 /// The error a command ends with for `error`: a ``CLIError`` with the table's status and the

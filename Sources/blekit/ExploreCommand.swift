@@ -58,18 +58,12 @@ struct ExploreCommand: ParsableCommand {
 
   func run() async throws {
     let report = ProgressReport(quiet: json)
-    let session = try await GattSession.open(
-      target, adapter: adapter, timeout: timeout, refresh: refresh,
-      progress: report.callAsFunction)
+    let walk = try await GattWalk.open(
+      target, adapter: adapter, timeout: timeout, refresh: refresh, reads: .all, progress: report)
+    let session = walk.session
     do {
-      let peripheral = session.peripheral
-      report("reading the GATT tree of \(peripheral.identifier)")
-      let tree: [ExploredService]
-      do {
-        tree = try await peripheral.explore(reads: .all)
-      } catch {
-        throw exitError(error)
-      }
+      let peripheral = walk.peripheral
+      let tree = walk.tree
       let device = ExploredDevice(
         address: peripheral.identifier.address,
         name: await peripheral.name(),

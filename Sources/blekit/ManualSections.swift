@@ -62,6 +62,13 @@ enum ManualSections {
         $ blekit read 00:AA:01:01:00:01 2a99
         blekit: 00:AA:01:01:00:01 has no characteristic 2a99
         """),
+      .paragraph(
+        "Clone a device into a serve profile, then stand up its twin on another adapter:"),
+      .example(
+        """
+        $ blekit clone 00:AA:01:01:00:01 -o twin.json
+        $ blekit serve twin.json -a hci1
+        """),
       .paragraph("Pair, trust and forget a device:"),
       .example(
         """

@@ -315,13 +315,14 @@ struct ServeCommand: ParsableCommand {
       lines.append("service \(service.uuid.shortString)\(service.primary ? "" : " (secondary)")")
       for characteristic in service.characteristics {
         let properties = ServeProfile.propertyNames(characteristic.properties)
-        lines.append("  characteristic \(characteristic.uuid.shortString) \(properties)")
+        let refused = characteristic.readError.map { ", reads refused: \($0.name)" } ?? ""
+        lines.append("  characteristic \(characteristic.uuid.shortString) \(properties)\(refused)")
       }
     }
     let advertised = profile.advertisement.services.map(\.shortString).joined(separator: ", ")
     lines.append(
       "advertise \(advertised)"
-        + (profile.advertisement.name.map { " as \"\($0)\"" } ?? ""))
+        + (profile.advertisement.name.map { " as \(JSON.quoted($0))" } ?? ""))
     return lines.joined(separator: "\n")
   }
 }

@@ -44,10 +44,12 @@ struct ProfileIssue: Error {
 
 /// The schema (docs/serve.md), one method per kind of object.
 struct ProfileDecoder {
+  /// The most values a cycle holds: 1024 (what `clone --listen` records per characteristic).
+  static let maximumCycleLength = 1024
   // MARK: - Objects
 
   func profile(_ json: ProfileJSON) throws(ProfileIssue) -> ServeProfile {
-    let root = try object(json, at: "", keys: ["services", "advertise"])
+    let root = try object(json, at: "", keys: ["services", "advertise", "notes"])
     let servicesJSON = try array(required(root, "services", at: ""), at: "services")
     guard !servicesJSON.isEmpty else {
       throw ProfileIssue(path: "services", reason: "no services: give at least one")
@@ -96,7 +98,7 @@ struct ProfileDecoder {
       json, at: path,
       keys: [
         "uuid", "name", "properties", "permissions", "value", "notifier", "writes",
-        "description", "format", "descriptors",
+        "description", "format", "descriptors", "readError", "note",
       ])
     let uuid = try self.uuid(required(fields, "uuid", at: path), at: "\(path).uuid")
     let properties = try self.properties(
@@ -106,16 +108,30 @@ struct ProfileDecoder {
       try self.permissions(json, at: "\(path).permissions")
     }
 
+    var readError: ServeProfile.ReadError?
+    if let json = fields["readError"] {
+      guard properties.contains(.read) else {
+        throw ProfileIssue(
+          path: "\(path).readError",
+          reason: "a read error is for reads, and 'properties' has no \"read\"")
+      }
+      readError = try self.readError(json, at: "\(path).readError")
+    }
     var value: ServeProfile.ValueSource?
     if let json = fields["value"] {
       guard properties.contains(.read) else {
         throw ProfileIssue(
           path: "\(path).value", reason: "a value is for reads, and 'properties' has no \"read\"")
       }
+      guard readError == nil else {
+        throw ProfileIssue(
+          path: "\(path).value", reason: "give a value or a readError, not both")
+      }
       value = try valueSource(json, at: "\(path).value")
-    } else if properties.contains(.read) {
+    } else if properties.contains(.read) && readError == nil {
       throw ProfileIssue(
-        path: "\(path).value", reason: "missing: a readable characteristic needs a value")
+        path: "\(path).value",
+        reason: "missing: a readable characteristic needs a value (or a readError)")
     }
 
     var notifier: ServeProfile.Notifier?
@@ -177,13 +193,14 @@ struct ProfileDecoder {
     }
     return ServeProfile.Characteristic(
       uuid: uuid, properties: properties, permissions: permissions ?? [], value: value,
-      notifier: notifier, writes: writes, descriptors: descriptors, path: path)
+      readError: readError, notifier: notifier, writes: writes, descriptors: descriptors, path: path
+    )
   }
 
   func descriptor(_ json: ProfileJSON, at path: String) throws(ProfileIssue)
     -> ServeProfile.Descriptor
   {
-    let fields = try object(json, at: path, keys: ["uuid", "value", "writable"])
+    let fields = try object(json, at: path, keys: ["uuid", "value", "writable", "note"])
     let uuid = try self.uuid(required(fields, "uuid", at: path), at: "\(path).uuid")
     if uuid == BluetoothUUID(uint16: 0x2902) || uuid == BluetoothUUID(uint16: 0x2900) {
       throw ProfileIssue(
@@ -208,7 +225,9 @@ struct ProfileDecoder {
     guard let json else {
       return ServeProfile.Advertisement(name: nil, services: [primary], appearance: nil)
     }
-    let fields = try object(json, at: "advertise", keys: ["name", "services", "appearance"])
+    let fields = try object(
+      json, at: "advertise",
+      keys: ["name", "services", "appearance", "manufacturerData", "serviceData"])
     let name = try fields["name"].map { json throws(ProfileIssue) in
       try string(json, at: "advertise.name")
     }
@@ -222,8 +241,27 @@ struct ProfileDecoder {
     let appearance = try fields["appearance"].map { json throws(ProfileIssue) in
       UInt16(try integer(json, at: "advertise.appearance", in: 0...0xFFFF))
     }
+    var manufacturerData: [UInt16: [UInt8]] = [:]
+    if let json = fields["manufacturerData"] {
+      for (key, value) in try object(json, at: "advertise.manufacturerData", keys: nil).members {
+        let at = "advertise.manufacturerData.\(key)"
+        guard key.count == 4, let company = UInt16(key, radix: 16) else {
+          throw ProfileIssue(
+            path: at, reason: "'\(key)' is not a company identifier (4 hex digits, e.g. 004c)")
+        }
+        manufacturerData[company] = try hexString(value, at: at)
+      }
+    }
+    var serviceData: [BluetoothUUID: [UInt8]] = [:]
+    if let json = fields["serviceData"] {
+      for (key, value) in try object(json, at: "advertise.serviceData", keys: nil).members {
+        let at = "advertise.serviceData.\(key)"
+        serviceData[try uuid(.string(key), at: at)] = try hexString(value, at: at)
+      }
+    }
     let advertisement = ServeProfile.Advertisement(
-      name: name, services: uuids, appearance: appearance)
+      name: name, services: uuids, appearance: appearance, manufacturerData: manufacturerData,
+      serviceData: serviceData)
     do {
       _ = try advertisement.payload.validateLegacySize()
     } catch {
@@ -247,13 +285,13 @@ struct ProfileDecoder {
       json, at: path,
       keys: [
         "text", "hex", "uint8", "uint16", "uint32", "sint8", "sint16", "sint32", "file",
-        "command", "counter",
+        "command", "counter", "cycle",
       ])
     guard fields.count == 1, let (key, value) = fields.first else {
       throw ProfileIssue(
         path: path,
         reason: fields.isEmpty
-          ? "empty: give one of text, hex, uint8..sint32, file, command, counter"
+          ? "empty: give one of text, hex, uint8..sint32, file, command, counter, cycle"
           : "give one source, not \(fields.count) (\(fields.map(\.key).joined(separator: ", ")))"
       )
     }
@@ -293,6 +331,25 @@ struct ProfileDecoder {
       let command = try string(value, at: at)
       guard !command.isEmpty else { throw ProfileIssue(path: at, reason: "empty command") }
       return .command(command)
+    case "cycle":
+      let items = try array(value, at: at)
+      guard !items.isEmpty else {
+        throw ProfileIssue(path: at, reason: "no values: give one or more")
+      }
+      guard items.count <= Self.maximumCycleLength else {
+        throw ProfileIssue(
+          path: at,
+          reason: "\(items.count) values; a cycle holds at most \(Self.maximumCycleLength)")
+      }
+      var values: [[UInt8]] = []
+      for (i, item) in items.enumerated() {
+        guard case .fixed(let bytes) = try valueSource(item, at: "\(at)[\(i)]") else {
+          throw ProfileIssue(
+            path: "\(at)[\(i)]", reason: "a cycle's values are fixed (text, hex or a number)")
+        }
+        values.append(bytes)
+      }
+      return .cycle(values)
     default:
       return .counter(try counter(value, at: at))
     }
@@ -450,12 +507,14 @@ struct ProfileDecoder {
 
   // MARK: - Scalars
 
-  func object(_ json: ProfileJSON, at path: String, keys: [String]) throws(ProfileIssue)
+  /// An object whose keys are all among `keys` (any key when `keys` is nil).
+  func object(_ json: ProfileJSON, at path: String, keys: [String]?) throws(ProfileIssue)
     -> Fields
   {
     guard case .object(let fields) = json else {
       throw ProfileIssue(path: path, reason: "expected an object, found \(json.kind)")
     }
+    guard let keys else { return Fields(fields) }
     for field in fields where !keys.contains(field.key) {
       throw ProfileIssue(
         path: path.isEmpty ? field.key : "\(path).\(field.key)",
@@ -529,6 +588,39 @@ struct ProfileDecoder {
     }
   }
 
+  /// A string of hex digits (spaces allowed) as bytes, at most 512.
+  func hexString(_ json: ProfileJSON, at path: String) throws(ProfileIssue) -> [UInt8] {
+    let text = try string(json, at: path)
+    let bytes: [UInt8]
+    do {
+      bytes = try HexBytes.parse(text)
+    } catch {
+      throw ProfileIssue(path: path, reason: error.description)
+    }
+    try checkLength(bytes.count, at: path)
+    return bytes
+  }
+
+  /// `insufficient-encryption` and the other named ATT errors, or an ATT code (`0x80`).
+  func readError(_ json: ProfileJSON, at path: String) throws(ProfileIssue)
+    -> ServeProfile.ReadError
+  {
+    let text = try string(json, at: path)
+    if let (_, error) = ServeProfile.ReadError.names.first(where: { $0.0 == text }) {
+      return error
+    }
+    if text.hasPrefix("0x"), text.count == 4, let code = UInt8(text.dropFirst(2), radix: 16),
+      code != 0
+    {
+      return ServeProfile.ReadError(code: code)
+    }
+    throw ProfileIssue(
+      path: path,
+      reason: "'\(text)' is not one of "
+        + ServeProfile.ReadError.names.map(\.0).joined(separator: ", ")
+        + ", or an ATT error code like 0x80")
+  }
+
   func checkLength(_ count: Int, at path: String) throws(ProfileIssue) {
     guard count <= ServeProfile.maximumValueLength else {
       throw ProfileIssue(
@@ -556,6 +648,7 @@ extension ServeProfile.Advertisement {
   /// The advertising payload: general discoverable, connectable.
   var payload: AdvertisingPayload {
     AdvertisingPayload(
-      discoverable: true, serviceUUIDs: services, localName: name, appearance: appearance)
+      discoverable: true, serviceUUIDs: services, manufacturerData: manufacturerData,
+      serviceData: serviceData, localName: name, appearance: appearance)
   }
 }

@@ -42,7 +42,11 @@ final class ServedCharacteristic: Sendable {
     let storesWrites: Bool
     if case .fixed = profile.value { storesWrites = true } else { storesWrites = false }
     var onRead: (@Sendable (ATTReadRequest) async throws(ATTError) -> [UInt8])?
-    if let reads {
+    if let refusal = profile.readError {
+      // A cloned device's refusal: the same ATT error at every read. For the security errors
+      // bluetoothd answers an insecure link itself (the permission added below).
+      onRead = { @Sendable _ throws(ATTError) in throw refusal.attError }
+    } else if let reads {
       onRead = { @Sendable request throws(ATTError) in
         let key = request.central?.identifier ?? ""
         if request.offset > 0, let continued = box.state.withLock({ $0.reading.value(for: key) }) {
@@ -85,7 +89,8 @@ final class ServedCharacteristic: Sendable {
       }
     }
     characteristic = MutableCharacteristic(
-      type: profile.uuid, properties: profile.properties, permissions: profile.permissions,
+      type: profile.uuid, properties: profile.properties,
+      permissions: profile.permissions.union(profile.readError?.permission ?? []),
       descriptors: profile.descriptors.map {
         MutableDescriptor(type: $0.uuid, value: $0.value, writable: $0.writable)
       },

@@ -12,7 +12,7 @@ import Synchronization
 /// Produces the values of one ``ServeProfile/ValueSource``; a counter's state lives here.
 final class ServeValueProducer: Sendable {
   let source: ServeProfile.ValueSource
-  /// The counter's next number.
+  /// The counter's next number, or the cycle's next index.
   private let next: Mutex<Int64>
 
   init(_ source: ServeProfile.ValueSource) {
@@ -30,6 +30,12 @@ final class ServeValueProducer: Sendable {
     switch source {
     case .fixed(let bytes): return bytes
     case .counter(let counter): return counter.bytes(for: step(counter))
+    case .cycle(let values):
+      let index = next.withLock { index in
+        defer { index = (index + 1) % Int64(values.count) }
+        return Int(index)
+      }
+      return values[index]
     case .file(let path):
       return try Self.fileValue(path)
     case .command(let command):

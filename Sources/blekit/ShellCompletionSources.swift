@@ -25,6 +25,7 @@ enum ShellCompletionSources {
     "--from": knownAddresses,
     "--allow": knownAddresses,
     "--file": .files,
+    "--output": .files,
     "COMMAND": .words(CommandRegistry.commands.map { $0.configuration.name }),
   ]
 }
