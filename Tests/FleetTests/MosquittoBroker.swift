@@ -137,6 +137,16 @@ final class MosquittoBroker: @unchecked Sendable {
   }
 
   deinit {
+    // A broker that died during its test (nothing stopped it) says why, for the test's log.
+    if let pid {
+      var status: Int32 = 0
+      if waitpid(pid, &status, WNOHANG) == pid {
+        self.pid = nil
+        FileHandle.standardError.write(
+          Data("MosquittoBroker on port \(port) had exited (status \(status)): \(logTail())\n".utf8)
+        )
+      }
+    }
     stop()
     try? FileManager.default.removeItem(at: directory)
   }
@@ -190,11 +200,21 @@ final class MosquittoBroker: @unchecked Sendable {
     address.sin_family = sa_family_t(AF_INET)
     address.sin_port = in_port_t(UInt16(port).bigEndian)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    return withUnsafePointer(to: &address) {
+    let connected = withUnsafePointer(to: &address) {
       $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
         connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
       }
     }
+    guard connected else { return false }
+    // A connect to a loopback port nobody listens on yet can connect to itself when the kernel
+    // hands the probe that same number as its local port (TCP's simultaneous open; the port
+    // comes from the ephemeral range): that is not the broker.
+    var local = sockaddr_in()
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let named = withUnsafeMutablePointer(to: &local) {
+      $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return named == 0 && Int(UInt16(bigEndian: local.sin_port)) != port
   }
 
   static func freePort() throws -> Int {
