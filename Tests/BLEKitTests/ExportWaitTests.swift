@@ -1,6 +1,7 @@
 import BlueZ
 import Bluetooth
 import DBus
+import Synchronization
 import TestSupport
 import Testing
 
@@ -104,8 +105,13 @@ struct ExportWaitTests {
 
   @Test func theQuietPeriodCountsFromTheLastChange() async throws {
     try await RemoteGattFixture.with(flags: ["read"]) { bluez, peripheral, _, _ in
+      // The export comes after the wait's first two lookups (before and after it subscribed),
+      // not after a fixed time: on a loaded machine 400 ms was not always enough for them.
+      let seen = LookupCount()
       let export = Task {
-        try await Task.sleep(for: .milliseconds(400))
+        while seen.value.load(ordering: .acquiring) < 2 {
+          try await Task.sleep(for: .milliseconds(10))
+        }
         try bluez.connection.export(
           ExportedObject(interfaces: [
             FakeBlueZObjects.interface(
@@ -121,6 +127,7 @@ struct ExportWaitTests {
       let found = await peripheral.lookingUntilExported(
         {
           lookups += 1
+          seen.value.store(lookups, ordering: .releasing)
           return peripheral.resolvedServices(nil).flatMap {
             peripheral.resolvedCharacteristics([Self.measurement], of: $0)
           }
@@ -128,8 +135,8 @@ struct ExportWaitTests {
         wait: Peripheral.ExportWait(quiet: .seconds(1), limit: .seconds(10)))
       let waited = Self.clock.now - start
       #expect(found.count == 0)
-      // 400 ms to the export, then a quiet second.
-      #expect(waited >= .milliseconds(1400))
+      // The export, then a quiet second.
+      #expect(waited >= .seconds(1))
       #expect(waited < .seconds(10))
       #expect(lookups == 3)
       try await export.value
@@ -202,4 +209,9 @@ struct ExportWaitTests {
       #expect(waited < TransferCentral.serviceSettleTime + .seconds(10))
     }
   }
+}
+
+/// How many lookups a wait has made, for a task that acts after them.
+private final class LookupCount: Sendable {
+  let value = Atomic(0)
 }

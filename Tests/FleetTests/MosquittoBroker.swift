@@ -2,6 +2,7 @@
 // its directory removed) by the test.
 
 import Foundation
+import TestSupport
 
 /// A mosquitto process on 127.0.0.1 with persistence in its own temporary directory; with
 /// `tls`, its listener speaks TLS only, with a certificate for 127.0.0.1 signed by a CA made
@@ -184,7 +185,7 @@ final class MosquittoBroker: @unchecked Sendable {
       process.standardOutput = FileHandle.nullDevice
       process.standardError = FileHandle.nullDevice
       try process.run()
-      process.waitUntilExit()
+      waitForExit(process)
       guard process.terminationStatus == 0 else {
         throw BrokerError(message: "openssl \(arguments[0]) failed")
       }

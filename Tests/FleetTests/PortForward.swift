@@ -4,6 +4,7 @@
 // ("2026/...") as a PUBLISH before any CONNACK: a protocol error.
 
 import Foundation
+import TestSupport
 
 /// A forward (a small Python server) on a free loopback port: each connection is relayed to
 /// `target`; while nothing listens there, the client gets an error line
@@ -63,6 +64,6 @@ final class PortForward: @unchecked Sendable {
   func stop() {
     guard process.isRunning else { return }
     kill(process.processIdentifier, SIGKILL)
-    process.waitUntilExit()
+    waitForExit(process)
   }
 }

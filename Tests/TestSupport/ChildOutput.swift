@@ -84,7 +84,7 @@ public func runCapturing(_ process: Process, input: Data? = nil, limit: Double? 
       killed = true
     }
   }
-  process.waitUntilExit()
+  waitForExit(process)
   return CapturedRun(
     status: process.terminationStatus, out: outData.wait(), err: errData.wait(), killed: killed)
 }
@@ -107,4 +107,13 @@ private final class ReadToEnd: Sendable {
     done.wait()
     return data.withLock { $0 }
   }
+}
+
+/// Waits for `process` to exit without Foundation's `waitUntilExit()`, which runs the calling
+/// thread's run loop: on a thread of Swift's cooperative pool that was seen to deadlock
+/// (`_CFRunLoopFinished` waiting on a mutex forever, the child already a zombie) and with the
+/// pool's threads blocked, the whole test run stopped. Foundation reaps the child on a thread
+/// of its own and clears `isRunning`; this only looks.
+public func waitForExit(_ process: Process) {
+  while process.isRunning { usleep(10_000) }
 }
