@@ -74,7 +74,9 @@ final class StandardInputChunks: AsyncSequence, Sendable {
   }
 }
 
-/// Pipes standard input to `channel` and the channel to standard output until either ends:
+/// Pipes standard input to `channel` and the channel to standard output until either ends
+/// (each SDU exact on a pipe or a file; on a terminal escaped and ending a line, see
+/// ``StandardOutput/writePeerBytes(_:)``):
 /// standard input's end sends what is left, waits until the kernel sent it
 /// (``L2CAPChannel/drain(timeout:)``), and closes the channel (L2CAP has no half-close); the
 /// peer closing ends the pipe after everything it sent was written out. With `receiveOnly`
@@ -97,7 +99,7 @@ func pipeStandardStreams(
       do {
         var total = 0
         for try await sdu in channel.incoming {
-          try StandardOutput.write(sdu)
+          try StandardOutput.writePeerBytes(sdu)
           total += sdu.count
           received.update(total, of: nil)
         }

@@ -178,10 +178,8 @@ struct ReceiveCommand: ParsableCommand {
               + "cannot keep apart; use --json")
         }
         try StandardOutput.write(received.bytes + [0])
-      } else if StandardOutput.isTerminal {
-        try StandardOutput.write(TerminalText.show(received.bytes))
       } else {
-        try StandardOutput.write(received.bytes)
+        try StandardOutput.writePeerBytes(received.bytes)
       }
     }
   }

@@ -90,10 +90,8 @@ extension ReceiveCommand {
             + "apart; use --json")
       }
       try StandardOutput.write(message + [0])
-    } else if StandardOutput.isTerminal {
-      try StandardOutput.write(TerminalText.show(message))
     } else {
-      try StandardOutput.write(message)
+      try StandardOutput.writePeerBytes(message)
     }
   }
 }

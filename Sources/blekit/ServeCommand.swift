@@ -289,7 +289,7 @@ struct ServeCommand: ParsableCommand {
   }
 
   /// Reports centrals connecting and leaving.
-  private static func report(
+  static func report(
     _ links: AsyncStream<CentralConnectionEvent>, output: ServeOutput, runtime: ServeRuntime
   ) async {
     for await link in links {

@@ -11,7 +11,8 @@ struct ServeOutput: Sendable {
   let hex: Bool
 
   /// A central's write, or the bytes themselves for a characteristic whose writes go to
-  /// standard output (`"writes": "stdout"`, unless `--json`).
+  /// standard output (`"writes": "stdout"`, unless `--json`): exact on a pipe or a file, each
+  /// value escaped on a line of its own on a terminal (``StandardOutput/writePeerBytes(_:)``).
   func write(
     _ request: ATTWriteRequest, service: BluetoothUUID, to output: ServeProfile.WriteOutput
   ) {
@@ -29,7 +30,7 @@ struct ServeOutput: Sendable {
     switch output {
     case .ignore: return
     case .stdout where request.descriptor == nil:
-      writeStandardOutput(request.value)
+      StandardOutput.writePeerBytesOrStop(request.value)
     case .print, .stdout:
       printLine(Self.writeLine(request, hex: hex))
     }

@@ -12,7 +12,11 @@ struct ProfileError: Error, Equatable, CustomStringConvertible, ExitStatusError 
   var path: String
   var reason: String
 
-  var description: String { path.isEmpty ? "\(file): \(reason)" : "\(file): \(path): \(reason)" }
+  /// The line, through ``TerminalText/visible(_:)``: the path and the reason quote the file's
+  /// keys and values, which may hold controls (`"\u001b[2J"` is a valid key).
+  var description: String {
+    TerminalText.visible(path.isEmpty ? "\(file): \(reason)" : "\(file): \(path): \(reason)")
+  }
   var exitStatus: ExitStatus { .usage }
   var exitMessage: String { description }
 }

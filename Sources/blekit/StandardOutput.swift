@@ -45,6 +45,22 @@ enum StandardOutput {
     if let message = writeAll(bytes) { throw CLIError(.outputFailed, message) }
   }
 
+  /// Writes bytes a peer sent (a received message, an L2CAP SDU, a central's write): on a pipe
+  /// or a file exactly as they came (binary-safe); on a terminal through
+  /// ``TerminalText/show(_:)``, so that a peer's controls, DEL, bidi and format characters are
+  /// shown escaped instead of moving the cursor or retitling the window, bytes that are not
+  /// UTF-8 as hex lines, and each write ends a line.
+  /// - Throws: as ``write(_:)``.
+  static func writePeerBytes(_ bytes: [UInt8]) throws(CLIError) {
+    try write(isTerminal ? TerminalText.show(bytes) : bytes)
+  }
+
+  /// ``writePeerBytes(_:)`` for a caller with no error path: a failure is recorded and stops
+  /// the command, as in ``writeOrStop(_:)``.
+  static func writePeerBytesOrStop(_ bytes: [UInt8]) {
+    writeOrStop(isTerminal ? TerminalText.show(bytes) : bytes)
+  }
+
   /// Writes all of `bytes`; a failure is recorded and stops the command (see the type's
   /// description). For output whose caller has no error path (a table redrawn by a timer).
   static func writeOrStop(_ bytes: [UInt8]) {

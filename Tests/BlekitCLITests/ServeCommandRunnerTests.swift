@@ -1,6 +1,7 @@
 // serve's per-read commands and file values against commands and files that do not behave: a
 // command that hangs, one that ignores SIGTERM and leaves a child behind, one that writes
 // forever, more commands than may run at once, and a FIFO as a file value or a profile.
+import BLEKit
 import Dispatch
 import Foundation
 import Testing
@@ -211,5 +212,32 @@ import Testing
     reads.forget("central 99")
     #expect(reads.value(for: "central 99") == nil)
     #expect(reads.count == ReadContinuations.limit - 1)
+  }
+
+  /// What a central's long read would continue is dropped when serve hears it disconnect
+  /// (ServeCommand.report, fed by PeripheralManager's connection events).
+  @Test func aCentralsLongReadIsForgottenWhenItDisconnects() async throws {
+    let profile = try ServeProfile.decode(
+      Array(
+        #"{"services":[{"uuid":"180d","characteristics":[{"uuid":"2a39","properties":["read"],"value":"x"}]}]}"#
+          .utf8), file: "p.json")
+    let output = ServeOutput(json: false, hex: false)
+    let runtime = ServeRuntime(profile, output: output)
+    let served = try #require(runtime.characteristics.first)
+    let onRead = try #require(served.characteristic.onRead)
+    let centrals = (0..<3).map { Central(identifier: "/org/bluez/hci0/dev_00_AA_01_00_00_0\($0)") }
+    for central in centrals {
+      let request = ATTReadRequest(
+        characteristic: served.profile.uuid, central: central, offset: 0, mtu: 23)
+      #expect(try await onRead(request) == Array("x".utf8))
+    }
+    #expect(served.continuedReads == 3)
+    let (links, events) = AsyncStream.makeStream(of: CentralConnectionEvent.self)
+    events.yield(.connected(centrals[0]))
+    events.yield(.disconnected(centrals[0]))
+    events.yield(.disconnected(centrals[2]))
+    events.finish()
+    await ServeCommand.report(links, output: output, runtime: runtime)
+    #expect(served.continuedReads == 1)
   }
 }

@@ -287,4 +287,23 @@ import Testing
         == #"{"event":"write","service":"180d","characteristic":"2a39","descriptor":null,"#
         + #""central":"00:AA:01:00:00:00","mtu":517,"link":"LE","offset":0}"#)
   }
+
+  /// A refusal quotes the file's keys and values; a control or bidi character in them is shown
+  /// escaped, not handed to the terminal (found by fuzz/profile-json).
+  @Test func refusalsShowTheFilesControlsEscaped() throws {
+    let profiles = ServeProfileTests()
+    let key = profiles.refusal(#"{"services":[],"\u001b]0;title\u0007":1}"#)
+    #expect(key == #"p.json: \x1b]0;title\x07: unknown key (known here: services, advertise)"#)
+    let value = try #require(
+      profiles.refusal(
+        profiles.withCharacteristic(
+          #"{"uuid":"2a39","properties":["write"],"writes":"\u001b[2J\u202e"}"#)))
+    #expect(value.hasSuffix(#"'\x1b[2J\u{202e}' is not one of print, stdout, ignore"#))
+    let raw = try #require(
+      profiles.refusal("{\"services\":[{\"uuid\":\"\u{9b}\u{202E}\",\"characteristics\":[]}]}"))
+    for scalar in raw.unicodeScalars {
+      #expect(
+        scalar == "\\" || !TerminalText.needsEscape(scalar), "raw U+\(scalar.value) in \(raw)")
+    }
+  }
 }
