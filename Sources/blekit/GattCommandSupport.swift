@@ -67,7 +67,9 @@ enum ValueFormat: Sendable, Equatable {
         (StandardOutput.isTerminal
           ? TerminalText.visible(String(decoding: value, as: UTF8.self))
           : String(decoding: value, as: UTF8.self)).utf8) + [0x0A]
-    case .raw: value
+    // Exact on a file or pipe; a terminal gets them as `receive` shows a message (controls
+    // made visible, non-UTF-8 as hex), never a peer's escape sequences.
+    case .raw: StandardOutput.isTerminal ? TerminalText.show(value) : value
     }
   }
 }

@@ -129,6 +129,19 @@ enum CapturedOutput {
     #expect(text.contains(#"price \u{202e}0.01"#))
   }
 
+  /// `read --raw` and `notify --raw`: exact bytes on a pipe, never a peer's controls on a
+  /// terminal.
+  @Test func rawValuesReachATerminalEscapedAndAPipeExactly() async throws {
+    let shown = try await CapturedOutput.capture(on: .terminal) {
+      for value in CapturedOutput.hostile { writeStandardOutput(ValueFormat.raw.render(value)) }
+    }
+    #expect(CapturedOutput.controls(in: shown) == [])
+    let written = try await CapturedOutput.capture(on: .pipe) {
+      for value in CapturedOutput.hostile { writeStandardOutput(ValueFormat.raw.render(value)) }
+    }
+    #expect(written == CapturedOutput.hostile.flatMap { $0 })
+  }
+
   @Test func serveWritesACentralsBytesToAPipeExactly() async throws {
     let written = try await CapturedOutput.capture(on: .pipe) {
       serveWrites(CapturedOutput.hostile)
