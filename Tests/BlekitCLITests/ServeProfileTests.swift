@@ -293,7 +293,7 @@ import Testing
   @Test func refusalsShowTheFilesControlsEscaped() throws {
     let profiles = ServeProfileTests()
     let key = profiles.refusal(#"{"services":[],"\u001b]0;title\u0007":1}"#)
-    #expect(key == #"p.json: \x1b]0;title\x07: unknown key (known here: services, advertise)"#)
+    #expect(key == #"p.json: \x1b]0;title\x07: unknown key (known here: services, advertise, notes)"#)
     let value = try #require(
       profiles.refusal(
         profiles.withCharacteristic(
