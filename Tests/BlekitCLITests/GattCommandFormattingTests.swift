@@ -241,10 +241,13 @@ import Testing
 
   @Test func shortTextValuesShareTheirLine() {
     #expect(
-      ExploreCommand.valueLines(.value(Array("pong".utf8)), indent: "")
+      ExploreCommand.valueLines(.value(Array("pong".utf8)), indent: "", address: Self.info.address)
         == ["value  70 6f 6e 67  \"pong\""])
-    #expect(ExploreCommand.valueLines(.value([]), indent: "  ") == ["  value  (empty)"])
-    #expect(ExploreCommand.valueLines(.notRead, indent: "") == [])
+    #expect(
+      ExploreCommand.valueLines(.value([]), indent: "  ", address: Self.info.address) == [
+        "  value  (empty)"
+      ])
+    #expect(ExploreCommand.valueLines(.notRead, indent: "", address: Self.info.address) == [])
   }
 
   @Test func jsonIsOneObjectWithTheWholeTree() throws {
