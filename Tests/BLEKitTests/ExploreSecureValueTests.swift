@@ -38,6 +38,9 @@ final class SecureValueDevice: Sendable {
     /// The link drops first and the read gets bluetoothd's bare "Operation failed" (ATT
     /// error 0 after a disconnection): the exploration cannot tell why.
     case dropThenFailed
+    /// bluetoothd's bare "Operation failed" while the link is still up (the security change
+    /// failed), and the kernel's disconnection 300 ms later.
+    case failedThenDrop
   }
 
   /// What the stand-in holds and counts.
@@ -143,6 +146,12 @@ final class SecureValueDevice: Sendable {
         throw DBusError.remote(name: "org.bluez.Error.NotPermitted", message: "Not paired")
       case .dropThenFailed:
         try setLink(false)
+        throw DBusError.remote(name: "org.bluez.Error.Failed", message: "Operation failed")
+      case .failedThenDrop:
+        Task {
+          try? await Task.sleep(for: .milliseconds(300))
+          try? setLink(false)
+        }
         throw DBusError.remote(name: "org.bluez.Error.Failed", message: "Operation failed")
       }
     }
@@ -253,6 +262,30 @@ struct ExploreSecureValueTests {
     #expect(failure.droppedLink)
     #expect(failure.requirement == nil)
     // Tried once more after connecting again, then given up.
+    #expect(device.secureReads == 2)
+    #expect(device.connects == 2)
+    await central.close()
+  }
+
+  @Test func aFailureTheLinkDropsRightAfterCountsAsADrop() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let device = try await SecureValueDevice(bus: bus, refusal: .failedThenDrop, connected: true)
+    defer { device.close() }
+    let central = try await CentralManager.open(connection: try bus.connect())
+    let identifier = try #require(
+      await central.peripheral(address: BluetoothAddress(SecureValueDevice.address)))
+    let peripheral = Peripheral(identifier: identifier, manager: central)
+    let tree = try await peripheral.explore(reads: .all, reconnects: Self.allowance)
+    let reads = Self.reads(tree)
+    #expect(reads[SecureValueDevice.battery.rawValue] == .value([0x5A]))
+    guard case .failed(let failure)? = reads[SecureValueDevice.secure.rawValue] else {
+      Issue.record("the secure value was read")
+      await central.close()
+      return
+    }
+    #expect(failure.droppedLink)
+    // Tried again after the drop, which came again.
     #expect(device.secureReads == 2)
     #expect(device.connects == 2)
     await central.close()

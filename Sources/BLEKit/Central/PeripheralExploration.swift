@@ -214,14 +214,38 @@ private struct ExplorationLink {
     self.allowance = allowance
   }
 
-  /// How long bluetoothd gets to report a dropped link as disconnected before connecting
-  /// again: it signals `Connected = false` right after the kernel's Disconnection Complete.
+  /// How long bluetoothd gets to report a dropped link as disconnected (before connecting
+  /// again, and after a bare "Operation failed" read): it signals `Connected = false` right
+  /// after the kernel's Disconnection Complete, which follows a failed pairing at once.
   static let settleTime: Duration = .seconds(2)
 
   /// Whether `error` (or the state right after it) says the link is gone.
   func linkLost(_ error: BluetoothError) async -> Bool {
     [.disconnected, .peripheralNotFound, .serviceUnavailable].contains(error.code)
       ? true : !(await peripheral.isConnected())
+  }
+
+  /// Whether the link goes down within ``settleTime``. bluetoothd answers a read whose
+  /// security change failed with a bare `org.bluez.Error.Failed` ("Operation failed": the ATT
+  /// request ended without a response), which can come just before the kernel disconnects.
+  func dropsSoon() async -> Bool {
+    let path = peripheral.identifier.path
+    let (snapshot, _, events) = peripheral.objects.subscribe()
+    guard let properties = snapshot[path]?[Device1.interface],
+      properties[Device1.connected.name]?.boolValue == true
+        || properties[Device1.servicesResolved.name]?.boolValue == true
+    else { return true }
+    let dropped = await firstMatch(in: events, within: Self.settleTime) { event -> Bool? in
+      switch event {
+      case .propertiesChanged(let changedPath, let interface, _, _, let current)
+      where changedPath == path && interface == Device1.interface:
+        current[Device1.connected.name]?.boolValue == false ? true : nil
+      case .interfacesRemoved(let removedPath, _) where removedPath == path: true
+      case .serviceStopped: true
+      default: nil
+      }
+    }
+    return dropped ?? false
   }
 
   /// The error that ends the walk when the link is gone for good.
@@ -286,7 +310,14 @@ private struct ExplorationLink {
         return .value(try await read())
       } catch {
         if error.code == .cancelled { throw error }
-        guard await linkLost(error) else { return .failed(AttributeReadFailure(error)) }
+        let plain = AttributeReadFailure(error)
+        var lost = await linkLost(error)
+        if !lost, allowance.maximum > 0, plain.requirement == nil,
+          plain.errorName == "org.bluez.Error.Failed"
+        {
+          lost = await dropsSoon()
+        }
+        guard lost else { return .failed(plain) }
         let failure = AttributeReadFailure(error, droppedLink: true)
         try await reconnect(after: error)
         if failure.requirement != nil || tried == 2 { return .failed(failure) }
