@@ -20,8 +20,10 @@ struct ExploreCommand: ParsableCommand {
       0x0f) or the device's authorization (0x08) is marked with what it needs; when the link \
       drops over it (bluetoothd tries to pair, and a failed pairing disconnects), explore \
       connects again (at most \(Self.maximumReconnects) times, within --timeout) and goes on, \
-      so the dump is complete. The last line then says which values could not be read, and \
-      explore exits 5 (7 when the link dropped over a value for no reason given). With \
+      so the dump is complete. A value whose read dropped the link twice without bluetoothd \
+      saying why is marked too (bluetoothd 5.66 can answer a read cut by its failed pairing \
+      with a bare error). The last line then says which values could not be read, and \
+      explore exits 5. With \
       --listen SECONDS, it then subscribes to every characteristic that notifies or \
       indicates and prints values as they come (a subscription that fails shows its error). \
       --json prints the tree as one JSON object, then one JSON object per notification. \
@@ -102,7 +104,7 @@ struct ExploreCommand: ParsableCommand {
 
   /// The most times explore connects again when the link drops during the walk (each time over
   /// a value the device would not give without pairing, or a drop for no reason given).
-  static let maximumReconnects = 3
+  static let maximumReconnects = 4
 
   /// The ATT MTU bluetoothd reports on the characteristics (the largest: one that was never
   /// updated can still show the initial 23), or `nil` when none reports one.
@@ -158,17 +160,20 @@ struct ExploreCommand: ParsableCommand {
             + "authorization")
       }
       if droppedLink > 0 {
-        parts.append("\(droppedLink) dropped the link when read")
+        parts.append(
+          "\(droppedLink) dropped the link when read (" + (needPairing > 0 ? "" : "it ")
+            + "may need pairing"
+            + (needPairing > 0 ? " too)" : ": blekit pair \(address.rawValue))"))
       }
       return "\(total) value\(total == 1 ? "" : "s") not read: " + parts.joined(separator: ", ")
     }
 
-    /// Exit 5 when the device wants pairing or authorization, exit 7 when values were lost
-    /// only to a dropped link; `nil` when nothing is missing.
+    /// Exit 5 when some values were not read: the device wants pairing or authorization for
+    /// them, or reading them dropped the link (what a failed pairing does); `nil` when nothing
+    /// is missing.
     func failure(address: BluetoothAddress) -> CLIError? {
       guard let summary = summary(address: address) else { return nil }
-      return CLIError(
-        needPairing + needAuthorization > 0 ? .permissionDenied : .disconnected, summary)
+      return CLIError(.permissionDenied, summary)
     }
   }
 
@@ -263,7 +268,7 @@ struct ExploreCommand: ParsableCommand {
         + "bluetoothd: \(failure.description)"
     case nil:
       guard failure.droppedLink else { return failure.description }
-      return "the link dropped twice when reading it (it may need pairing: blekit pair "
+      return "the link dropped when reading it (it may need pairing: blekit pair "
         + "\(address.rawValue)); bluetoothd: \(failure.description)"
     }
   }

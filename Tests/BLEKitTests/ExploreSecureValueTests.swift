@@ -28,6 +28,8 @@ final class SecureValueDevice: Sendable {
   static let secureDescription = secure.appending("desc000f")
   /// Battery Level (2a19): 0x5a.
   static let battery = second.appending("char0011")
+  /// With `twoSecure`: a second value that needs encryption, after the battery level.
+  static let secondSecure = second.appending("char0013")
 
   /// How the secure read fails.
   enum Refusal: Sendable {
@@ -58,7 +60,9 @@ final class SecureValueDevice: Sendable {
   var connects: Int { state.connects.withLock { $0 } }
   var secureReads: Int { state.secureReads.withLock { $0 } }
 
-  init(bus: PrivateBus, refusal: Refusal, connected: Bool) async throws {
+  init(bus: PrivateBus, refusal: Refusal, connected: Bool, twoSecure: Bool = false)
+    async throws
+  {
     self.refusal = refusal
     let state = self.state
     state.connected.withLock { $0 = connected }
@@ -135,9 +139,7 @@ final class SecureValueDevice: Sendable {
       Self.name, service: Self.first, uuid: "00002a00-0000-1000-8000-00805f9b34fb",
       flags: ["read"]
     ) { Array("sensor".utf8) }
-    try readable(
-      Self.secure, service: Self.first, uuid: Self.secureUUID, flags: ["read", "notify"]
-    ) {
+    let refuse = { @Sendable () async throws -> [UInt8] in
       state.secureReads.withLock { $0 += 1 }
       switch refusal {
       case .dropThenNotPaired:
@@ -155,6 +157,9 @@ final class SecureValueDevice: Sendable {
         throw DBusError.remote(name: "org.bluez.Error.Failed", message: "Operation failed")
       }
     }
+    try readable(
+      Self.secure, service: Self.first, uuid: Self.secureUUID, flags: ["read", "notify"],
+      read: refuse)
     var description = FakeBlueZObjects.interface(
       GattDescriptor1.interface,
       [
@@ -171,6 +176,11 @@ final class SecureValueDevice: Sendable {
       Self.battery, service: Self.second, uuid: "00002a19-0000-1000-8000-00805f9b34fb",
       flags: ["read"]
     ) { [0x5A] }
+    if twoSecure {
+      try readable(
+        Self.secondSecure, service: Self.second, uuid: "12345679-0000-1000-8000-00805f9b34fb",
+        flags: ["read"], read: refuse)
+    }
   }
 
   func close() { connection.close() }
@@ -288,6 +298,34 @@ struct ExploreSecureValueTests {
     // Tried again after the drop, which came again.
     #expect(device.secureReads == 2)
     #expect(device.connects == 2)
+    await central.close()
+  }
+
+  @Test func afterAReadDroppedTheLinkTwiceLaterDropsAreNotTriedAgain() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let device = try await SecureValueDevice(
+      bus: bus, refusal: .dropThenFailed, connected: true, twoSecure: true)
+    defer { device.close() }
+    let central = try await CentralManager.open(connection: try bus.connect())
+    let identifier = try #require(
+      await central.peripheral(address: BluetoothAddress(SecureValueDevice.address)))
+    let peripheral = Peripheral(identifier: identifier, manager: central)
+    // Three reconnects: two for the first value (the drop, then the drop of its second
+    // read), one for the second value, read once.
+    let tree = try await peripheral.explore(
+      reads: .all, reconnects: ExplorationReconnects(maximum: 3, timeout: .seconds(10)))
+    let reads = Self.reads(tree)
+    #expect(reads[SecureValueDevice.battery.rawValue] == .value([0x5A]))
+    for path in [SecureValueDevice.secure, SecureValueDevice.secondSecure] {
+      guard case .failed(let failure)? = reads[path.rawValue] else {
+        Issue.record("\(path) was read")
+        continue
+      }
+      #expect(failure.droppedLink)
+    }
+    #expect(device.secureReads == 3)
+    #expect(device.connects == 3)
     await central.close()
   }
 

@@ -152,7 +152,8 @@ extension Peripheral {
   /// read that was under way is recorded as failed with ``AttributeReadFailure/droppedLink``
   /// when its failure names a requirement (``AttributeReadFailure/requirement``, which a
   /// second attempt would only meet again), and is tried once more otherwise (a second drop
-  /// is then recorded).
+  /// is then recorded, and later reads that drop the link are not tried again: a device that
+  /// drops an unpaired link over a value does so for each such value).
   ///
   /// - Throws: ``BluetoothError/Code/disconnected`` when the link drops during the walk and
   ///   may not (or could not) be connected again; the discovery's errors.
@@ -208,6 +209,9 @@ private struct ExplorationLink {
   let allowance: ExplorationReconnects
   var used = 0
   var deadline: ContinuousClock.Instant?
+  /// Whether a read that dropped the link is tried again; no longer once one has dropped it
+  /// twice.
+  var retriesDrops = true
 
   init(peripheral: Peripheral, allowance: ExplorationReconnects) {
     self.peripheral = peripheral
@@ -320,7 +324,8 @@ private struct ExplorationLink {
         guard lost else { return .failed(plain) }
         let failure = AttributeReadFailure(error, droppedLink: true)
         try await reconnect(after: error)
-        if failure.requirement != nil || tried == 2 { return .failed(failure) }
+        if tried == 2 { retriesDrops = false }
+        if failure.requirement != nil || tried == 2 || !retriesDrops { return .failed(failure) }
       }
     }
   }
