@@ -43,6 +43,9 @@ final class SecureValueDevice: Sendable {
     /// bluetoothd's bare "Operation failed" while the link is still up (the security change
     /// failed), and the kernel's disconnection 300 ms later.
     case failedThenDrop
+    /// The link drops and the read is never answered (bluetoothd 5.66 leaves calls pending
+    /// at a drop unanswered, as the lab saw with AcquireNotify).
+    case dropThenSilent
   }
 
   /// What the stand-in holds and counts.
@@ -149,6 +152,10 @@ final class SecureValueDevice: Sendable {
       case .dropThenFailed:
         try setLink(false)
         throw DBusError.remote(name: "org.bluez.Error.Failed", message: "Operation failed")
+      case .dropThenSilent:
+        try setLink(false)
+        try await Task.sleep(for: .seconds(300))
+        throw DBusError.remote(name: "org.bluez.Error.Failed", message: "never answered")
       case .failedThenDrop:
         Task {
           try? await Task.sleep(for: .milliseconds(300))
@@ -326,6 +333,33 @@ struct ExploreSecureValueTests {
     }
     #expect(device.secureReads == 3)
     #expect(device.connects == 3)
+    await central.close()
+  }
+
+  @Test func aReadLeftUnansweredAtADropIsGivenUpSoon() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let device = try await SecureValueDevice(bus: bus, refusal: .dropThenSilent, connected: true)
+    defer { device.close() }
+    let central = try await CentralManager.open(connection: try bus.connect())
+    let identifier = try #require(
+      await central.peripheral(address: BluetoothAddress(SecureValueDevice.address)))
+    let peripheral = Peripheral(identifier: identifier, manager: central)
+    let started = ContinuousClock.now
+    let tree = try await peripheral.explore(reads: .all, reconnects: Self.allowance)
+    let elapsed = ContinuousClock.now - started
+    let reads = Self.reads(tree)
+    #expect(reads[SecureValueDevice.battery.rawValue] == .value([0x5A]))
+    guard case .failed(let failure)? = reads[SecureValueDevice.secure.rawValue] else {
+      Issue.record("the secure value was read")
+      await central.close()
+      return
+    }
+    #expect(failure.droppedLink)
+    #expect(failure.message.contains("before the read was answered"))
+    #expect(device.secureReads == 2)
+    // Two reads given up 2 s after their drops, not after the call's 40 s.
+    #expect(elapsed < .seconds(15), "took \(elapsed)")
     await central.close()
   }
 

@@ -177,7 +177,7 @@ extension Peripheral {
           }
         let value =
           wanted
-          ? try await link.read { () throws(BluetoothError) in
+          ? try await link.read { @Sendable () throws(BluetoothError) in
             try await self.readValue(for: characteristic)
           } : .notRead
         var descriptors: [ExploredDescriptor] = []
@@ -188,7 +188,7 @@ extension Peripheral {
           let read =
             reads == .none
             ? .notRead
-            : try await link.read { () throws(BluetoothError) in
+            : try await link.read { @Sendable () throws(BluetoothError) in
               try await self.readValue(for: descriptor)
             }
           descriptors.append(ExploredDescriptor(descriptor: descriptor, read: read))
@@ -229,7 +229,7 @@ private struct ExplorationLink {
       ? true : !(await peripheral.isConnected())
   }
 
-  /// Whether the link goes down within ``settleTime``. bluetoothd answers a read whose
+  /// Whether the link goes down within `settleTime`. bluetoothd answers a read whose
   /// security change failed with a bare `org.bluez.Error.Failed` ("Operation failed": the ATT
   /// request ended without a response), which can come just before the kernel disconnects.
   func dropsSoon() async -> Bool {
@@ -290,7 +290,7 @@ private struct ExplorationLink {
     do throws(BluetoothError) {
       return try await work()
     } catch {
-      if error.code == .cancelled { throw error }
+      if error.code == .cancelled || error.code == .busLost { throw error }
       guard await linkLost(error) else { throw error }
       try await reconnect(after: error)
       do throws(BluetoothError) {
@@ -301,19 +301,68 @@ private struct ExplorationLink {
     }
   }
 
+  /// One read, raced against the link's loss. bluetoothd 5.66 may leave a call that is
+  /// pending when the link drops unanswered (it does so with AcquireNotify, see
+  /// `Peripheral.untilLinkLoss(_:_:)`), and its answer to a read cut by its own failed
+  /// pairing can come just after the drop: so after a drop the read gets `settleTime`
+  /// more, then is given up (its call cancelled) with the loss.
+  func raced(
+    _ read: @escaping @Sendable () async throws(BluetoothError) -> [UInt8]
+  ) async throws(BluetoothError) -> [UInt8] {
+    let (_, _, events) = peripheral.objects.subscribe()
+    let path = peripheral.identifier.path
+    let name = peripheral.identifier.description
+    let tree = peripheral.objects
+    let outcome = await withTaskGroup(of: ReadRace.self) { group in
+      group.addTask {
+        do throws(BluetoothError) {
+          return .answered(.success(try await read()))
+        } catch {
+          return .answered(.failure(error))
+        }
+      }
+      group.addTask {
+        guard
+          let loss = await Peripheral.waitForLinkLoss(
+            events, device: path, name: name, tree: tree)
+        else { return .watchEnded }
+        try? await Task.sleep(for: Self.settleTime)
+        return .lost(loss)
+      }
+      defer { group.cancelAll() }
+      while let next = await group.next() {
+        // A watch that ended without a loss leaves the read to answer.
+        if case .watchEnded = next { continue }
+        return next
+      }
+      return .watchEnded
+    }
+    switch outcome {
+    case .answered(.success(let value)):
+      return value
+    case .answered(.failure(let error)):
+      throw error
+    case .lost(let loss):
+      throw BluetoothError(
+        loss.code, "\(loss.message) before the read was answered", bluez: loss.bluez)
+    case .watchEnded:
+      throw BluetoothError(.cancelled, "the read was cancelled")
+    }
+  }
+
   /// Runs one read; a failure becomes the attribute's result. When the link is gone, it
   /// connects again (or throws); the read is tried once more unless its failure names what
   /// the device requires.
   mutating func read(
-    _ read: () async throws(BluetoothError) -> [UInt8]
+    _ read: @escaping @Sendable () async throws(BluetoothError) -> [UInt8]
   ) async throws(BluetoothError) -> AttributeReadResult {
     var tried = 0
     while true {
       tried += 1
       do throws(BluetoothError) {
-        return .value(try await read())
+        return .value(try await raced(read))
       } catch {
-        if error.code == .cancelled { throw error }
+        if error.code == .cancelled || error.code == .busLost { throw error }
         let plain = AttributeReadFailure(error)
         var lost = await linkLost(error)
         if !lost, allowance.maximum > 0, plain.requirement == nil,
@@ -329,4 +378,12 @@ private struct ExplorationLink {
       }
     }
   }
+}
+
+/// Which came first in `ExplorationLink.raced(_:)`: the read's answer, or the link's loss
+/// (and `ExplorationLink.settleTime` after it); `watchEnded` when the watch ended without one.
+private enum ReadRace: Sendable {
+  case answered(Result<[UInt8], BluetoothError>)
+  case lost(BluetoothError)
+  case watchEnded
 }
