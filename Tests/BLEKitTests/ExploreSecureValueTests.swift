@@ -46,6 +46,9 @@ final class SecureValueDevice: Sendable {
     /// The link drops and the read is never answered (bluetoothd 5.66 leaves calls pending
     /// at a drop unanswered, as the lab saw with AcquireNotify).
     case dropThenSilent
+    /// An empty value, and the disconnection 100 ms later: bluetoothd 5.66's answer to a
+    /// read that the link's loss ended.
+    case emptyThenDrop
   }
 
   /// What the stand-in holds and counts.
@@ -152,6 +155,12 @@ final class SecureValueDevice: Sendable {
       case .dropThenFailed:
         try setLink(false)
         throw DBusError.remote(name: "org.bluez.Error.Failed", message: "Operation failed")
+      case .emptyThenDrop:
+        Task {
+          try? await Task.sleep(for: .milliseconds(100))
+          try? setLink(false)
+        }
+        return []
       case .dropThenSilent:
         try setLink(false)
         try await Task.sleep(for: .seconds(300))
@@ -360,6 +369,30 @@ struct ExploreSecureValueTests {
     #expect(device.secureReads == 2)
     // Two reads given up 2 s after their drops, not after the call's 40 s.
     #expect(elapsed < .seconds(15), "took \(elapsed)")
+    await central.close()
+  }
+
+  @Test func anEmptyValueTheLinkDropsRightAfterIsNoValue() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let device = try await SecureValueDevice(bus: bus, refusal: .emptyThenDrop, connected: true)
+    defer { device.close() }
+    let central = try await CentralManager.open(connection: try bus.connect())
+    let identifier = try #require(
+      await central.peripheral(address: BluetoothAddress(SecureValueDevice.address)))
+    let peripheral = Peripheral(identifier: identifier, manager: central)
+    let tree = try await peripheral.explore(reads: .all, reconnects: Self.allowance)
+    let reads = Self.reads(tree)
+    #expect(reads[SecureValueDevice.battery.rawValue] == .value([0x5A]))
+    guard case .failed(let failure)? = reads[SecureValueDevice.secure.rawValue] else {
+      Issue.record(
+        "the secure value: \(String(describing: reads[SecureValueDevice.secure.rawValue]))")
+      await central.close()
+      return
+    }
+    #expect(failure.droppedLink)
+    #expect(device.secureReads == 2)
+    #expect(device.connects == 2)
     await central.close()
   }
 

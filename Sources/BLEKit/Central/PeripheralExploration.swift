@@ -229,17 +229,25 @@ private struct ExplorationLink {
       ? true : !(await peripheral.isConnected())
   }
 
-  /// Whether the link goes down within `settleTime`. bluetoothd answers a read whose
-  /// security change failed with a bare `org.bluez.Error.Failed` ("Operation failed": the ATT
-  /// request ended without a response), which can come just before the kernel disconnects.
-  func dropsSoon() async -> Bool {
+  /// How long an empty value is watched for a drop right after it. bluetoothd 5.66 answers a
+  /// read that the link's loss ended (shared/att.c hands the request no error code) with an
+  /// empty value, not an error (src/gatt-client.c, `async_dbus_op_reply`): such an empty
+  /// value is no value. Its answer and its `Connected = false` come from the same
+  /// disconnection, so the watch is short: every empty value of a healthy link costs it.
+  static let emptyValueWatch: Duration = .milliseconds(500)
+
+  /// Whether the link goes down within `limit` (by default `settleTime`). bluetoothd answers
+  /// a read whose security change failed with a bare `org.bluez.Error.Failed` ("Operation
+  /// failed": the ATT request ended without a response), which can come just before the
+  /// kernel disconnects.
+  func dropsSoon(within limit: Duration = settleTime) async -> Bool {
     let path = peripheral.identifier.path
     let (snapshot, _, events) = peripheral.objects.subscribe()
     guard let properties = snapshot[path]?[Device1.interface],
       properties[Device1.connected.name]?.boolValue == true
         || properties[Device1.servicesResolved.name]?.boolValue == true
     else { return true }
-    let dropped = await firstMatch(in: events, within: Self.settleTime) { event -> Bool? in
+    let dropped = await firstMatch(in: events, within: limit) { event -> Bool? in
       switch event {
       case .propertiesChanged(let changedPath, let interface, _, _, let current)
       where changedPath == path && interface == Device1.interface:
@@ -360,7 +368,13 @@ private struct ExplorationLink {
     while true {
       tried += 1
       do throws(BluetoothError) {
-        return .value(try await raced(read))
+        let value = try await raced(read)
+        guard value.isEmpty, allowance.maximum > 0, await dropsSoon(within: Self.emptyValueWatch)
+        else { return .value(value) }
+        throw BluetoothError(
+          .disconnected,
+          "\(peripheral.identifier) disconnected as bluetoothd answered the read with an empty "
+            + "value (its answer to a read the drop ended)")
       } catch {
         if error.code == .cancelled || error.code == .busLost { throw error }
         let plain = AttributeReadFailure(error)
