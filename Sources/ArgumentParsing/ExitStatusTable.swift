@@ -10,7 +10,7 @@
 /// |      2 | `usage`                 | Bad command line: unknown command/option, bad value.     |
 /// |      3 | `adapterNotFound`       | No such Bluetooth adapter, or no adapter at all.         |
 /// |      4 | `bluetoothUnavailable`  | bluetoothd is not running or not on the system bus.      |
-/// |      5 | `permissionDenied`      | The system bus or BlueZ refused access.                  |
+/// |      5 | `permissionDenied`      | The system bus, BlueZ or the device refused access.      |
 /// |      6 | `timedOut`              | Nothing found in time, or an operation timed out.        |
 /// |      7 | `disconnected`          | The peer disconnected or a transfer was cut short.       |
 /// |      8 | `remoteError`           | BlueZ or D-Bus answered with an error.                   |
@@ -46,7 +46,9 @@ public struct ExitStatus: RawRepresentable, Hashable, Sendable, CustomStringConv
   public static let adapterNotFound = ExitStatus(rawValue: 3)
   /// 4: bluetoothd is not running or does not own `org.bluez` on the system bus.
   public static let bluetoothUnavailable = ExitStatus(rawValue: 4)
-  /// 5: the system bus or BlueZ denied access (D-Bus policy, `NotPermitted`, `NotAuthorized`).
+  /// 5: the system bus or BlueZ denied access (D-Bus policy, `NotPermitted`, `NotAuthorized`),
+  /// or the device gives some values only to a paired or authorized central (`explore`
+  /// finished its dump without them).
   public static let permissionDenied = ExitStatus(rawValue: 5)
   /// 6: nothing was found in time, or an operation timed out.
   public static let timedOut = ExitStatus(rawValue: 6)
@@ -89,7 +91,10 @@ public struct ExitStatus: RawRepresentable, Hashable, Sendable, CustomStringConv
     (.usage, "Bad command line: unknown command or option, missing or malformed value."),
     (.adapterNotFound, "The Bluetooth adapter was not found."),
     (.bluetoothUnavailable, "bluetoothd is not running or not on the system bus."),
-    (.permissionDenied, "Permission denied by the system bus or BlueZ."),
+    (
+      .permissionDenied,
+      "Permission denied by the system bus or BlueZ, or values that need pairing (explore).",
+    ),
     (.timedOut, "Nothing found in time, or an operation timed out."),
     (.disconnected, "The peer disconnected or a transfer was cut short."),
     (.remoteError, "BlueZ or D-Bus answered with an error."),

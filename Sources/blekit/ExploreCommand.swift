@@ -15,7 +15,15 @@ struct ExploreCommand: ParsableCommand {
       services, characteristics and descriptors in handle order. Every characteristic and \
       descriptor is read, as a phone's GATT explorer does: a value is shown in hex, as text \
       when it is printable UTF-8, and SIG-assigned UUIDs are named. An attribute the device \
-      refuses to read shows bluetoothd's error on its own line and the walk goes on. With \
+      refuses to read shows bluetoothd's error on its own line and the walk goes on. An \
+      attribute that needs pairing (encryption or authentication, ATT errors 0x05, 0x0c, \
+      0x0f) or the device's authorization (0x08) is marked with what it needs; when the link \
+      drops over it (bluetoothd tries to pair, and a failed pairing disconnects), explore \
+      connects again (at most \(Self.maximumReconnects) times, within --timeout) and goes on, \
+      so the dump is complete. A value whose read dropped the link twice without bluetoothd \
+      saying why is marked too (bluetoothd 5.66 can answer a read cut by its failed pairing \
+      with a bare error). The last line then says which values could not be read, and \
+      explore exits 5. With \
       --listen SECONDS, it then subscribes to every characteristic that notifies or \
       indicates and prints values as they come (a subscription that fails shows its error). \
       --json prints the tree as one JSON object, then one JSON object per notification. \
@@ -59,7 +67,9 @@ struct ExploreCommand: ParsableCommand {
   func run() async throws {
     let report = ProgressReport(quiet: json)
     let walk = try await GattWalk.open(
-      target, adapter: adapter, timeout: timeout, refresh: refresh, reads: .all, progress: report)
+      target, adapter: adapter, timeout: timeout, refresh: refresh, reads: .all,
+      reconnects: ExplorationReconnects(maximum: Self.maximumReconnects, timeout: timeout),
+      progress: report)
     let session = walk.session
     do {
       let peripheral = walk.peripheral
@@ -69,20 +79,26 @@ struct ExploreCommand: ParsableCommand {
         name: await peripheral.name(),
         adapter: await session.manager.adapterName,
         mtu: Self.linkMTU(tree, on: peripheral))
+      let unread = Unread(tree)
       printLine(
         json
-          ? JSON.text(Self.json(device: device, tree: tree))
-          : Self.text(device: device, tree: tree))
+          ? JSON.text(Self.json(device: device, tree: tree, unread: unread))
+          : Self.text(device: device, tree: tree, unread: unread))
       if let listen {
         try await Self.listen(
           to: tree, on: peripheral, for: listen, json: json, report: report)
       }
       await session.close()
+      if let failure = unread.failure(address: device.address) { throw failure }
     } catch {
       await session.close()
       throw error
     }
   }
+
+  /// The most times explore connects again when the link drops during the walk (each time over
+  /// a value the device would not give without pairing, or a drop for no reason given).
+  static let maximumReconnects = 4
 
   /// The ATT MTU bluetoothd reports on the characteristics (the largest: one that was never
   /// updated can still show the initial 23), or `nil` when none reports one.
@@ -99,13 +115,71 @@ struct ExploreCommand: ParsableCommand {
     var mtu: Int?
   }
 
+  /// The values the walk could not read for a reason the user can act on: those the device
+  /// gives only to a paired (or authorized) central, and those over which the link dropped.
+  struct Unread: Sendable, Equatable {
+    var needPairing = 0
+    var needAuthorization = 0
+    /// Reads that dropped the link twice without saying why.
+    var droppedLink = 0
+
+    init(_ tree: [ExploredService]) {
+      let reads = tree.flatMap(\.characteristics).flatMap { item in
+        [item.read] + item.descriptors.map(\.read)
+      }
+      for case .failed(let failure) in reads {
+        switch failure.requirement {
+        case .pairing: needPairing += 1
+        case .authorization: needAuthorization += 1
+        case nil: if failure.droppedLink { droppedLink += 1 }
+        }
+      }
+    }
+
+    var total: Int { needPairing + needAuthorization + droppedLink }
+
+    /// `2 values not read: 1 needs pairing (blekit pair ADDRESS), 1 dropped the link`, or
+    /// `nil` when every value the device gives was read.
+    func summary(address: BluetoothAddress) -> String? {
+      guard total > 0 else { return nil }
+      var parts: [String] = []
+      if needPairing > 0 {
+        parts.append(
+          "\(needPairing) \(needPairing == 1 ? "needs" : "need") pairing first "
+            + "(blekit pair \(address.rawValue))")
+      }
+      if needAuthorization > 0 {
+        parts.append(
+          "\(needAuthorization) \(needAuthorization == 1 ? "needs" : "need") the device's "
+            + "authorization")
+      }
+      if droppedLink > 0 {
+        parts.append(
+          "\(droppedLink) dropped the link when read (" + (needPairing > 0 ? "" : "it ")
+            + "may need pairing"
+            + (needPairing > 0 ? " too)" : ": blekit pair \(address.rawValue))"))
+      }
+      return "\(total) value\(total == 1 ? "" : "s") not read: " + parts.joined(separator: ", ")
+    }
+
+    /// Exit 5 when some values were not read: the device wants pairing or authorization for
+    /// them, or reading them dropped the link (what a failed pairing does); `nil` when nothing
+    /// is missing.
+    func failure(address: BluetoothAddress) -> CLIError? {
+      guard let summary = summary(address: address) else { return nil }
+      return CLIError(.permissionDenied, summary)
+    }
+  }
+
   // MARK: Text
 
   /// Bytes per line of hex in the text output.
   static let hexBytesPerLine = 16
 
   /// The whole tree as aligned text.
-  static func text(device: ExploredDevice, tree: [ExploredService]) -> String {
+  static func text(device: ExploredDevice, tree: [ExploredService], unread: Unread? = nil)
+    -> String
+  {
     var lines: [String] = []
     var head = device.address.rawValue
     if let name = device.name { head += "  " + JSON.quoted(name) }
@@ -126,29 +200,35 @@ struct ExploreCommand: ParsableCommand {
         }
         line += "  [\(characteristic.flags.joined(separator: ", "))]"
         lines.append(line)
-        lines += valueLines(item.read, indent: "    ")
+        lines += valueLines(item.read, indent: "    ", address: device.address)
         for descriptor in item.descriptors {
           var line = "    descriptor \(uuidLabel(descriptor.descriptor.uuid))"
           if let name = AssignedNumbers.descriptorName(descriptor.descriptor.uuid) {
             line += "  \(name)"
           }
           lines.append(line)
-          lines += valueLines(descriptor.read, indent: "      ")
+          lines += valueLines(descriptor.read, indent: "      ", address: device.address)
         }
       }
     }
     if tree.isEmpty { lines.append("(no services)") }
+    if let summary = (unread ?? Unread(tree)).summary(address: device.address) {
+      lines.append(summary)
+    }
     return lines.joined(separator: "\n")
   }
 
   /// `value  62 6c 65  "ble"` for a short value; long ones wrap their hex at 16 bytes and put
-  /// the text on a line of its own. `error  <message>` for a failed read.
-  static func valueLines(_ read: AttributeReadResult, indent: String) -> [String] {
+  /// the text on a line of its own. `error  <message>` for a failed read, saying first what the
+  /// device needs when it said so.
+  static func valueLines(
+    _ read: AttributeReadResult, indent: String, address: BluetoothAddress
+  ) -> [String] {
     switch read {
     case .notRead:
       return []
     case .failed(let failure):
-      return ["\(indent)error  \(failure.description)"]
+      return ["\(indent)error  \(failureText(failure, address: address))"]
     case .value(let bytes):
       if bytes.isEmpty { return ["\(indent)value  (empty)"] }
       let text = printableText(bytes).map(JSON.quoted)
@@ -169,11 +249,32 @@ struct ExploreCommand: ParsableCommand {
     }
   }
 
+  /// A failed read for a person: what the device needs first (pairing, authorization) when
+  /// bluetoothd's error says so, whether the link dropped over it, then bluetoothd's words.
+  static func failureText(_ failure: AttributeReadFailure, address: BluetoothAddress) -> String {
+    let dropped = failure.droppedLink ? "the link dropped (connected again); " : ""
+    switch failure.requirement {
+    case .pairing:
+      return "needs encryption: pair first (blekit pair \(address.rawValue)); \(dropped)"
+        + "bluetoothd: \(failure.description)"
+    case .authorization:
+      return "needs the device's authorization (pairing alone may not do); \(dropped)"
+        + "bluetoothd: \(failure.description)"
+    case nil:
+      guard failure.droppedLink else { return failure.description }
+      return "the link dropped when reading it (it may need pairing: blekit pair "
+        + "\(address.rawValue)); bluetoothd: \(failure.description)"
+    }
+  }
+
   // MARK: JSON
 
   /// The whole tree as one JSON object.
-  static func json(device: ExploredDevice, tree: [ExploredService]) -> JSON.Value {
-    .object([
+  static func json(device: ExploredDevice, tree: [ExploredService], unread: Unread? = nil)
+    -> JSON.Value
+  {
+    let unread = unread ?? Unread(tree)
+    return .object([
       ("type", .string("explore")),
       ("address", .string(device.address.rawValue)),
       ("name", device.name.map { .string($0) } ?? .null),
@@ -190,6 +291,7 @@ struct ExploreCommand: ParsableCommand {
               ])
           })
       ),
+      ("unread", .int(unread.total)),
     ])
   }
 
@@ -211,6 +313,14 @@ struct ExploreCommand: ParsableCommand {
         ])
   }
 
+  /// The `needs` field's word for a requirement.
+  static func needsName(_ requirement: AttributeAccessRequirement) -> String {
+    switch requirement {
+    case .pairing: "pairing"
+    case .authorization: "authorization"
+    }
+  }
+
   /// `uuid` (full form), `shortUUID`, `name` (or null).
   static func uuidFields(
     _ uuid: BluetoothUUID, _ name: (BluetoothUUID) -> String?
@@ -222,16 +332,18 @@ struct ExploreCommand: ParsableCommand {
     ]
   }
 
-  /// `value` (hex or null), `text` (printable text or null), `error` (object or null).
+  /// `value` (hex or null), `text` (printable text or null), `error` (object or null: the
+  /// BlueZ error's `name` and `message`, and `droppedLink`), `needs` (`"pairing"`,
+  /// `"authorization"` or null: what the device wants before it gives the value).
   static func valueFields(_ read: AttributeReadResult) -> [(String, JSON.Value)] {
     switch read {
     case .notRead:
-      return [("value", .null), ("text", .null), ("error", .null)]
+      return [("value", .null), ("text", .null), ("error", .null), ("needs", .null)]
     case .value(let bytes):
       return [
         ("value", .string(HexBytes.format(bytes))),
         ("text", printableText(bytes).map { .string($0) } ?? .null),
-        ("error", .null),
+        ("error", .null), ("needs", .null),
       ]
     case .failed(let failure):
       return [
@@ -241,8 +353,10 @@ struct ExploreCommand: ParsableCommand {
           .object([
             ("name", failure.errorName.map { .string($0) } ?? .null),
             ("message", .string(failure.message)),
+            ("droppedLink", .bool(failure.droppedLink)),
           ])
         ),
+        ("needs", failure.requirement.map { .string(needsName($0)) } ?? .null),
       ]
     }
   }

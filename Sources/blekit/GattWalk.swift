@@ -11,18 +11,22 @@ struct GattWalk: Sendable {
   var peripheral: Peripheral { session.peripheral }
 
   /// Finds and connects to `target` (see ``GattSession/open(_:adapter:timeout:refresh:progress:)``)
-  /// and reads the tree per `reads`. The session stays open for the caller to close; a failure
+  /// and reads the tree per `reads`, connecting again at most as `reconnects` allows when the
+  /// link drops over a value (see ``ExploreCommand``). The session stays open for the caller to close; a failure
   /// closes it.
   static func open(
     _ target: PeripheralTarget, adapter: String?, timeout: Duration, refresh: Bool = false,
-    reads: ExplorationReads, progress: ProgressReport
+    reads: ExplorationReads, reconnects: ExplorationReconnects = .none,
+    progress: ProgressReport
   ) async throws -> GattWalk {
     let session = try await GattSession.open(
       target, adapter: adapter, timeout: timeout, refresh: refresh,
       progress: progress.callAsFunction)
     progress("reading the GATT tree of \(session.peripheral.identifier)")
     do {
-      return GattWalk(session: session, tree: try await session.peripheral.explore(reads: reads))
+      return GattWalk(
+        session: session,
+        tree: try await session.peripheral.explore(reads: reads, reconnects: reconnects))
     } catch {
       await session.close()
       throw exitError(error)

@@ -10,7 +10,7 @@ import Testing
 private let blekitBinary = builtBlekit
 
 /// A blekit process on `bus` (as its system bus), its output in temporary files.
-private final class BlekitProcess: Sendable {
+final class BlekitProcess: Sendable {
   let process: Process
   let output: URL
   let errors: URL

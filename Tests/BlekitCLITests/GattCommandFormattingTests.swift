@@ -241,10 +241,57 @@ import Testing
 
   @Test func shortTextValuesShareTheirLine() {
     #expect(
-      ExploreCommand.valueLines(.value(Array("pong".utf8)), indent: "")
+      ExploreCommand.valueLines(.value(Array("pong".utf8)), indent: "", address: Self.info.address)
         == ["value  70 6f 6e 67  \"pong\""])
-    #expect(ExploreCommand.valueLines(.value([]), indent: "  ") == ["  value  (empty)"])
-    #expect(ExploreCommand.valueLines(.notRead, indent: "") == [])
+    #expect(
+      ExploreCommand.valueLines(.value([]), indent: "  ", address: Self.info.address) == [
+        "  value  (empty)"
+      ])
+    #expect(ExploreCommand.valueLines(.notRead, indent: "", address: Self.info.address) == [])
+  }
+
+  @Test func valuesThatNeedPairingAreMarkedAndCounted() throws {
+    let address = Self.info.address
+    let notPaired = AttributeReadFailure(
+      errorName: "org.bluez.Error.NotPermitted", message: "Not paired", droppedLink: true)
+    #expect(
+      ExploreCommand.valueLines(.failed(notPaired), indent: "    ", address: address) == [
+        "    error  needs encryption: pair first (blekit pair 00:AA:01:01:00:01); the link "
+          + "dropped (connected again); bluetoothd: Not paired (org.bluez.Error.NotPermitted)"
+      ])
+    let authorization = AttributeReadFailure(
+      errorName: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x08")
+    #expect(
+      ExploreCommand.failureText(authorization, address: address)
+        .hasPrefix("needs the device's authorization"))
+    let dropped = AttributeReadFailure(
+      errorName: "org.bluez.Error.Failed", message: "Operation failed", droppedLink: true)
+    #expect(
+      ExploreCommand.failureText(dropped, address: address)
+        .hasPrefix("the link dropped when reading it (it may need pairing"))
+    // A plain refusal is the device's design, not something pairing changes.
+    var tree = Self.tree()
+    #expect(ExploreCommand.Unread(tree).failure(address: address) == nil)
+    tree[1].characteristics[1].read = .failed(notPaired)
+    tree[1].characteristics[0].descriptors[0].read = .failed(dropped)
+    let unread = ExploreCommand.Unread(tree)
+    #expect(
+      unread.summary(address: address)
+        == "2 values not read: 1 needs pairing first (blekit pair 00:AA:01:01:00:01), "
+        + "1 dropped the link when read (may need pairing too)")
+    #expect(unread.failure(address: address)?.exitStatus == .permissionDenied)
+    tree[1].characteristics[1].read = .value([1])
+    #expect(
+      ExploreCommand.Unread(tree).failure(address: address)?.exitStatus == .permissionDenied)
+    let lines = ExploreCommand.text(device: Self.info, tree: tree).split(separator: "\n")
+    #expect(
+      lines.last.map(String.init)
+        == "1 value not read: 1 dropped the link when read (it may need pairing: blekit pair "
+        + "00:AA:01:01:00:01)")
+    let json = JSON.text(ExploreCommand.json(device: Self.info, tree: tree))
+    let object = try #require(
+      try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+    #expect(object["unread"] as? Int == 1)
   }
 
   @Test func jsonIsOneObjectWithTheWholeTree() throws {

@@ -73,6 +73,16 @@
 #       subscription, then go out one characteristic at a time (one unconfirmed indication at
 #       most, as ATT requires).
 #       Prints "ready ADDRESS" and one line per event (subscribed, sent).
+#   secure --pairing-mode FILE [--name N] [--address A]
+#       A peripheral with a value that needs encryption, for the explore checks of
+#       Tests/Lab/notify-quirks.sh. Its service SECURE_SERVICE (6E7A0200-...) has an open value
+#       (6E7A0201, "open value"), then one whose read needs an encrypted link (6E7A0202,
+#       "secret value"; unencrypted, Bumble answers ATT error 0x0f, Insufficient Encryption),
+#       then comes Battery (180F/2A19, 87 %). Like a device with a pairing button, it accepts a
+#       pairing (just works, LE Secure Connections, bonded: keys kept for the next connection)
+#       only while FILE exists, and refuses it otherwise (SMP Pairing Not Supported). Advertises
+#       its name and goes on advertising after each disconnection. Prints "ready ADDRESS", then
+#       one line per event (connected, disconnected, pairing accepted or refused, paired).
 import argparse
 import asyncio
 import os
@@ -708,6 +718,66 @@ async def quirks(args):
         await asyncio.get_running_loop().create_future()
 
 
+# -----------------------------------------------------------------------------------------
+# secure
+
+
+SECURE_SERVICE = "6E7A0200-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
+SECURE_OPEN_CHAR = "6E7A0201-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
+SECURE_SECRET_CHAR = "6E7A0202-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
+
+
+class PairingModeDelegate(Delegate):
+    """Accepts a pairing only while the pairing-mode file exists (a device's pairing button)."""
+
+    def __init__(self, pairing_mode, **kwargs):
+        super().__init__(**kwargs)
+        self.pairing_mode = pairing_mode
+
+    async def accept(self):
+        accepted = os.path.exists(self.pairing_mode)
+        say("pairing accepted" if accepted else "pairing refused: not in pairing mode")
+        return accepted
+
+
+async def secure(args):
+    transport, device = await open_device(args.name, args.address)
+    async with transport:
+        device.keystore = JsonKeyStore(namespace=None, filename=os.path.join(
+            os.environ.get("HOME", "/tmp"), f"bumble-keys-{args.name}.json"))
+        capability = PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT
+        device.pairing_config_factory = lambda connection: PairingConfig(
+            sc=True, mitm=False, bonding=True,
+            delegate=PairingModeDelegate(args.pairing_mode, io_capability=capability))
+        device.add_services([
+            Service(SECURE_SERVICE, [
+                Characteristic(SECURE_OPEN_CHAR, Characteristic.Properties.READ,
+                               Characteristic.READABLE, b"open value"),
+                Characteristic(SECURE_SECRET_CHAR, Characteristic.Properties.READ,
+                               Characteristic.READ_REQUIRES_ENCRYPTION, b"secret value"),
+            ]),
+            Service(UUID.from_16_bits(0x180F), [
+                Characteristic(UUID.from_16_bits(0x2A19), Characteristic.Properties.READ,
+                               Characteristic.READABLE, bytes([87])),
+            ]),
+        ])
+
+        def on_connection(connection):
+            say(f"connected {connection.peer_address}")
+            connection.on("disconnection", lambda reason: say(f"disconnected {reason}"))
+            connection.on("pairing", lambda keys: say("paired"))
+            connection.on("pairing_failure", lambda reason: say(f"pairing failed: {reason}"))
+            connection.on("connection_encryption_change",
+                          lambda: say(f"encryption {connection.encryption}"))
+
+        device.on("connection", on_connection)
+        await device.power_on()
+        advertising = ad_structure(0x01, bytes([0x06])) + ad_structure(0x09, args.name.encode())
+        await device.start_advertising(auto_restart=True, advertising_data=advertising)
+        say(f"ready {args.address}")
+        await asyncio.get_running_loop().create_future()
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -747,9 +817,14 @@ def main():
     q = sub.add_parser("quirks")
     q.add_argument("--name", default="bumble-quirks")
     q.add_argument("--address", default="C0:FF:EE:00:20:01")
+    e = sub.add_parser("secure")
+    e.add_argument("--pairing-mode", required=True, help="pairing is accepted while this exists")
+    e.add_argument("--name", default="bumble-secure")
+    e.add_argument("--address", default="C0:FF:EE:00:30:01")
     args = parser.parse_args()
     run = {"sensor": sensor, "central": central, "pair-central": pair_central,
-           "pair-peripheral": pair_peripheral, "hostile": hostile, "quirks": quirks}[args.mode]
+           "pair-peripheral": pair_peripheral, "hostile": hostile, "quirks": quirks,
+           "secure": secure}[args.mode]
     sys.exit(asyncio.run(run(args)) or 0)
 
 
