@@ -97,6 +97,14 @@ func checkSource(_ source: ServeProfile.ValueSource) {
     fuzzCheck(
       counter.prefix.count + counter.width <= ServeProfile.maximumValueLength,
       "a counter's value over the limit")
+  case .cycle(let values):
+    fuzzCheck(
+      !values.isEmpty && values.count <= ProfileDecoder.maximumCycleLength,
+      "a cycle of \(values.count) values")
+    for value in values {
+      fuzzCheck(
+        value.count <= ServeProfile.maximumValueLength, "a cycle value of \(value.count) bytes")
+    }
   }
 }
 
