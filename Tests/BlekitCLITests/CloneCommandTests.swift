@@ -279,7 +279,9 @@ struct CloneCommandTests {
   }
 
   @Test func listeningRecordsNotificationsTheTwinReplays() async throws {
-    let text = try await Self.cloneText(listen: .seconds(2))
+    // 6 s: under a full run's load the three values, sent 100 ms apart, reached the listener over
+    // more than the 2 s this used to wait (one run heard only the first).
+    let text = try await Self.cloneText(listen: .seconds(6))
     let profile = try ServeProfile.decode(Array(text.utf8), file: "clone.json")
     let notifying = try #require(
       profile.services.flatMap(\.characteristics).first {
