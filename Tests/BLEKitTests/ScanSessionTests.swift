@@ -108,8 +108,9 @@ final class FakeScanningBlueZ: Sendable {
   func close() { connection.close() }
 }
 
-/// Runs `body` with a fake bluetoothd and a central on a private bus of its own.
-private func withFakeBlueZ(
+/// Runs `body` with a fake bluetoothd and a central on a private bus of its own (also used by
+/// FindDeadlineTests).
+func withFakeBlueZ(
   _ body: (FakeScanningBlueZ, CentralManager) async throws -> Void
 ) async throws {
   let bus = try ClientTestBus()
