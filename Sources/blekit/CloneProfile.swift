@@ -48,6 +48,14 @@ struct CloneProfile {
   /// The profile, or why there is nothing to serve.
   func profile() throws(CLIError) -> JSON.Value {
     var notes = ["cloned from \(source) by blekit clone"]
+    let genericAccess = BluetoothUUID(uint16: 0x1800)
+    if !tree.contains(where: { $0.service.uuid == genericAccess }) {
+      // bluetoothd's GATT client keeps GAP to itself (its gap profile reads the device's name
+      // and appearance into Device1), so the clone never sees the device's 1800.
+      notes.append(
+        "service 1800 not shown by bluetoothd: the twin's Generic Access is the serving "
+          + "bluetoothd's own (the device name is that adapter's alias)")
+    }
     var services: [JSON.Value] = []
     for explored in tree {
       let uuid = explored.service.uuid

@@ -36,11 +36,20 @@ check() {
 }
 show() { head -c "${2:-300}" "$OUT/$1" 2>/dev/null | tr '\n' ' '; }
 # forget: removes hci1's device from hci0's bluetoothd, so the next explore scans and
-# discovers its services afresh (not bluetoothd's cached copy of the other profile).
+# discovers its services afresh (not bluetoothd's cached copy of the other profile). Stopping
+# serve leaves the link up (bluetoothd on hci1 keeps it without an application), so the
+# device is disconnected first; then the object must be gone, or the next explore reads a
+# tree that Service Changed is rebuilding.
 forget() {
+  busctl --system call org.bluez "$DEV" org.bluez.Device1 Disconnect >>"$OUT/forget.err" 2>&1
   busctl --system call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o "$DEV" \
-    >/dev/null 2>&1
-  sleep 1
+    >>"$OUT/forget.err" 2>&1
+  local i
+  for ((i = 0; i < 50; i++)); do
+    busctl --system introspect org.bluez "$DEV" >/dev/null 2>&1 || return 0
+    sleep 0.2
+  done
+  echo "forget: $DEV still there after 10 s" >>"$OUT/forget.err"
 }
 # explore_served NAME PROFILE: starts explore on hci0 (scanning: the emulated controller reports
 # an advertiser only when its advertising switches on under a running scan), then serves
