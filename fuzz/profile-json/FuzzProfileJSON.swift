@@ -1,6 +1,6 @@
 // libFuzzer target: a `blekit serve` profile (a file that may come from anyone: a download, a
 // shared repository). The input is read by `ProfileJSON.parse` and by `ServeProfile.decode`
-// (Sources/blekit/ServeJSON.swift, ServeProfile.swift, ServeProfileDecoding.swift, with the
+// (Sources/blekit/Serve/ServeJSON.swift, ServeProfile.swift, ServeProfileDecoding.swift, with the
 // BLEKit and ArgumentParsing types they use). Built by scripts/fuzz.
 
 import ArgumentParsing

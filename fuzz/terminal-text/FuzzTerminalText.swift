@@ -1,5 +1,5 @@
 // libFuzzer target: TerminalText, the escaper between remote text and a terminal. Built by
-// scripts/fuzz from Sources/blekit/TerminalText.swift alone.
+// scripts/fuzz from Sources/blekit/Output/TerminalText.swift alone.
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzTerminalText(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
