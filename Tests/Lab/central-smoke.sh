@@ -69,18 +69,32 @@ if ((rc == 0)) && grep -q "$HCI1" "$OUT/scan-plain.out"; then
 else
   fail "scan (no filter): exit $rc: $(head -c 400 "$OUT/scan-plain.out")"
 fi
-# On a terminal (script(1) gives it a pty): the live table, redrawn in place. On Debian 13
-# bluetoothd is made to forget hci1 first: btvirt reports no RSSI (127) and the same data each
-# time, and for such a device, already known from the scans above, bluetoothd 5.82 logged each
-# report (device_found_callback) but sent no signal (run of 2026-12-06), where 5.66 sends
-# property changes; a scan on 5.82 then sees hci1 only when bluetoothd adds it anew. On Debian
-# 12 the same removal left the scan with no report at all (2 of 2 runs): 5.66's btvirt
-# reported hci1 only when its advertising switched on, not at each scan start.
+# On a terminal (script(1) gives it a pty): the live table, redrawn in place. The scan starts
+# first and hci1's advertising is switched on under it, as everywhere in the lab (the emulated
+# controller reports an advertiser when its advertising switches on under a running scan): the
+# first advertising above has run for most of its 40 s by now, longer on a loaded machine. On
+# Debian 13 bluetoothd is made to forget hci1 first: btvirt reports no RSSI (127) and the same
+# data each time, and for such a device, already known from the scans above, bluetoothd 5.82
+# logged each report (device_found_callback) but sent no signal (run of 2026-12-06), where
+# 5.66 sends property changes; a scan on 5.82 then sees hci1 only when bluetoothd adds it anew.
+kill "$CTL_PID" 2>/dev/null
+wait "$CTL_PID" 2>/dev/null
 if [[ ${LAB_DEBIAN:-12} == 13 ]]; then
   busctl call org.bluez /org/bluez/hci0 org.bluez.Adapter1 RemoveDevice o \
     "/org/bluez/hci0/dev_${HCI1//:/_}" >/dev/null 2>&1
 fi
-script -qfec "$BLEKIT scan -a hci0 --timeout 4" "$OUT/scan-live.txt" >/dev/null 2>&1
+script -qfec "$BLEKIT scan -a hci0 --timeout 8" "$OUT/scan-live.txt" >/dev/null 2>&1 &
+LIVE_PID=$!
+wait_discovering
+{
+  echo "select $HCI1"
+  echo "advertise.uuids 180f"
+  echo "advertise peripheral"
+  sleep 12
+  echo "advertise off"
+} | bluetoothctl >"$OUT/bluetoothctl-live.out" 2>&1 &
+CTL_PID=$!
+wait "$LIVE_PID"
 rc=$?
 if ((rc == 0)) && grep -q "ADDRESS.*RSSI.*SEEN.*LAST.*NAME" "$OUT/scan-live.txt" \
   && grep -q "$HCI1" "$OUT/scan-live.txt" && grep -q $'\e\[K' "$OUT/scan-live.txt"; then
