@@ -121,6 +121,17 @@ enum ExitStatusMapping {
   static let nothingToClone = ExitStatus.notFound
   /// `clone -o FILE`: the file could not be created or written (as for standard output).
   static let cloneOutput = ExitStatus.outputFailed
+
+  /// Values dropped because the command fell behind (standard output read too slowly): a
+  /// notification stream's bound (`notify`, `explore --listen`) or the peripheral's events'
+  /// (`serve`'s writes) was reached. What was printed is incomplete, as when standard output
+  /// cannot be written.
+  static let droppedValues = ExitStatus.outputFailed
+}
+
+/// The error a command ends with when it dropped values at a bound (``ExitStatusMapping/droppedValues``).
+func droppedValuesError(_ line: String) -> CLIError {
+  CLIError(ExitStatusMapping.droppedValues, line)
 }
 
 /// The error a command ends with for `error`: a ``CLIError`` with the table's status and the

@@ -125,8 +125,8 @@ import Testing
   @Test func batchesAreHandedOutValueByValueThenTheEnd() async throws {
     let (batches, continuation) = NotificationStream.makeBatches()
     let stream = NotificationStream(
-      batches: batches, subscription: NotificationSubscription {}, method: .startNotify, reader: nil
-    )
+      batches: batches, buffer: NotificationBuffer(limit: NotificationStream.bufferLimit),
+      subscription: NotificationSubscription {}, method: .startNotify, reader: nil)
     continuation.yield([Self.value(0)])
     continuation.yield([])
     continuation.yield((1..<300).map(Self.value))

@@ -22,6 +22,10 @@ public enum NotificationMethod: Sendable, Hashable {
 /// reader samples how deep the kernel's L2CAP queues get (`/proc/net/l2cap`) and reports a
 /// queue that reached half its buffer: a sampled sign that can miss a short burst.
 public enum NotificationLossCheck: Sendable, Hashable {
+  /// The consumer fell ``NotificationStream/bufferLimit`` values behind, and the stream
+  /// dropped `count` values that arrived while it held that many unread
+  /// (``NotificationStream/droppedValues``). Reported before any other finding, on both paths.
+  case droppedUnread(count: Int, limit: Int)
   /// The backlog stayed under the limit: bluetoothd's socket never filled, it dropped nothing.
   case noneDropped(peakBytes: Int, limit: Int)
   /// The backlog reached the limit: bluetoothd may have dropped values.
@@ -49,13 +53,16 @@ public enum NotificationLossCheck: Sendable, Hashable {
   public var peakBytes: Int? {
     switch self {
     case .noneDropped(let peak, _), .mayHaveDropped(let peak, _): peak
-    case .kernelMayHaveDropped, .stillReading, .notObservable: nil
+    case .droppedUnread, .kernelMayHaveDropped, .stillReading, .notObservable: nil
     }
   }
 
   /// One line for a user: what was measured, and what it means.
   public var reason: String {
     switch self {
+    case .droppedUnread(let count, let limit):
+      "\(count) notifications were dropped: the stream held \(limit) values its consumer had not "
+        + "read yet"
     case .noneDropped(let peak, let limit):
       "the notification socket's backlog peaked at \(peak) bytes of kernel memory, under the "
         + "\(limit) at which bluetoothd may drop values"
@@ -76,9 +83,14 @@ public enum NotificationLossCheck: Sendable, Hashable {
 /// The notifications (or indications) of one characteristic, in arrival order
 /// (CoreBluetooth's `setNotifyValue(true, for:)` and `didUpdateValueFor`).
 ///
-/// Nothing this stream has received is dropped: values are buffered until read. Values can be
-/// lost before they reach it, without a sign, when the peer sends faster than the host takes
-/// them: the kernel drops ATT notifications that do not fit bluetoothd's socket (ATT has no
+/// Values are buffered until read, up to ``bufferLimit`` unread values. A consumer that falls
+/// that far behind (a slow standard output, a terminal paused with Ctrl-S) loses the values
+/// that arrive while the buffer is full: they are dropped and counted, never silently:
+/// ``droppedValues`` counts them and ``lossCheck()`` reports them
+/// (``NotificationLossCheck/droppedUnread(count:limit:)``). The values kept stay in order. The
+/// newest are dropped, not the buffered ones, as bluetoothd and the kernel drop what does not
+/// fit their queues. Values can also be lost before they reach the stream, when the peer sends
+/// faster than the host takes them: the kernel drops ATT notifications that do not fit bluetoothd's socket (ATT has no
 /// flow control), and bluetoothd drops a value it cannot write to a full AcquireNotify socket
 /// (it logs `sendmsg: Resource temporarily unavailable`). Values that must all arrive need
 /// numbers of their own (as blekit's sequenced transfer frames have); without them,
@@ -99,17 +111,35 @@ public struct NotificationStream: AsyncSequence, Sendable {
   let reader: NotificationSocket?
   /// Where the reader's batches go (AcquireNotify only): see ``divert(to:)``.
   let route: BatchRoute?
+  /// The count of unread values against ``bufferLimit``, and of the values dropped at it.
+  let buffer: NotificationBuffer
 
   init(
-    batches: AsyncThrowingStream<[[UInt8]], any Error>, subscription: NotificationSubscription,
-    method: NotificationMethod, reader: NotificationSocket?, route: BatchRoute? = nil
+    batches: AsyncThrowingStream<[[UInt8]], any Error>, buffer: NotificationBuffer,
+    subscription: NotificationSubscription, method: NotificationMethod,
+    reader: NotificationSocket?, route: BatchRoute? = nil
   ) {
     self.batches = batches
+    self.buffer = buffer
     self.subscription = subscription
     self.method = method
     self.reader = reader
     self.route = route
   }
+
+  /// The most values a stream holds that its consumer has not read yet: 8,192. Values of
+  /// up to 512 bytes (ATT's longest attribute value) make that at most about 4.5 MiB per
+  /// stream. It is more than a minute of a sensor notifying at 100 Hz, and several seconds of
+  /// the fastest LE link; a consumer further behind than that is not keeping up, and values
+  /// that arrive while the stream is full are dropped and counted (``droppedValues``). A
+  /// transfer's diverted values (handed to its reassembly as they are read) are not buffered,
+  /// so they do not count.
+  public static let bufferLimit = 8_192
+
+  /// How many values arrived while ``bufferLimit`` values waited unread, and were dropped.
+  /// A consumer that may fall behind (one that writes to a pipe or a terminal) reads this when
+  /// it stops; ``lossCheck()`` reports it too.
+  public var droppedValues: Int { buffer.dropped }
 
   /// How long ``lossCheck()`` waits for the reader to empty the socket.
   public static let lossCheckLimit: Duration = .seconds(2)
@@ -120,12 +150,18 @@ public struct NotificationStream: AsyncSequence, Sendable {
   /// message without numbers of its own, such as Apple's plain transfer chunks) should not
   /// trust them when this says ``NotificationLossCheck/mayHaveDropped(peakBytes:limit:)``.
   public func lossCheck() async -> NotificationLossCheck {
-    guard let reader else { return .notObservable }
-    return await reader.lossCheck(within: Self.lossCheckLimit)
+    let check: NotificationLossCheck
+    if let reader {
+      check = await reader.lossCheck(within: Self.lossCheckLimit)
+    } else {
+      check = .notObservable
+    }
+    let dropped = buffer.dropped
+    return dropped > 0 ? .droppedUnread(count: dropped, limit: buffer.limit) : check
   }
 
   public func makeAsyncIterator() -> AsyncIterator {
-    AsyncIterator(batches: batches.makeAsyncIterator())
+    AsyncIterator(batches: batches.makeAsyncIterator(), buffer: buffer)
   }
 
   /// Unsubscribes and waits until bluetoothd has been told (StopNotify answered, or the
@@ -140,12 +176,17 @@ public struct NotificationStream: AsyncSequence, Sendable {
     public typealias Element = [UInt8]
     public typealias Failure = any Error
     private var batches: AsyncThrowingStream<[[UInt8]], any Error>.Iterator
+    /// Told of each batch taken out of the stream, which makes room for more.
+    private let buffer: NotificationBuffer
     /// The batch being handed out, and the position of its next value.
     private var batch: [[UInt8]] = []
     private var position = 0
 
-    init(batches: AsyncThrowingStream<[[UInt8]], any Error>.Iterator) {
+    init(
+      batches: AsyncThrowingStream<[[UInt8]], any Error>.Iterator, buffer: NotificationBuffer
+    ) {
       self.batches = batches
+      self.buffer = buffer
     }
 
     /// The next value, or `nil` once the stream has ended.
@@ -173,6 +214,7 @@ public struct NotificationStream: AsyncSequence, Sendable {
     mutating func nextBatchOrMarker() async throws -> ArraySlice<[UInt8]>? {
       if position == batch.count {
         guard let next = try await batches.next(isolation: nil) else { return nil }
+        buffer.taken(next.count)
         batch = next
         position = 0
       }
@@ -185,6 +227,7 @@ public struct NotificationStream: AsyncSequence, Sendable {
     private mutating func refill(isolation actor: isolated (any Actor)?) async throws -> Bool {
       while position == batch.count {
         guard let next = try await batches.next(isolation: actor) else { return false }
+        buffer.taken(next.count)
         batch = next
         position = 0
       }
@@ -212,9 +255,10 @@ extension NotificationStream {
 
   typealias Batches = AsyncThrowingStream<[[UInt8]], any Error>
 
-  /// A new unbounded stream of batches: a lost notification would corrupt what the consumer
-  /// assembles (a transfer caps its message at 16 MiB and fails beyond it); the consumer must
-  /// keep up.
+  /// A new stream of batches. Its own buffer has no limit: what bounds it is
+  /// ``NotificationBuffer``, which each producer asks before it yields (``BatchRoute`` and the
+  /// StartNotify path), counting values rather than batches (a batch holds 1 to
+  /// `NotificationSocket.batchLimit` values).
   static func makeBatches() -> (Batches, Batches.Continuation) {
     Batches.makeStream(
       of: [[UInt8]].self, throwing: (any Error).self, bufferingPolicy: .unbounded)
@@ -228,11 +272,13 @@ extension NotificationStream {
   /// `explain` before the stream throws it.
   static func reading(
     socket fd: Int32, mtu: Int, attQueue: KernelATTQueueWatch = KernelATTQueueWatch(),
+    bufferLimit: Int = NotificationStream.bufferLimit,
     explain: @escaping @Sendable (BluetoothError) async -> BluetoothError,
     watch: @escaping @Sendable (NotificationSocket) async -> Void
   ) -> NotificationStream {
     let (batches, continuation) = makeBatches()
-    let route = BatchRoute(continuation)
+    let buffer = NotificationBuffer(limit: bufferLimit)
+    let route = BatchRoute(continuation, buffer: buffer)
     let reader = NotificationSocket(
       fd: fd, mtu: mtu, attQueue: attQueue,
       onValues: { route.deliver($0) },
@@ -251,8 +297,8 @@ extension NotificationStream {
     }
     continuation.onTermination = { _ in Task { await subscription.stop() } }
     return NotificationStream(
-      batches: batches, subscription: subscription, method: .acquiredSocket(mtu: mtu),
-      reader: reader, route: route)
+      batches: batches, buffer: buffer, subscription: subscription,
+      method: .acquiredSocket(mtu: mtu), reader: reader, route: route)
   }
 }
 
@@ -264,10 +310,12 @@ extension NotificationStream {
 /// batch than the rest of the hand-over.
 final class BatchRoute: @unchecked Sendable {
   private let continuation: NotificationStream.Batches.Continuation
+  private let buffer: NotificationBuffer
   private var sink: (@Sendable ([[UInt8]]) -> Bool)?
 
-  init(_ continuation: NotificationStream.Batches.Continuation) {
+  init(_ continuation: NotificationStream.Batches.Continuation, buffer: NotificationBuffer) {
     self.continuation = continuation
+    self.buffer = buffer
   }
 
   /// From now on, batches go to `sink`; the empty batch put in the stream marks the switch.
@@ -280,9 +328,52 @@ final class BatchRoute: @unchecked Sendable {
     if let sink {
       if sink(batch) { continuation.yield([]) }
     } else {
-      continuation.yield(batch)
+      // Only what fits the stream's bound goes in; the rest is dropped and counted. The
+      // reader goes on reading the socket either way: stopping would make bluetoothd drop
+      // values uncounted (it cannot write to a full socket).
+      let room = buffer.admit(batch.count)
+      if room == batch.count {
+        continuation.yield(batch)
+      } else if room > 0 {
+        continuation.yield(Array(batch.prefix(room)))
+      }
     }
   }
+}
+
+/// The unread values of one ``NotificationStream`` against its bound, and the values dropped
+/// because they came while it was full. Producers ask ``admit(_:)`` before they yield; the
+/// iterator reports each batch it takes out (``taken(_:)``).
+final class NotificationBuffer: Sendable {
+  /// The most unread values (``NotificationStream/bufferLimit``, or a test's smaller one).
+  let limit: Int
+  private let counts = Mutex<(unread: Int, dropped: Int)>((0, 0))
+
+  init(limit: Int) {
+    self.limit = limit
+  }
+
+  /// Of `count` new values, how many fit (they are counted unread); the rest are counted
+  /// dropped.
+  func admit(_ count: Int) -> Int {
+    counts.withLock { counts in
+      let room = min(count, max(0, limit - counts.unread))
+      counts.unread += room
+      counts.dropped += count - room
+      return room
+    }
+  }
+
+  /// The consumer took `count` values out of the stream.
+  func taken(_ count: Int) {
+    counts.withLock { $0.unread = max(0, $0.unread - count) }
+  }
+
+  /// The values waiting unread.
+  var unread: Int { counts.withLock { $0.unread } }
+
+  /// The values dropped so far.
+  var dropped: Int { counts.withLock { $0.dropped } }
 }
 
 /// The unsubscribe action of one stream, run at most once.

@@ -27,11 +27,24 @@ extension Peripheral {
   /// or one bluetoothd will not hand over (another client subscribed, say), goes through
   /// `StartNotify` all the same. ``NotificationStream/method`` says which path was taken.
   ///
-  /// Either way, values arrive in order and an empty value arrives as an empty array.
+  /// Either way, values arrive in order and an empty value arrives as an empty array, and
+  /// the stream holds at most ``NotificationStream/bufferLimit`` unread values: a consumer
+  /// that falls further behind loses the values that come meanwhile, counted in
+  /// ``NotificationStream/droppedValues``.
   /// The corresponding D-Bus members are `org.bluez.GattCharacteristic1.StartNotify`,
   /// `StopNotify` and `AcquireNotify`.
   public func notifications(
     for characteristic: RemoteCharacteristic, preferAcquire: Bool = false
+  ) async throws(BluetoothError) -> NotificationStream {
+    try await notifications(
+      for: characteristic, preferAcquire: preferAcquire,
+      bufferLimit: NotificationStream.bufferLimit)
+  }
+
+  /// ``notifications(for:preferAcquire:)`` with a bound of `bufferLimit` unread values (tests
+  /// use a small one).
+  func notifications(
+    for characteristic: RemoteCharacteristic, preferAcquire: Bool, bufferLimit: Int
   ) async throws(BluetoothError) -> NotificationStream {
     guard !characteristic.properties.isDisjoint(with: [.notify, .indicate]) else {
       throw BluetoothError(
@@ -60,7 +73,7 @@ extension Peripheral {
       if let acquired, let fd = acquired.fileDescriptor.take() {
         let tree = objects
         return NotificationStream.reading(
-          socket: fd, mtu: Int(acquired.mtu),
+          socket: fd, mtu: Int(acquired.mtu), bufferLimit: bufferLimit,
           // bluetoothd closes the socket as it exits, which it does when the bus goes away.
           explain: { error in await Self.explain(error, tree: tree) },
           watch: { reader in
@@ -78,6 +91,7 @@ extension Peripheral {
     }
     if case .failure(let error) = started { throw BluetoothError(error, while: subscribing) }
     let (batches, continuation) = NotificationStream.makeBatches()
+    let buffer = NotificationBuffer(limit: bufferLimit)
     let path = characteristic.path
     let tree = objects
     let watch = Task {
@@ -86,7 +100,8 @@ extension Peripheral {
         case .propertiesChanged(let changedPath, let interface, let changed, _, _)
         where changedPath == path && interface == GattCharacteristic1.interface:
           if let value = changed[GattCharacteristic1.value.name]?.bytesValue {
-            continuation.yield([value])
+            // A value that does not fit the stream's bound is dropped and counted.
+            if buffer.admit(1) == 1 { continuation.yield([value]) }
           }
         default:
           if let error = Self.linkLoss(in: event, device: devicePath, name: name) {
@@ -102,7 +117,8 @@ extension Peripheral {
     }
     continuation.onTermination = { _ in Task { await subscription.stop() } }
     return NotificationStream(
-      batches: batches, subscription: subscription, method: .startNotify, reader: nil)
+      batches: batches, buffer: buffer, subscription: subscription, method: .startNotify,
+      reader: nil)
   }
 
   /// Runs a GATT call and returns its answer, unless the link to this peripheral goes first:

@@ -17,7 +17,7 @@ final class NotificationChannel: Sendable {
   static let pacingInterval: Duration = .milliseconds(2)
 
   let characteristic: MutableCharacteristic
-  let eventsContinuation: AsyncStream<PeripheralManagerEvent>.Continuation
+  let eventsContinuation: PeripheralEventQueue
   /// What the running bluetoothd does with notify sockets.
   let features: BluetoothdFeatures
   /// Whether the characteristic is exported with `NotifyAcquired`, so that bluetoothd hands
@@ -62,7 +62,7 @@ final class NotificationChannel: Sendable {
 
   init(
     characteristic: MutableCharacteristic,
-    events: AsyncStream<PeripheralManagerEvent>.Continuation,
+    events: PeripheralEventQueue,
     features: BluetoothdFeatures = BluetoothdFeatures(version: nil)
   ) {
     self.characteristic = characteristic

@@ -26,14 +26,31 @@ public final class PeripheralManager: Sendable {
   public let adapterName: String
   /// The adapter's object path, e.g. `/org/bluez/hci1`.
   package let adapterPath: ObjectPath
-  /// Subscriptions, writes, readiness; buffered without limit (nothing is lost).
-  public let events: AsyncStream<PeripheralManagerEvent>
+  /// Subscriptions, writes, readiness, advertising ending; at most ``eventLimit`` wait unread
+  /// (see ``PeripheralManagerEvents`` for what happens to writes beyond it).
+  public let events: PeripheralManagerEvents
+
+  /// The most events ``events`` holds unread: 4,096. A write's value is at most 512 bytes
+  /// (ATT's longest attribute value), so that is at most about 2 MiB of queued writes; at the
+  /// fastest LE link that is about a second of writes without response, at a usual pace far
+  /// more. An app further behind than that is not keeping up.
+  public static let eventLimit = 4_096
+
+  /// Write requests refused (the central got an ATT error) because ``eventLimit`` events
+  /// waited unread and the write's event would have been its only trace.
+  public var refusedWrites: Int { eventQueue.refused }
+
+  /// Accepted writes whose events were dropped because ``eventLimit`` events waited unread
+  /// (writes without response, writes an `onWrite` handler took, descriptor writes).
+  public var droppedWriteEvents: Int { eventQueue.dropped }
 
   let connection: DBusConnection
   let callerCheck: BluetoothdCallerCheck
   /// What the running bluetoothd does with notify sockets (from its release, read at open).
   package let bluetoothd: BluetoothdFeatures
-  let eventContinuation: AsyncStream<PeripheralManagerEvent>.Continuation
+  let eventQueue: PeripheralEventQueue
+  /// Where events go (the same queue; the name its producers use).
+  var eventContinuation: PeripheralEventQueue { eventQueue }
   let ownsConnection: Bool
 
   struct Published: Sendable {
@@ -63,7 +80,8 @@ public final class PeripheralManager: Sendable {
 
   private init(
     adapterName: String, adapterPath: ObjectPath, connection: DBusConnection,
-    ownsConnection: Bool, callerCheck: BluetoothdCallerCheck, bluetoothd: BluetoothdFeatures
+    ownsConnection: Bool, callerCheck: BluetoothdCallerCheck, bluetoothd: BluetoothdFeatures,
+    eventLimit: Int
   ) {
     self.adapterName = adapterName
     self.adapterPath = adapterPath
@@ -71,10 +89,9 @@ public final class PeripheralManager: Sendable {
     self.ownsConnection = ownsConnection
     self.callerCheck = callerCheck
     self.bluetoothd = bluetoothd
-    // Unbounded: centrals' writes and subscriptions must not be lost; each is answered to
-    // bluetoothd before it is queued, so a peer cannot outrun bluetoothd's own pace.
-    (events, eventContinuation) = AsyncStream.makeStream(
-      of: PeripheralManagerEvent.self, bufferingPolicy: .unbounded)
+    // Bounded: a central can write as fast as the link goes, an app can stop reading (its
+    // output blocked); writes beyond the bound are refused or dropped, and counted.
+    (events, eventQueue) = PeripheralEventQueue.make(limit: eventLimit)
   }
 
   /// Opens the peripheral role on `adapter` (e.g. `hci1`; nil picks `hci0`, else the first).
@@ -95,7 +112,8 @@ public final class PeripheralManager: Sendable {
   /// the daemon does where nothing on D-Bus tells (nil: read from its release,
   /// ``BluetoothdFeatures/read(on:)``).
   package static func open(
-    adapter: String? = nil, connection: DBusConnection?, bluetoothd: BluetoothdFeatures? = nil
+    adapter: String? = nil, connection: DBusConnection?, bluetoothd: BluetoothdFeatures? = nil,
+    eventLimit: Int = PeripheralManager.eventLimit
   ) async throws(BluetoothError) -> PeripheralManager {
     let bus: DBusConnection
     do throws(DBusError) {
@@ -111,7 +129,8 @@ public final class PeripheralManager: Sendable {
       if features == nil { features = await BluetoothdFeatures.read(on: bus) }
       return PeripheralManager(
         adapterName: name, adapterPath: path, connection: bus, ownsConnection: connection == nil,
-        callerCheck: check, bluetoothd: features ?? BluetoothdFeatures(version: nil))
+        callerCheck: check, bluetoothd: features ?? BluetoothdFeatures(version: nil),
+        eventLimit: eventLimit)
     } catch {
       if connection == nil { bus.close() }
       throw .bluez(error)

@@ -45,6 +45,12 @@ extension PeripheralManager {
           offset: request.offset, withoutResponse: withoutResponse, mtu: request.mtu,
           link: LinkType(option: request.link))
         if request.prepareAuthorize { return }
+        // With the app's events full, a write request only they would carry is refused: the
+        // central learns its value did not land (PeripheralManagerEvents).
+        if characteristic.onWrite == nil, !withoutResponse, channel.eventsContinuation.refusesWrite()
+        {
+          throw .failed("the app has \(channel.eventsContinuation.limit) events unread")
+        }
         if let onWrite = characteristic.onWrite {
           do throws(ATTError) {
             try await onWrite(write)
@@ -141,8 +147,8 @@ func slice(_ value: [UInt8], from offset: Int) throws(GattRequestError) -> [UInt
 }
 
 extension NotificationChannel {
-  /// Reports an accepted write.
+  /// Reports an accepted write (or counts its event dropped when the events are full).
   func deliver(_ write: ATTWriteRequest) {
-    eventsContinuation.yield(.write(write))
+    eventsContinuation.yieldWrite(write)
   }
 }

@@ -25,7 +25,9 @@ struct ExploreCommand: ParsableCommand {
       with a bare error). The last line then says which values could not be read, and \
       explore exits 5. With \
       --listen SECONDS, it then subscribes to every characteristic that notifies or \
-      indicates and prints values as they come (a subscription that fails shows its error). \
+      indicates and prints values as they come (a subscription that fails shows its error; \
+      values dropped because standard output was read too slowly are counted in a last \
+      line, exit 13). \
       --json prints the tree as one JSON object, then one JSON object per notification. \
       --refresh removes the device from bluetoothd's cache first, so its services are \
       discovered afresh (after the peer changed them). Disconnects at the end unless the \

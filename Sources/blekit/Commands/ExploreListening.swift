@@ -137,9 +137,20 @@ extension GattWalk {
       // Time is up, or Ctrl-C cancelled the sleep: a normal end.
     } catch {
       await stopAll(streams.map(\.2))
+      if let dropped = droppedLine(streams.map(\.2)) { writeStandardError("blekit: \(dropped)\n") }
       throw error
     }
     await stopAll(streams.map(\.2))
+    if let dropped = droppedLine(streams.map(\.2)) { throw droppedValuesError(dropped) }
+  }
+
+  /// The line for values the streams dropped because they were not printed fast enough, if
+  /// they dropped any.
+  private static func droppedLine(_ streams: [NotificationStream]) -> String? {
+    let dropped = streams.reduce(0) { $0 + $1.droppedValues }
+    guard dropped > 0 else { return nil }
+    return "\(dropped) notifications were dropped: standard output was not read fast enough "
+      + "(a characteristic's \(NotificationStream.bufferLimit) values waited unprinted)"
   }
 
   /// Thrown by the timer to end the listening group.

@@ -17,7 +17,9 @@ struct NotifyCommand: ParsableCommand {
       --raw). Stops after --count values (exit 0), after --duration (exit 0; exit 6 when \
       --count values did not all arrive), when the device disconnects (exit 7), or on Ctrl-C \
       (exit 0 without --count). Unsubscribes and disconnects before exiting. A \
-      characteristic that neither notifies nor indicates exits 11.
+      characteristic that neither notifies nor indicates exits 11. When standard output is \
+      read so slowly that 8192 values wait unprinted, later values are dropped until there \
+      is room; the command then ends with a line saying how many, and exit 13.
       """
   )
 
@@ -92,6 +94,7 @@ struct NotifyCommand: ParsableCommand {
       let total = received.count
       await shielded { await stream.stop() }
       await session.close()
+      if let dropped = Self.droppedLine(stream) { throw droppedValuesError(dropped) }
       switch end {
       case .counted:
         return
@@ -106,8 +109,21 @@ struct NotifyCommand: ParsableCommand {
     } catch {
       if let subscription { await shielded { await subscription.stop() } }
       await session.close()
+      // The error's own line and status stay; the drop gets a line of its own.
+      if let subscription, let dropped = Self.droppedLine(subscription) {
+        writeStandardError("blekit: \(dropped)\n")
+      }
       throw error
     }
+  }
+
+  /// The line for values the stream dropped because they were not printed fast enough, if it
+  /// dropped any.
+  static func droppedLine(_ stream: NotificationStream) -> String? {
+    let dropped = stream.droppedValues
+    guard dropped > 0 else { return nil }
+    return "\(dropped) values were dropped: standard output was not read fast enough "
+      + "(\(NotificationStream.bufferLimit) values waited unprinted)"
   }
 
   /// Prints values until the count, the duration, cancellation, or the end of the stream.

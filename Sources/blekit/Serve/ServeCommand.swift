@@ -26,7 +26,10 @@ struct ServeCommand: ParsableCommand {
       whose writes go to stdout (a UART bridge). --json prints every event (connections, \
       subscriptions, reads, writes, with the central's address, MTU and link) as one JSON \
       object per line instead; status lines otherwise go to standard error. Ctrl-C, SIGTERM \
-      or --timeout unregisters everything and exits 0.
+      or --timeout unregisters everything and exits 0. When standard output is read so \
+      slowly that 4096 events wait unprinted, a write request is refused (the central gets \
+      an ATT error) and a write without response is accepted unprinted; both are counted \
+      in a last line, and serve then exits 13.
       """
   )
 
@@ -128,6 +131,20 @@ struct ServeCommand: ParsableCommand {
     await serve(runtime, manager: manager)
     for task in tasks { task.cancel() }
     await manager.close()
+    if let line = Self.droppedWritesLine(manager) { throw droppedValuesError(line) }
+  }
+
+  /// The line for centrals' writes that were refused or not printed because the events waited
+  /// unprinted (``PeripheralManager/eventLimit``), if there were any.
+  static func droppedWritesLine(_ manager: PeripheralManager) -> String? {
+    let refused = manager.refusedWrites
+    let dropped = manager.droppedWriteEvents
+    guard refused + dropped > 0 else { return nil }
+    var parts: [String] = []
+    if dropped > 0 { parts.append("\(dropped) writes were accepted but not printed") }
+    if refused > 0 { parts.append("\(refused) write requests were refused (ATT error)") }
+    return parts.joined(separator: ", ") + ": standard output was not read fast enough "
+      + "(\(PeripheralManager.eventLimit) events waited unprinted)"
   }
 
   /// Handles the manager's events until it closes or the command is cancelled.
