@@ -16,6 +16,8 @@ struct GattServerRequestTests {
   static let readable = BluetoothUUID(uint16: 0xFFE1)
   static let indicating = BluetoothUUID(uint16: 0xFFE2)
   static let named = BluetoothUUID(uint16: 0x2901)
+  /// Writable, with no `onWrite`: the app sees its writes only as events.
+  static let writable = BluetoothUUID(uint16: 0xFFE3)
   static let central = "/org/bluez/hci0/dev_00_AA_01_00_00_00"
 
   struct Fixture {
@@ -51,11 +53,14 @@ struct GattServerRequestTests {
     let requests = Mutex<[ATTReadRequest]>([])
   }
 
-  static func withFixture(_ body: (Fixture) async throws -> Void) async throws {
+  static func withFixture(
+    eventLimit: Int = PeripheralManager.eventLimit, _ body: (Fixture) async throws -> Void
+  ) async throws {
     let bus = try PrivateBus()
     let bluetoothd = try await FakeBluetoothd(bus: bus)
     let app = try bus.connect()
-    let manager = try await PeripheralManager.open(adapter: "hci0", connection: app)
+    let manager = try await PeripheralManager.open(
+      adapter: "hci0", connection: app, eventLimit: eventLimit)
     let reads = ReadLog()
     let readable = MutableCharacteristic(
       type: readable, properties: [.read], permissions: [.readable],
@@ -66,8 +71,10 @@ struct GattServerRequestTests {
       })
     let indicating = MutableCharacteristic(
       type: indicating, properties: [.indicate], permissions: [])
+    let writable = MutableCharacteristic(
+      type: writable, properties: [.write, .writeWithoutResponse], permissions: [.writeable])
     try await manager.add(
-      MutableService(type: service, characteristics: [readable, indicating]))
+      MutableService(type: service, characteristics: [readable, indicating, writable]))
     let root = try #require(bluetoothd.registry.applications.withLock { Array($0.keys) }.first)
     let paths = try await bluetoothd.characteristics(of: root, owner: app.uniqueName)
     let fixture = Fixture(

@@ -28,10 +28,12 @@ import Testing
     let fd = Mutex<Int32>(-1)
   }
 
-  /// A connected device whose one characteristic has `flags`, subscribed as described above;
+  /// A connected device whose one characteristic has `flags`, subscribed as described above
+  /// (StartNotify's values after the early one are `later`);
   /// runs `body` with the peripheral and the characteristic.
   static func with(
-    flags: [String], _ body: (Peripheral, RemoteCharacteristic) async throws -> Void
+    flags: [String], later: [[UInt8]] = NotificationPathTests.later,
+    _ body: (Peripheral, RemoteCharacteristic) async throws -> Void
   ) async throws {
     let bus = try PrivateBus()
     defer { bus.stop() }
