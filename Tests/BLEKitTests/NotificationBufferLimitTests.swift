@@ -23,8 +23,11 @@ import Testing
     let stream = NotificationStreamTests.stream(reading: reader)
     // Blocking sends: they all complete only if the reader goes on reading the socket.
     let sent = await withCheckedContinuation { (done: CheckedContinuation<Bool, Never>) in
-      Thread { done.resume(returning: NotificationStreamTests.sendValues(0..<count, to: sender, waiting: true)) }
-        .start()
+      Thread {
+        done.resume(
+          returning: NotificationStreamTests.sendValues(0..<count, to: sender, waiting: true))
+      }
+      .start()
     }
     #expect(sent)
     // The loss check reads what is still in the socket first.
@@ -54,7 +57,9 @@ import Testing
     _ = await stream.lossCheck()
     #expect(stream.droppedValues == 5)
     var values = stream.makeAsyncIterator()
-    for index in 0..<limit { #expect(try await values.next() == NotificationStreamTests.value(index)) }
+    for index in 0..<limit {
+      #expect(try await values.next() == NotificationStreamTests.value(index))
+    }
     #expect(NotificationStreamTests.sendValues(100..<103, to: sender))
     for index in 100..<103 {
       #expect(try await values.next() == NotificationStreamTests.value(index))
@@ -77,7 +82,8 @@ import Testing
       #expect(await eventually { stream.buffer.unread + stream.droppedValues == later.count + 1 })
       #expect(stream.buffer.unread == limit)
       #expect(stream.droppedValues == later.count + 1 - limit)
-      #expect(await stream.lossCheck() == .droppedUnread(count: later.count + 1 - limit, limit: limit))
+      #expect(
+        await stream.lossCheck() == .droppedUnread(count: later.count + 1 - limit, limit: limit))
       let first = await NotificationPathTests.first(limit, of: stream)
       #expect(first == [NotificationPathTests.early] + later.prefix(limit - 1))
       await stream.stop()

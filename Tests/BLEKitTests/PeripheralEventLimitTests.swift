@@ -45,7 +45,9 @@ struct PeripheralEventLimitTests {
       }
       #expect(refusals == Array(repeating: "org.bluez.Error.Failed", count: 10))
       // A write without response cannot be refused: accepted, its event dropped.
-      for index in 0..<5 { try await Self.write([0xC0 + UInt8(index)], type: "command", in: fixture) }
+      for index in 0..<5 {
+        try await Self.write([0xC0 + UInt8(index)], type: "command", in: fixture)
+      }
       #expect(manager.eventQueue.unread == limit)
       #expect(manager.refusedWrites == 10)
       #expect(manager.droppedWriteEvents == 5)

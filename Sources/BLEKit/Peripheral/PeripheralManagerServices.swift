@@ -47,7 +47,8 @@ extension PeripheralManager {
         if request.prepareAuthorize { return }
         // With the app's events full, a write request only they would carry is refused: the
         // central learns its value did not land (PeripheralManagerEvents).
-        if characteristic.onWrite == nil, !withoutResponse, channel.eventsContinuation.refusesWrite()
+        if characteristic.onWrite == nil, !withoutResponse,
+          channel.eventsContinuation.refusesWrite()
         {
           throw .failed("the app has \(channel.eventsContinuation.limit) events unread")
         }
