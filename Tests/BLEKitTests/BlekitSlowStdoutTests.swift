@@ -1,6 +1,6 @@
 // `blekit notify` writing into a pipe nobody reads for a while: the executable against a
 // stand-in bluetoothd on a private dbus-daemon (its system bus), whose characteristic sends
-// 20,000 notifications (StartNotify, PropertiesChanged signals) at once. blekit's stream holds
+// 10,000 notifications of 100 bytes (StartNotify, PropertiesChanged signals) at once. blekit's stream holds
 // at most NotificationStream.bufferLimit of them; the rest are dropped, and blekit says how
 // many on standard error and exits 13. Every value is either printed or counted.
 import BlueZ
@@ -20,7 +20,10 @@ struct BlekitSlowStdoutTests {
   static let service = device.appending("service0010")
   static let characteristic = service.appending("char0011")
   static let characteristicUUID = "6e7a0111-5d3b-4c1e-9a0b-1a2b3c4d5e6f"
-  static let sent = 20_000
+  static let sent = 10_000
+  /// Bytes in each value: its number (4 bytes, big-endian), then padding. A printed line is
+  /// 201 bytes, so a 64 KiB pipe holds about 326 of them.
+  static let valueLength = 100
 
   @Test func notifyIntoAPipeNobodyReadsCountsWhatItDropped() async throws {
     let binary = try #require(builtBlekit)
@@ -45,7 +48,9 @@ struct BlekitSlowStdoutTests {
         Task.detached {
           try? await Task.sleep(for: .milliseconds(100))
           for index in 0..<Self.sent {
-            let value = withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) }
+            let value =
+              withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) }
+              + [UInt8](repeating: 0xAB, count: Self.valueLength - 4)
             try? connection.emitPropertiesChanged(
               path: Self.characteristic, interface: GattCharacteristic1.interface,
               changed: ["Value": .bytes(value)])
@@ -85,7 +90,7 @@ struct BlekitSlowStdoutTests {
     #expect(process.terminationStatus == 13, "stderr: \(stderr)")
     // The lines printed are the first values, in order (one gap at most, where values were
     // dropped, then later ones when there was room again).
-    let numbers = lines.compactMap { UInt32($0.filter { $0 != " " }, radix: 16) }
+    let numbers = lines.compactMap { UInt32($0.prefix(8), radix: 16) }
     #expect(numbers.count == lines.count)
     #expect(numbers == numbers.sorted())
     let dropLine = try #require(
@@ -95,8 +100,8 @@ struct BlekitSlowStdoutTests {
     // was printed is at most the bound plus what the pipe took before it was full.
     #expect(lines.count + dropped == Self.sent, "\(lines.count) printed, \(dropped) dropped")
     #expect(lines.count >= NotificationStream.bufferLimit)
-    // 9 bytes a line ("0000002a\n"); a pipe holds 64 KiB; one value in hand.
-    #expect(lines.count <= NotificationStream.bufferLimit + 65_536 / 9 + 2)
+    // 201 bytes a line; a pipe holds 64 KiB; one value in hand.
+    #expect(lines.count <= NotificationStream.bufferLimit + 65_536 / 201 + 2)
     #expect(dropLine.hasPrefix("blekit: "))
   }
 
