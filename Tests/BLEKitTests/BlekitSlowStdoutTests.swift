@@ -45,8 +45,10 @@ struct BlekitSlowStdoutTests {
       ])
     interface.methods.append(
       ExportedMethod(name: "StartNotify", inSignature: "", outSignature: "") { _ in
-        Task.detached {
-          try? await Task.sleep(for: .milliseconds(100))
+        // On a thread of its own: 10,000 emissions in a row would hold a cooperative thread
+        // that the tests beside this one need.
+        Thread {
+          Thread.sleep(forTimeInterval: 0.1)
           for index in 0..<Self.sent {
             let value =
               withUnsafeBytes(of: UInt32(index).bigEndian) { Array($0) }
@@ -56,7 +58,7 @@ struct BlekitSlowStdoutTests {
               changed: ["Value": .bytes(value)])
           }
           emitted.done.withLock { $0 = true }
-        }
+        }.start()
         return []
       })
     interface.methods.append(
@@ -83,9 +85,20 @@ struct BlekitSlowStdoutTests {
     }
     #expect(emitted.done.withLock { $0 })
     try await Task.sleep(for: .seconds(1))
-    let printed = output.fileHandleForReading.readDataToEndOfFile()
-    let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
+    // Read on a thread of its own: a blocking read on one of the few cooperative threads
+    // would starve the tests running beside this one.
+    let outputEnd = output.fileHandleForReading
+    let errorsEnd = errors.fileHandleForReading
+    let (printed, errorBytes) = await withCheckedContinuation {
+      (done: CheckedContinuation<(Data, Data), Never>) in
+      Thread {
+        let printed = outputEnd.readDataToEndOfFile()
+        done.resume(returning: (printed, errorsEnd.readDataToEndOfFile()))
+      }.start()
+    }
+    let stderr = String(decoding: errorBytes, as: UTF8.self)
+    for _ in 0..<100 where process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+    try #require(!process.isRunning)
     let lines = String(decoding: printed, as: UTF8.self).split(separator: "\n")
     #expect(process.terminationStatus == 13, "stderr: \(stderr)")
     // The lines printed are the first values, in order (one gap at most, where values were
