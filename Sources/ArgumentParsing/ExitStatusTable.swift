@@ -18,7 +18,7 @@
 /// |     10 | `notFound`              | No such service, characteristic or descriptor.           |
 /// |     11 | `notSupported`          | The characteristic does not allow the operation.         |
 /// |     12 | `unverified`            | The message's order is not guaranteed or it failed its checks. |
-/// |     13 | `outputFailed`          | Standard output could not be written.                    |
+/// |     13 | `outputFailed`          | Standard output could not be written, or not fast enough. |
 /// |     14 | `brokerUnavailable`     | The MQTT broker is unreachable or refused the client.    |
 /// |     15 | `passiveScanUnavailable`| bluetoothd offers no passive scanning (needs --experimental). |
 /// |    129 | `hangUp`                | Stopped by SIGHUP (its terminal or session went away).   |
@@ -68,7 +68,8 @@ public struct ExitStatus: RawRepresentable, Hashable, Sendable, CustomStringConv
   /// Nothing was printed.
   public static let unverified = ExitStatus(rawValue: 12)
   /// 13: standard output could not be written (a closed pipe, a full disk); the command
-  /// stopped and cleaned up.
+  /// stopped and cleaned up. Also: it was read so slowly that values were dropped at a bound
+  /// (`notify`, `explore --listen`, `serve`'s writes), said in the last line.
   public static let outputFailed = ExitStatus(rawValue: 13)
   /// 14: the MQTT broker named by `--mqtt` could not be reached at the start, or refused the
   /// connection (bad credentials, a client ID it rejects).
@@ -105,7 +106,11 @@ public struct ExitStatus: RawRepresentable, Hashable, Sendable, CustomStringConv
       .unverified,
       "A received message cannot be vouched for (order not guaranteed, or a failed check).",
     ),
-    (.outputFailed, "Standard output could not be written (closed pipe, full disk)."),
+    (
+      .outputFailed,
+      "Standard output could not be written (closed pipe, full disk), or was read so slowly "
+        + "that values were dropped.",
+    ),
     (.brokerUnavailable, "The MQTT broker is unreachable or refused the connection."),
     (
       .passiveScanUnavailable,

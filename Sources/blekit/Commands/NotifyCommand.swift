@@ -18,8 +18,9 @@ struct NotifyCommand: ParsableCommand {
       --count values did not all arrive), when the device disconnects (exit 7), or on Ctrl-C \
       (exit 0 without --count). Unsubscribes and disconnects before exiting. A \
       characteristic that neither notifies nor indicates exits 11. When standard output is \
-      read so slowly that 8192 values wait unprinted, later values are dropped until there \
-      is room; the command then ends with a line saying how many, and exit 13.
+      read so slowly that \(NotificationStream.bufferLimit) values wait unprinted, later \
+      values are dropped until there is room; the command then ends with a line saying how \
+      many, and exit 13.
       """
   )
 

@@ -27,7 +27,7 @@ struct ServeCommand: ParsableCommand {
       subscriptions, reads, writes, with the central's address, MTU and link) as one JSON \
       object per line instead; status lines otherwise go to standard error. Ctrl-C, SIGTERM \
       or --timeout unregisters everything and exits 0. When standard output is read so \
-      slowly that 4096 events wait unprinted, later writes are accepted but not printed; \
+      slowly that \(PeripheralManager.eventLimit) events wait unprinted, later writes are accepted but not printed; \
       a last line counts them, and serve then exits 13.
       """
   )
