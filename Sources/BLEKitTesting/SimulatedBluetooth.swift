@@ -76,9 +76,10 @@ public final class SimulatedBluetooth: Sendable {
   /// Whether a scan runs (bluetoothd's `Adapter1.Discovering`).
   public var isDiscovering: Bool { host.isDiscovering }
 
-  /// Returns once the app's scan has started discovery.
+  /// Returns once the app's scan has started discovery and the peripherals in range have been
+  /// heard (their device objects exported).
   public func waitUntilDiscovering(timeout: Duration = .seconds(10)) async throws {
-    try await host.state.wait("discovery runs", timeout: timeout) { $0.discovering }
+    try await host.state.wait("discovery runs", timeout: timeout) { $0.heardAll }
   }
 
   /// Closes every connection handed out and kills the daemon. Managers opened here stop

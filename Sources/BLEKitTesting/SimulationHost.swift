@@ -24,6 +24,8 @@ final class SimulationHost: Sendable {
     /// Registered advertisements, with the properties read at registration.
     var advertisements: [ObjectPath: [String: DBusValue]] = [:]
     var discoveryStarts = 0
+    /// Discovery runs and every peripheral in range has been heard (what tests wait for).
+    var heardAll = false
   }
 
   var isDiscovering: Bool { state.read(\.discovering) }
@@ -52,14 +54,17 @@ final class SimulationHost: Sendable {
   private func setDiscovering(_ on: Bool) {
     let changed = state.update { state -> Bool in
       defer { state.discovering = on }
-      if on { state.discoveryStarts += 1 }
+      if on { state.discoveryStarts += 1 } else { state.heardAll = false }
       return state.discovering != on
     }
     if changed {
       try? connection.emitPropertiesChanged(
         path: Self.adapterPath, interface: Adapter1.interface, changed: ["Discovering": .bool(on)])
     }
-    if on { for peripheral in state.read(\.peripherals) { hear(peripheral) } }
+    if on {
+      for peripheral in state.read(\.peripherals) { hear(peripheral) }
+      state.update { $0.heardAll = $0.discovering }
+    }
   }
 
   private func adapterInterfaces() -> [ExportedInterface] {
