@@ -233,6 +233,15 @@ extension SimulatedPeripheral {
             try await self?.subscribe(index, on: false)
             return []
           },
+          // Not simulated: BLEKit then takes StartNotify and WriteValue.
+          ExportedMethod(name: "AcquireNotify", inSignature: "a{sv}", outSignature: "hq") { _ in
+            throw DBusError.remote(
+              name: "org.bluez.Error.NotSupported", message: "Operation is not supported")
+          },
+          ExportedMethod(name: "AcquireWrite", inSignature: "a{sv}", outSignature: "hq") { _ in
+            throw DBusError.remote(
+              name: "org.bluez.Error.NotSupported", message: "Operation is not supported")
+          },
         ],
         properties: [
           constant("UUID", .string(uuid)),

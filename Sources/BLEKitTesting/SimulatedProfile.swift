@@ -11,8 +11,9 @@ extension SimulatedPeripheral {
   ///
   /// Read: `advertise` (`name`, `services`, `manufacturerData`, `serviceData`); each service's
   /// `uuid`, `primary` and characteristics; each characteristic's `uuid`, `properties`,
-  /// `value`, `readError` (reads then fail with that ATT error, see
-  /// ``SimulatedFault/attError(_:)``), `description` (a 0x2901 descriptor) and `descriptors`.
+  /// `value`, `readError` (requests to it then fail with that ATT error, see
+  /// ``SimulatedFault/attError(_:)``: its writes and subscriptions too, where serve refuses
+  /// only reads), `description` (a 0x2901 descriptor) and `descriptors`.
   /// Values: text, `hex`, the integer forms, a `cycle` (its first value) and a `counter` (its
   /// `from`, after its `prefix`).
   /// Not run: notifiers (the test sends values with ``notify(_:for:)``), `file` and `command`

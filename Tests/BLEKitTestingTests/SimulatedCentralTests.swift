@@ -44,11 +44,15 @@ import Testing
     #expect(writes.map(\.value) == [[1, 2], [3]])
     #expect(writes.map(\.withoutResponse) == [false, true])
     #expect(writes.first?.central?.address == central.address.rawValue)
-    await #expect(throws: SimulationError.self) { try await central.write([0xFF], to: Self.control) }
+    await #expect(throws: SimulationError.self) {
+      try await central.write([0xFF], to: Self.control)
+    }
 
     let values = try await central.subscribe(to: Self.level)
     while let event = await events.next() {
-      if case .subscribed(_, let characteristic) = event, characteristic.uuid == Self.level { break }
+      if case .subscribed(_, let characteristic) = event, characteristic.uuid == Self.level {
+        break
+      }
     }
     try await manager.updateValue([86], for: level)
     try await manager.updateValue([85], for: level)

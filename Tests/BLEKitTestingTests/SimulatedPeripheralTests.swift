@@ -131,7 +131,10 @@ import Testing
       let measurement = try await Self.characteristic(Self.measurement, of: peripheral)
       // Not subscribed yet: nothing is sent.
       #expect(try sensor.notify([0, 50], for: Self.measurement) == false)
-      let notifications = try await peripheral.notifications(for: measurement)
+      // AcquireNotify is not simulated: BLEKit falls back to StartNotify, as it does when
+      // bluetoothd refuses the socket.
+      let notifications = try await peripheral.notifications(for: measurement, preferAcquire: true)
+      #expect(notifications.method == .startNotify)
       try await sensor.waitUntilSubscribed(to: Self.measurement)
       for bpm: UInt8 in [60, 61, 62] {
         #expect(try sensor.notify([0, bpm], for: Self.measurement))
