@@ -84,7 +84,11 @@ public final class SimulatedCentral: Sendable {
       guard let fd = reply.first?.fileDescriptorValue?.take() else {
         throw SimulationError("AcquireNotify of \(characteristic) returned no socket")
       }
-      // One datagram per value, read until the app closes its end.
+      // One datagram per value, read until the app closes its end (or the stream is dropped).
+      // The app may have made the pair non-blocking: this end blocks, on a thread of its own.
+      _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+      let socket = NotifySocketEnd(fd)
+      continuation.onTermination = { _ in socket.shutDown() }
       Thread.detachNewThread {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
@@ -93,7 +97,7 @@ public final class SimulatedCentral: Sendable {
           if count <= 0 { break }
           continuation.yield(Array(buffer[0..<count]))
         }
-        close(fd)
+        socket.close()
         continuation.finish()
       }
       return stream
@@ -176,6 +180,20 @@ public final class SimulatedCentral: Sendable {
         member: member, arguments: arguments)
     } catch {
       throw SimulationError("\(doing): \(error)")
+    }
+  }
+}
+
+/// The simulated central's end of an AcquireNotify socket: shut down to wake its reader when
+/// the stream is dropped, closed once by the reader.
+final class NotifySocketEnd: Sendable {
+  private let fd: Mutex<Int32?>
+  init(_ fd: Int32) { self.fd = Mutex(fd) }
+  func shutDown() { fd.withLock { if let fd = $0 { _ = shutdown(fd, Int32(SHUT_RDWR)) } } }
+  func close() {
+    fd.withLock {
+      if let fd = $0 { _ = Glibc.close(fd) }
+      $0 = nil
     }
   }
 }
