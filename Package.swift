@@ -12,6 +12,7 @@ let package = Package(
   products: [
     .library(name: "BLEKit", targets: ["BLEKit"]),
     .library(name: "DBus", targets: ["DBus"]),
+    .library(name: "BLEKitTesting", targets: ["BLEKitTesting"]),
     .executable(name: "blekit", targets: ["blekit"]),
   ],
   targets: [
@@ -35,6 +36,10 @@ let package = Package(
     .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth"], swiftSettings: strict),
     // CentralManager, PeripheralManager, the transfer service, advertising data.
     .target(name: "BLEKit", dependencies: ["Bluetooth", "BlueZ", "DBus"], swiftSettings: strict),
+    // A simulated bluetoothd on a private dbus-daemon, for apps' unit tests.
+    .target(
+      name: "BLEKitTesting", dependencies: ["BLEKit", "Bluetooth", "BlueZ", "DBus"],
+      swiftSettings: strict),
     // An MQTT publisher and subscriber over libmosquitto: URLs, reconnects, a bounded buffer.
     .target(name: "MQTT", dependencies: ["CMosquitto"], swiftSettings: strict),
     // The gateway logic: sighting payloads, topic layouts, rate limits, the fleet's merged table.
@@ -67,6 +72,8 @@ let package = Package(
     .testTarget(name: "BlueZTests", dependencies: ["BlueZ", "Bluetooth", "DBus", "TestSupport"]),
     .testTarget(
       name: "BLEKitTests", dependencies: ["BLEKit", "BlueZ", "Bluetooth", "DBus", "TestSupport"]),
+    .testTarget(
+      name: "BLEKitTestingTests", dependencies: ["BLEKitTesting", "BLEKit", "Bluetooth"]),
     .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing", "TestSupport"]),
     .testTarget(name: "SightingsTests", dependencies: ["Sightings", "BLEKit", "TestSupport"]),
     .testTarget(
