@@ -294,6 +294,32 @@ import Testing
     #expect(object["unread"] as? Int == 1)
   }
 
+  /// A readable characteristic whose read failed for no reason pairing changes is a value not
+  /// read too: bluetoothd 5.82 answered InProgress while it raised the link's security, and a
+  /// bonded reconnect left a read unanswered for 40 s; explore printed the rest and exited 0.
+  @Test func readableValuesThatFailedAreCountedAndExitEight() throws {
+    let address = Self.info.address
+    var tree = Self.tree()
+    // The transfer characteristic's NotPermitted: it has no read flag, so not counted.
+    #expect(ExploreCommand.Unread(tree).failure(address: address) == nil)
+    tree[1].characteristics[1].read = .failed(
+      AttributeReadFailure(errorName: "org.bluez.Error.InProgress", message: "In Progress"))
+    let unread = ExploreCommand.Unread(tree)
+    #expect(
+      unread.summary(address: address)
+        == "1 value not read: 1 failed (the error is on its line)")
+    #expect(unread.failure(address: address)?.exitStatus == .remoteError)
+    // With a value that needs pairing as well, pairing is what to do first: exit 5.
+    tree[0].characteristics[0].read = .failed(
+      AttributeReadFailure(errorName: "org.bluez.Error.NotPermitted", message: "Not paired"))
+    #expect(
+      ExploreCommand.Unread(tree).failure(address: address)?.exitStatus == .permissionDenied)
+    let json = JSON.text(ExploreCommand.json(device: Self.info, tree: tree))
+    let object = try #require(
+      try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+    #expect(object["unread"] as? Int == 2)
+  }
+
   @Test func jsonIsOneObjectWithTheWholeTree() throws {
     let text = JSON.text(ExploreCommand.json(device: Self.info, tree: Self.tree()))
     #expect(!text.contains("\n"))

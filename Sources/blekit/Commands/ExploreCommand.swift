@@ -23,7 +23,9 @@ struct ExploreCommand: ParsableCommand {
       so the dump is complete. A value whose read dropped the link twice without bluetoothd \
       saying why is marked too (bluetoothd 5.66 can answer a read cut by its failed pairing \
       with a bare error). The last line then says which values could not be read, and \
-      explore exits 5. With \
+      explore exits 5. A characteristic that says it is readable but whose read failed \
+      otherwise (bluetoothd busy or not answering, an error of the device's own) is counted \
+      in that line too; when nothing else is missing, explore exits 8. With \
       --listen SECONDS, it then subscribes to every characteristic that notifies or \
       indicates and prints values as they come (a subscription that fails shows its error; \
       values dropped because standard output was read too slowly are counted in a last \
@@ -124,21 +126,32 @@ struct ExploreCommand: ParsableCommand {
     var needAuthorization = 0
     /// Reads that dropped the link twice without saying why.
     var droppedLink = 0
+    /// Characteristics that say they are readable (`read` among their flags) whose read failed
+    /// for another reason: bluetoothd busy (`InProgress`, seen on 5.82 while it raises the
+    /// link's security), no answer in time, or an error of the device's application. A
+    /// refusal of a characteristic without `read` is the device's design and not counted.
+    var failed = 0
 
     init(_ tree: [ExploredService]) {
-      let reads = tree.flatMap(\.characteristics).flatMap { item in
-        [item.read] + item.descriptors.map(\.read)
-      }
-      for case .failed(let failure) in reads {
-        switch failure.requirement {
-        case .pairing: needPairing += 1
-        case .authorization: needAuthorization += 1
-        case nil: if failure.droppedLink { droppedLink += 1 }
+      for item in tree.flatMap(\.characteristics) {
+        let readable = item.characteristic.flags.contains("read")
+        let reads = [(item.read, readable)] + item.descriptors.map { ($0.read, false) }
+        for case (.failed(let failure), let counted) in reads {
+          switch failure.requirement {
+          case .pairing: needPairing += 1
+          case .authorization: needAuthorization += 1
+          case nil:
+            if failure.droppedLink {
+              droppedLink += 1
+            } else if counted {
+              failed += 1
+            }
+          }
         }
       }
     }
 
-    var total: Int { needPairing + needAuthorization + droppedLink }
+    var total: Int { needPairing + needAuthorization + droppedLink + failed }
 
     /// `2 values not read: 1 needs pairing (blekit pair ADDRESS), 1 dropped the link`, or
     /// `nil` when every value the device gives was read.
@@ -161,15 +174,21 @@ struct ExploreCommand: ParsableCommand {
             + "may need pairing"
             + (needPairing > 0 ? " too)" : ": blekit pair \(address.rawValue))"))
       }
+      if failed > 0 {
+        parts.append("\(failed) failed (the error is on \(failed == 1 ? "its" : "their") line)")
+      }
       return "\(total) value\(total == 1 ? "" : "s") not read: " + parts.joined(separator: ", ")
     }
 
-    /// Exit 5 when some values were not read: the device wants pairing or authorization for
-    /// them, or reading them dropped the link (what a failed pairing does); `nil` when nothing
-    /// is missing.
+    /// Exit 5 when some values were not read because the device wants pairing or authorization
+    /// for them, or reading them dropped the link (what a failed pairing does); exit 8 when the
+    /// only values not read failed otherwise; `nil` when nothing is missing.
     func failure(address: BluetoothAddress) -> CLIError? {
       guard let summary = summary(address: address) else { return nil }
-      return CLIError(.permissionDenied, summary)
+      // What the user can do something about (pair, ask for authorization) comes first;
+      // values that only failed are BlueZ's or the device's errors.
+      let needsSecurity = needPairing + needAuthorization + droppedLink > 0
+      return CLIError(needsSecurity ? .permissionDenied : .remoteError, summary)
     }
   }
 
