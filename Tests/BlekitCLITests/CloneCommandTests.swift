@@ -293,8 +293,10 @@ struct CloneCommandTests {
       return
     }
     #expect(value == .cycle([[1], [2], [3]]))
-    // 100 ms apart as sent; a loaded machine delivers them later, never sooner.
-    #expect(interval >= .milliseconds(50) && interval <= .seconds(1))
+    // 100 ms apart as sent; a loaded machine delivers them later, never sooner (a full run
+    // beside the lab measured more than 1 s): the interval comes from the timing heard, within
+    // the 6 s listened, and is never a made-up zero.
+    #expect(interval >= .milliseconds(50) && interval <= .seconds(3))
     #expect(text.contains("replays the 3 notifications heard"))
     // The twin's notifier replays them in turn, then from the first again.
     let producer = ServeValueProducer(value)
