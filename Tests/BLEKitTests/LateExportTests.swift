@@ -76,6 +76,17 @@ struct LateExportTests {
     }
   }
 
+  /// All services (an explore, a clone): the list bluetoothd has at ServicesResolved may lack
+  /// services it exports just after; without the wait, this found only the fixture's own.
+  @Test func allServicesIncludeOneExportedLate() async throws {
+    try await RemoteGattFixture.with(flags: ["read"]) { bluez, peripheral, _, _ in
+      let export = Self.exportHeartRate(on: bluez, after: .milliseconds(200))
+      let services = try await Self.waiting(Self.patient, peripheral).services()
+      #expect(services.map(\.uuid).contains(Self.heartRate))
+      try await export.value
+    }
+  }
+
   @Test func aMissingCharacteristicIsReportedOnceTheObjectsAreQuiet() async throws {
     try await RemoteGattFixture.with(flags: ["read"]) { _, peripheral, _, _ in
       let clock = ContinuousClock()

@@ -134,7 +134,7 @@ struct ExploreCommand: ParsableCommand {
 
     init(_ tree: [ExploredService]) {
       for item in tree.flatMap(\.characteristics) {
-        let readable = item.characteristic.flags.contains("read")
+        let readable = item.characteristic.properties.contains(.read)
         let reads = [(item.read, readable)] + item.descriptors.map { ($0.read, false) }
         for case (.failed(let failure), let counted) in reads {
           switch failure.requirement {
