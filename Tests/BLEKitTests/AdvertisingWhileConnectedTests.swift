@@ -106,4 +106,32 @@ import Testing
     await manager.close()
     bluetoothd.close()
   }
+
+  /// One session per manager: every follower of bluetoothd (connection streams, state
+  /// updates, the re-advertising follower) shares one object tree (three before), and a
+  /// stream dropped early leaves the others following.
+  @Test func followersShareOneTreeAndOutliveAnEarlyDrop() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let (bluetoothd, manager, central) = try await Self.advertising(
+      AdvertisingPayload(serviceUUIDs: [Self.service]), on: bus)
+    do {
+      let early = try await manager.connectionEvents()
+      _ = early
+    }
+    let links = try await manager.connectionEvents()
+    let states = try await manager.stateUpdates()
+    #expect(manager.state.withLock { $0.followers.count } == 1)
+    try Self.connect(central, on: bluetoothd)
+    let seen = await ConnectionEventTests.take(1, from: links)
+    #expect(seen.count == 1)
+    var firstState: PeripheralManagerState?
+    for await state in states {
+      firstState = state
+      break
+    }
+    #expect(firstState != nil)
+    await manager.close()
+    bluetoothd.close()
+  }
 }

@@ -72,7 +72,8 @@ public final class PeripheralManager: Sendable {
     var extendedAdvertising = false
     var nextApplication = 0
     var nextAdvertisement = 0
-    /// Object trees following bluetoothd for ``connectionEvents()``, stopped on close.
+    /// The one tree of bluetoothd's objects that ``connectionEvents()``, ``stateUpdates()``
+    /// and the re-advertising follower share (started by the first of them), stopped on close.
     var followers: [BlueZObjectTree] = []
     var closed = false
   }
@@ -293,25 +294,34 @@ public final class PeripheralManager: Sendable {
     return channel
   }
 
-  /// A tree of bluetoothd's objects that follows them until this manager closes (it is
-  /// stopped then), for a stream or a task of the manager's; `purpose` says what for in the
-  /// error, e.g. "following connections on hci1".
+  /// The manager's one tree of bluetoothd's objects, started by the first follower (a stream
+  /// or a task of the manager's) and shared by every later one, until the manager closes (it
+  /// is stopped then): one GetManagedObjects and one set of signal matches per manager, not
+  /// one per stream. `purpose` says what for in the error, e.g. "following connections on
+  /// hci1". Followers never stop it themselves.
   func startFollower(_ purpose: String) async throws(BluetoothError) -> BlueZObjectTree {
+    let (closed, shared) = state.withLock { ($0.closed, $0.followers.first) }
+    if closed { throw BluetoothError(.closed, "the peripheral manager is closed") }
+    if let shared { return shared }
     let tree: BlueZObjectTree
     do throws(BlueZError) {
       tree = try await BlueZObjectTree.start(connection: connection)
     } catch {
       throw BluetoothError(error, while: purpose)
     }
-    let admitted = state.withLock { state in
-      if !state.closed { state.followers.append(tree) }
-      return !state.closed
+    // Two first followers may have started a tree at once: the one stored first is kept.
+    let kept: BlueZObjectTree? = state.withLock { state in
+      if state.closed { return nil }
+      if let first = state.followers.first { return first }
+      state.followers.append(tree)
+      return tree
     }
-    guard admitted else {
+    guard let kept else {
       tree.stop()
       throw BluetoothError(.closed, "the peripheral manager is closed")
     }
-    return tree
+    if kept !== tree { tree.stop() }
+    return kept
   }
 
   // MARK: - Closing

@@ -27,7 +27,7 @@ extension PeripheralManager {
       state.withLock { $0.followsLinksForAdvertising = false }
       throw error
     }
-    let links = ConnectionEventRelay.events(on: adapterPath, in: tree, onEnd: { tree.stop() })
+    let links = ConnectionEventRelay.events(on: adapterPath, in: tree)
     Task { [weak self] in
       for await link in links {
         guard case .connected = link else { continue }

@@ -36,7 +36,6 @@ extension PeripheralManager {
         if tracker.state != before { continuation.yield(tracker.state) }
       }
       continuation.finish()
-      tree.stop()
     }
     continuation.onTermination = { _ in relay.cancel() }
     return stream
