@@ -1,5 +1,5 @@
-// NotificationSocket: reads AcquireNotify's SOCK_SEQPACKET fd in a task woken by the Reactor,
-// one notification per recvmsg(), and hands over what one burst of reads brought as one batch.
+// NotificationSocket: reads AcquireNotify's SOCK_SEQPACKET fd on a thread of its own, one
+// notification per recvmsg(), and hands over what one burst of reads brought as one batch.
 import Dispatch
 import Synchronization
 
@@ -13,9 +13,9 @@ import Synchronization
 ///
 /// Each `recvmsg(2)` on the SOCK_SEQPACKET socket yields exactly one notification value; the
 /// buffer is as large as the MTU (at least 512 bytes, the longest attribute value), so no
-/// value is truncated. The socket is non-blocking; a task of the reader's own waits on BLEKit's
-/// ``Reactor`` until it is readable and then reads, holding the reader's lock. The fd is closed
-/// (which unsubscribes in bluetoothd) when the reader has ended or is cancelled.
+/// value is truncated. A thread of the reader's own waits in `poll(2)` until the socket is
+/// readable and then reads, holding the reader's lock. The fd is closed (which unsubscribes in
+/// bluetoothd) when the reader has ended or is cancelled.
 ///
 /// An empty value is a value. bluetoothd writes a zero-length notification as an empty
 /// datagram, and on a Unix SOCK_SEQPACKET socket an empty datagram and the end of the stream
@@ -27,16 +27,14 @@ import Synchronization
 /// `MSG_CTRUNC`) is an empty value; one without is the end. Should `SO_PASSCRED` be refused,
 /// the reader falls back to taking every 0-byte read as the end.
 ///
-/// Why the reactor and not a Dispatch read source: on a link that brings one value at a time (a
+/// Why a thread and not a Dispatch read source: on a link that brings one value at a time (a
 /// radio sends a few per connection event), a source wakes Dispatch's manager thread, then a
 /// worker thread to read, then the manager again to re-arm the descriptor, before the consumer
-/// is woken: four thread wake-ups per value, measured with `strace -f -c` (futex and epoll
-/// calls per value) under `scripts/bench-receive --interval 20`. The reactor's thread wakes
-/// and resumes this reader's task: two. (Before the reactor this reader had a thread of its
-/// own, woken by the kernel: one; the reactor's figure under that benchmark is still to be
-/// measured.) Why a lock and not a serial queue entered with `sync`: Dispatch's `sync` cost
-/// about 2,400 instructions per wake-up (callgrind, same benchmark), more than reading and
-/// reassembling a value.
+/// is woken: four thread wake-ups per value, measured with `strace -f -c` (futex and
+/// epoll calls per value) under `scripts/bench-receive --interval 20`. This thread is woken by
+/// the kernel and reads at once. Why a lock and not a serial queue entered with `sync`:
+/// Dispatch's `sync` cost about 2,400 instructions per wake-up (callgrind, same benchmark),
+/// more than reading and reassembling a value.
 ///
 /// Each wake-up reads until the socket is empty and hands the values over in order, in batches
 /// of at most `batchLimit` (one `onValues` call per batch, not per value: the consumer's cost
@@ -47,11 +45,10 @@ import Synchronization
 /// and a ``KernelATTQueueWatch`` samples the kernel's ATT queues, which tells whether the
 /// kernel may have (``lossCheck(within:)``).
 ///
-/// Ending: the first end (EOF, a read error, ``finish(after:)`` or ``cancel()``) sets `ended`,
-/// shuts the socket down and releases its reactor wait under the lock, which wakes the task;
-/// the task arms its waits under the same lock (never after the end), learns of the end under
-/// it, and only then closes the fd: no `shutdown` can reach the fd's number after it was
-/// closed (and perhaps reused).
+/// Ending: the first end (EOF, a read error, ``finish(after:)`` or ``cancel()``) sets `ended`
+/// and shuts the socket down under the lock, which wakes the thread from `poll`; the thread
+/// learns of the end under the lock, after that, and only then closes the fd: no `shutdown`
+/// can reach the fd's number after it was closed (and perhaps reused).
 final class NotificationSocket: Sendable {
   private let fd: Int32
   /// Where the calls from outside (cancel, finish, loss check, perform) run, each taking the
@@ -92,7 +89,8 @@ final class NotificationSocket: Sendable {
   /// (`SO_PASSCRED` set), which tells an empty value from the end of the stream.
   private let marksDatagrams: Bool
 
-  /// Starts reading `fd` (whose ownership passes to the reader).
+  /// Starts reading `fd` (whose ownership passes to the reader). When no thread can be
+  /// started, the reader ends at once with an error (and closes `fd`).
   init(
     fd: Int32, mtu: Int, attQueue: KernelATTQueueWatch = KernelATTQueueWatch(),
     onValues: @escaping @Sendable ([[UInt8]]) -> Void,
@@ -108,7 +106,28 @@ final class NotificationSocket: Sendable {
     var on: Int32 = 1
     self.marksDatagrams =
       Syscall.setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, socklen_t(MemoryLayout<Int32>.size)) == 0
-    Task.detached { [self] in await waitAndRead() }
+    var thread = pthread_t()
+    let context = Unmanaged.passRetained(self).toOpaque()
+    let started = pthread_create(
+      &thread, nil,
+      { context in
+        Unmanaged<NotificationSocket>.fromOpaque(context!).takeRetainedValue().waitAndRead()
+        return nil
+      }, context)
+    if started == 0 {
+      pthread_detach(thread)
+    } else {
+      Unmanaged<NotificationSocket>.fromOpaque(context).release()
+      queue.async {
+        self.state.withLock { state in
+          self.end(
+            &state,
+            BluetoothError(
+              .system, "no thread to read notifications: \(String(cString: strerror(started)))"))
+        }
+        Syscall.close(fd)
+      }
+    }
   }
 
   /// Stops reading and closes the fd, without reporting an end.
@@ -118,7 +137,6 @@ final class NotificationSocket: Sendable {
         if !state.ended {
           state.ended = true
           Syscall.shutdown(self.fd, Int32(SHUT_RDWR))
-          Reactor.shared.release(self.fd)
         }
       }
     }
@@ -130,20 +148,22 @@ final class NotificationSocket: Sendable {
     queue.async { self.state.withLock { _ in body() } }
   }
 
-  /// The reader's task: reads what is there, waits on the reactor until the socket is
-  /// readable (or released at the end), and closes the fd once the reader has ended.
-  private func waitAndRead() async {
+  /// The reader's thread: waits until the socket is readable (or shut down), reads what is
+  /// there, and closes the fd once the reader has ended.
+  private func waitAndRead() {
+    defer { Syscall.close(fd) }
     while true {
-      let wait: ReactorWait? = state.withLock { state in
+      var wanted = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+      let ready = Syscall.poll(&wanted, 1, -1)
+      if ready < 0 && errno == EINTR { continue }
+      let over = state.withLock { state in
         drain(&state, thenEndWith: nil)
-        return state.ended ? nil : Reactor.shared.arm(fd, for: .readable)
+        return state.ended
       }
-      guard let wait else { break }
-      // Not cancellable (the task is the reader's own); the end releases the wait.
-      _ = try? await wait.value()
+      if over { return }
+      // poll failed, or said ready while a read found nothing: don't spin.
+      if ready < 0 || wanted.revents & Int16(POLLIN) == 0 { Syscall.usleep(10_000) }
     }
-    Reactor.shared.release(fd)
-    Syscall.close(fd)
   }
 
   /// Reads whatever is already queued on the socket, then ends with `error` (used when the
@@ -270,12 +290,11 @@ final class NotificationSocket: Sendable {
     if !batch.isEmpty { onValues(batch) }
   }
 
-  /// Ends the reader (once: `drain` returns early after an end) and wakes its task, which
+  /// Ends the reader (once: `drain` returns early after an end) and wakes its thread, which
   /// then closes the fd. Runs with the lock held.
   private func end(_ state: inout ReaderState, _ error: (any Error)?) {
     state.ended = true
     Syscall.shutdown(fd, Int32(SHUT_RDWR))
-    Reactor.shared.release(fd)
     onEnd(error)
   }
 }
