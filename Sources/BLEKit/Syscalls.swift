@@ -49,12 +49,6 @@ enum Syscall {
     Glibc.poll(fds, count, timeout)
   }
 
-  /// `usleep(3)` (`nanosleep(2)`).
-  @discardableResult
-  static func usleep(_ microseconds: UInt32) -> Int32 {
-    Glibc.usleep(microseconds)
-  }
-
   // MARK: Sockets
 
   /// `socket(2)`.
