@@ -28,6 +28,9 @@ let package = Package(
       pkgConfig: "libmosquitto",
       providers: [.apt(["libmosquitto-dev"])]
     ),
+    // Linux headers Glibc's module lacks (epoll, eventfd): BLEKit's Reactor, through its
+    // Syscalls.swift.
+    .systemLibrary(name: "CLinux"),
     // A Swift D-Bus layer: connection, values, calls, signals, exported objects.
     .target(name: "DBus", dependencies: ["CDBus"], swiftSettings: strict),
     // Bluetooth value types with no bus behind them: UUIDs, addresses, assigned numbers.
@@ -35,7 +38,8 @@ let package = Package(
     // Typed org.bluez proxies and exported BlueZ objects.
     .target(name: "BlueZ", dependencies: ["DBus", "Bluetooth"], swiftSettings: strict),
     // CentralManager, PeripheralManager, the transfer service, advertising data.
-    .target(name: "BLEKit", dependencies: ["Bluetooth", "BlueZ", "DBus"], swiftSettings: strict),
+    .target(
+      name: "BLEKit", dependencies: ["Bluetooth", "BlueZ", "DBus", "CLinux"], swiftSettings: strict),
     // A simulated bluetoothd on a private dbus-daemon, for apps' unit tests.
     .target(
       name: "BLEKitTesting", dependencies: ["BLEKit", "Bluetooth", "BlueZ", "DBus"],

@@ -99,29 +99,35 @@ final class ReadWatchThread: Sendable {
       }
     }
     var drain = [UInt8](repeating: 0, count: 64)
+    /// Set after a hang-up or error was handed to libdbus with nothing left to read (so its
+    /// read met the end or the error and it disconnects): the descriptor stays ready, so it is
+    /// left out of `poll` until libdbus changes the watch (it removes it, which cancels this
+    /// thread), instead of spinning on it. While bytes remain, libdbus reads a part per call
+    /// and is called again at once.
+    var parked = false
     while true {
       let now = state.withLock { $0 }
       if now.cancelled { return }
       var fds = [pollfd(fd: wakeReader, events: Int16(POLLIN), revents: 0)]
-      if now.enabled { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+      if now.enabled && !parked { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
       if Syscall.poll(&fds, nfds_t(fds.count), -1) < 0 {
         if errno == EINTR { continue }
         return
       }
       if fds[0].revents != 0 {
         _ = Syscall.read(wakeReader, &drain, drain.count)
+        parked = false
         continue
       }
       guard fds.count == 2, fds[1].revents != 0 else { continue }
       var flags = DBUS_WATCH_READABLE.rawValue
       if fds[1].revents & Int16(POLLHUP) != 0 { flags |= DBUS_WATCH_HANGUP.rawValue }
       if fds[1].revents & Int16(POLLERR) != 0 { flags |= DBUS_WATCH_ERROR.rawValue }
+      let hungUp = flags != DBUS_WATCH_READABLE.rawValue
+      var unread: Int32 = 0
+      if hungUp, Syscall.ioctl(fd, UInt(FIONREAD), &unread) != 0 { unread = 0 }
       queue.sync { handler(flags) }
-      if flags != DBUS_WATCH_READABLE.rawValue {
-        // Hung up: libdbus disconnects and removes the watch (which cancels this thread).
-        // Until then, don't spin on a descriptor that stays ready.
-        Syscall.usleep(10_000)
-      }
+      if hungUp && unread == 0 { parked = true }
     }
   }
 }

@@ -50,16 +50,15 @@ enum Syscall {
     Glibc.write(fd, bytes, count)
   }
 
+  /// `ioctl(2)` with a pointer argument (`FIONREAD`).
+  static func ioctl(_ fd: Int32, _ request: UInt, _ argument: UnsafeMutableRawPointer) -> Int32 {
+    Glibc.ioctl(fd, request, argument)
+  }
+
   /// `poll(2)`; `timeout` in milliseconds, -1 for none.
   static func poll(_ fds: UnsafeMutablePointer<pollfd>, _ count: nfds_t, _ timeout: Int32)
     -> Int32
   {
     Glibc.poll(fds, count, timeout)
-  }
-
-  /// `usleep(3)` (`nanosleep(2)`).
-  @discardableResult
-  static func usleep(_ microseconds: UInt32) -> Int32 {
-    Glibc.usleep(microseconds)
   }
 }

@@ -1,8 +1,8 @@
 // L2CAPChannel's sends to a peer that takes nothing, over a Unix SOCK_SEQPACKET pair (this
-// machine's kernel has no Bluetooth): a send waiting for room in the kernel wakes every
-// sendWakeInterval to look at the channel, so closing the channel ends it. (On an LE channel
-// the kernel's shutdown does not wake such a send: the l2cap suite's cut link hung a listener
-// that way; docs/l2cap.md.)
+// machine's kernel has no Bluetooth): the socket is non-blocking, a send waiting for room waits
+// on the Reactor, and closing the channel (which releases that wait) or cancelling the task
+// ends it. (On an LE channel the kernel's shutdown does not wake a send blocked in the kernel:
+// the l2cap suite's cut link hung a listener that way; docs/l2cap.md.)
 import Synchronization
 import Testing
 
@@ -24,17 +24,65 @@ import Testing
     return (L2CAPChannel(seqpacket: fds[0], sendMTU: 4096, receiveMTU: 4096), fds[0], fds[1])
   }
 
-  @Test func theSocketsSendTimeoutIsTheWakeInterval() throws {
+  @Test func theSocketIsNonBlocking() throws {
     let (channel, fd, peer) = try Self.channelToSilentPeer()
     defer {
       channel.close()
       close(peer)
     }
+    #expect(fcntl(fd, F_GETFL) & O_NONBLOCK != 0)
+    // The kernel's disconnection timer for close() (no send waits for it any more).
     var value = timeval()
     var length = socklen_t(MemoryLayout<timeval>.size)
     try #require(getsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, &length) == 0)
     let set = Duration.seconds(value.tv_sec) + .microseconds(value.tv_usec)
-    #expect(set == L2CAPChannelCore.sendWakeInterval)
+    #expect(set == L2CAPChannelCore.disconnectTimeout)
+  }
+
+  /// Sends until one waits for room: some went through and no more for 700 ms (a loaded
+  /// machine may start the sender late, so no send yet is not yet a full buffer; at most 30 s).
+  static func waitUntilBlocked(_ sent: borrowing Atomic<Int>) async throws -> Int {
+    var last = -1
+    let waitLimit = ContinuousClock.now + .seconds(30)
+    while sent.load(ordering: .relaxed) != last || last == 0, ContinuousClock.now < waitLimit {
+      last = sent.load(ordering: .relaxed)
+      try await Task.sleep(for: .milliseconds(700))
+    }
+    return last
+  }
+
+  @Test func aCancelledSendStopsWaitingAndTheChannelStaysOpen() async throws {
+    let (channel, fd, peer) = try Self.channelToSilentPeer()
+    defer {
+      channel.close()
+      close(peer)
+    }
+    let sent = Atomic(0)
+    let sender = Task { () -> L2CAPError? in
+      do throws(L2CAPError) {
+        while true {
+          try await channel.send([UInt8](repeating: 7, count: 4096))
+          sent.add(1, ordering: .relaxed)
+        }
+      } catch {
+        return error
+      }
+    }
+    let last = try await Self.waitUntilBlocked(sent)
+    #expect(last > 0)
+    // The channel's reader waits for something to read; the send for room.
+    #expect(Reactor.shared.pendingWaits(on: fd) == 2)
+    let cancelled = ContinuousClock.now
+    sender.cancel()
+    let error = await sender.value
+    #expect(error?.code == .closed)
+    #expect(ContinuousClock.now - cancelled < .seconds(3))
+    #expect(Reactor.shared.pendingWaits(on: fd) == 1)
+    // The peer reads one SDU: the channel, still open, takes another.
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    #expect(read(peer, &buffer, buffer.count) == 4096)
+    try await channel.send([1, 2, 3])
+    #expect(!channel.isClosed)
   }
 
   @Test func aSendWaitingForRoomEndsWhenTheChannelCloses() async throws {
@@ -51,15 +99,7 @@ import Testing
         return error
       }
     }
-    // Until the kernel's buffer is full and the send waits (more than one wake interval): some
-    // sends went through and no more for 700 ms. A loaded machine may start the sender late,
-    // so no send yet is not yet a full buffer (bounded at 30 s).
-    var last = -1
-    let waitLimit = ContinuousClock.now + .seconds(30)
-    while sent.load(ordering: .relaxed) != last || last == 0, ContinuousClock.now < waitLimit {
-      last = sent.load(ordering: .relaxed)
-      try await Task.sleep(for: .milliseconds(700))
-    }
+    let last = try await Self.waitUntilBlocked(sent)
     let closed = ContinuousClock.now
     channel.close()
     let error = await sender.value

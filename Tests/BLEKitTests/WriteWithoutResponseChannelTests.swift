@@ -95,6 +95,44 @@ struct WriteWithoutResponseChannelTests {
     }
   }
 
+  @Test func aSendWaitingForRoomEndsWhenItsTaskIsCancelled() async throws {
+    try await RemoteGattFixture.with(flags: ["write-without-response"]) {
+      bluez, peripheral, remote, kept in
+      let channel = try await peripheral.openWriteWithoutResponseChannel(for: remote)
+      let theirs = kept.fd.withLock { $0 }
+      // Fill the socket (nobody reads) until a send times out.
+      let value = [UInt8](repeating: 0xAB, count: 47)
+      var full = false
+      for _ in 0..<10_000 where !full {
+        do throws(BluetoothError) {
+          try await channel.send(value, timeout: .milliseconds(100))
+        } catch {
+          full = error.code == .timeout
+        }
+      }
+      try #require(full)
+      let waiting = Task { () -> BluetoothError? in
+        do throws(BluetoothError) {
+          try await channel.send([0xCD], timeout: .seconds(30))
+          return nil
+        } catch {
+          return error
+        }
+      }
+      try await Task.sleep(for: .milliseconds(300))
+      let cancelled = ContinuousClock.now
+      waiting.cancel()
+      #expect(await waiting.value?.code == .cancelled)
+      #expect(ContinuousClock.now - cancelled < .seconds(5))
+      // The value was not sent; the channel still works once there is room.
+      #expect(!Self.drain(theirs).contains([0xCD]))
+      try await channel.send([0xEF])
+      #expect(Self.drain(theirs) == [[0xEF]])
+      channel.close()
+      close(theirs)
+    }
+  }
+
   @Test func aCharacteristicWithoutTheFlagIsRefusedWithoutACall() async throws {
     try await RemoteGattFixture.with(flags: ["write"]) { bluez, peripheral, remote, kept in
       await #expect(throws: BluetoothError.self) {

@@ -155,14 +155,22 @@ final class NotificationSocket: Sendable {
     while true {
       var wanted = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
       let ready = Syscall.poll(&wanted, 1, -1)
-      if ready < 0 && errno == EINTR { continue }
+      let failure: String? =
+        ready < 0
+        ? (errno == EINTR ? nil : "poll: \(String(cString: strerror(errno)))")
+        : (wanted.revents & Int16(POLLIN) == 0 ? "poll reported \(wanted.revents)" : nil)
+      if ready < 0 && failure == nil { continue }
       let over = state.withLock { state in
         drain(&state, thenEndWith: nil)
+        // A poll that failed, or an event without input that the reads did not end on (a
+        // Unix socket reports a hang-up with input, and an error to the read): ended rather
+        // than polled again, which would spin.
+        if !state.ended, let failure {
+          end(&state, BluetoothError(.disconnected, "reading notifications failed (\(failure))"))
+        }
         return state.ended
       }
       if over { return }
-      // poll failed, or said ready while a read found nothing: don't spin.
-      if ready < 0 || wanted.revents & Int16(POLLIN) == 0 { Syscall.usleep(10_000) }
     }
   }
 

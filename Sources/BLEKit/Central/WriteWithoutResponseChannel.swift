@@ -1,6 +1,5 @@
 // WriteWithoutResponseChannel: write commands to one characteristic through the socket
 // bluetoothd hands out for them (AcquireWrite), one value per datagram, with back-pressure.
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -37,10 +36,9 @@ public final class WriteWithoutResponseChannel: Sendable {
   /// handle), at most 512.
   public var maximumValueLength: Int { min(max(mtu - 3, 20), 512) }
 
-  /// The descriptor, or -1 once closed (closing takes the lock, so no send uses a closed one).
+  /// The descriptor, or -1 once closed (closing takes the lock, so no send uses a closed one,
+  /// and no wait on BLEKit's ``Reactor`` is armed for it after closing released them).
   private let fd: Mutex<Int32>
-  /// Where a full socket is waited on (a blocking `poll`, off the caller's thread).
-  private let waiter = DispatchQueue(label: "blekit.write-channel")
 
   init(characteristic: RemoteCharacteristic, fd: Int32, mtu: Int) {
     self.characteristic = characteristic
@@ -59,7 +57,8 @@ public final class WriteWithoutResponseChannel: Sendable {
   ///
   /// - Throws: ``BluetoothError`` `.notSupported` for an empty value or one longer than
   ///   ``maximumValueLength``; `.disconnected` when the link or bluetoothd closed the socket
-  ///   (or the channel was closed); `.timeout` when no room came within `timeout`.
+  ///   (or the channel was closed); `.timeout` when no room came within `timeout`;
+  ///   `.cancelled` when the task was cancelled while waiting for room (the value not sent).
   public func send(_ value: [UInt8], timeout: Duration = .seconds(30))
     async throws(BluetoothError)
   {
@@ -75,14 +74,21 @@ public final class WriteWithoutResponseChannel: Sendable {
     }
     let deadline = ContinuousClock.now + timeout
     while true {
-      switch attempt(value) {
+      switch attempt(value, until: deadline) {
       case .sent: return
       case .closed(let why):
         throw BluetoothError(
           .disconnected, "the write channel to \(characteristic.uuid) is closed (\(why))")
-      case .full:
-        let left = deadline - .now
-        guard left > .zero, await waitForRoom(within: left) else {
+      case .full(let wait):
+        let wake: ReactorWait.Wake
+        do {
+          wake = try await wait.value()
+        } catch {
+          throw BluetoothError(
+            .cancelled, "cancelled while waiting for room to write \(characteristic.uuid)")
+        }
+        // Ready (or hung up) and released (closed) meanwhile: the next attempt tells which.
+        guard wake != .timedOut else {
           throw BluetoothError(
             .timeout,
             "no room to write \(characteristic.uuid) within \(timeout): the peripheral or "
@@ -114,6 +120,7 @@ public final class WriteWithoutResponseChannel: Sendable {
   public func close() {
     fd.withLock { fd in
       guard fd >= 0 else { return }
+      Reactor.shared.release(fd)
       Syscall.close(fd)
       fd = -1
     }
@@ -121,11 +128,12 @@ public final class WriteWithoutResponseChannel: Sendable {
 
   private enum Attempt {
     case sent
-    case full
+    /// Full: a wait for room, armed with the send's deadline.
+    case full(ReactorWait)
     case closed(String)
   }
 
-  private func attempt(_ value: [UInt8]) -> Attempt {
+  private func attempt(_ value: [UInt8], until deadline: ContinuousClock.Instant) -> Attempt {
     fd.withLock { fd in
       guard fd >= 0 else { return .closed("closed by this process") }
       while true {
@@ -136,39 +144,10 @@ public final class WriteWithoutResponseChannel: Sendable {
         if written >= 0 { return .closed("a short write of \(written) bytes") }
         switch errno {
         case EINTR: continue
-        case EAGAIN, EWOULDBLOCK, ENOBUFS: return .full
+        case EAGAIN, EWOULDBLOCK, ENOBUFS:
+          return .full(Reactor.shared.arm(fd, for: .writable, until: deadline))
         default: return .closed(String(cString: strerror(errno)))
         }
-      }
-    }
-  }
-
-  /// Waits until the socket can take a datagram (or hung up), at most `limit`; false when the
-  /// time ran out.
-  private func waitForRoom(within limit: Duration) async -> Bool {
-    let descriptor = fd.withLock { $0 }
-    guard descriptor >= 0 else { return true }  // the next attempt reports the close
-    let (seconds, attoseconds) = limit.components
-    let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-    return await withCheckedContinuation { continuation in
-      waiter.async {
-        // A short poll at a time: a close meanwhile is noticed within 100 ms.
-        var remaining = max(milliseconds, 1)
-        while remaining > 0 {
-          var entry = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-          let step = min(remaining, 100)
-          let ready = Syscall.poll(&entry, 1, step)
-          if ready > 0 || self.isClosed {
-            continuation.resume(returning: true)
-            return
-          }
-          if ready < 0 && errno != EINTR {
-            continuation.resume(returning: true)
-            return
-          }
-          remaining -= step
-        }
-        continuation.resume(returning: false)
       }
     }
   }

@@ -1,7 +1,6 @@
 // L2CAPChannel: an open LE credit-based channel (CoreBluetooth's CBL2CAPChannel): incoming
 // SDUs as an AsyncSequence with a bounded buffer, sends that wait for room, close.
 import Bluetooth
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -27,8 +26,10 @@ import Synchronization
 ///   three-quarters full. Where the order matters, treat a non-zero count as "the order and
 ///   the end may be wrong" (blekit's `l2cap` pipe exits 12 then) or frame the messages.
 /// - ``send(_:)`` hands one SDU to the kernel and returns when it is accepted; it waits
-///   while the kernel's send buffer is full (the peer has granted no credits). Blocking
-///   system calls run on the channel's own dispatch queues, never on Swift's cooperative pool.
+///   while the kernel's send buffer is full (the peer has granted no credits), and a cancelled
+///   task stops waiting (``L2CAPError/Code-swift.struct/closed``, the SDU not sent). The
+///   socket is non-blocking: reads and sends wait on BLEKit's one reactor thread (epoll),
+///   never in a blocking system call.
 /// - ``close()`` ends the channel (an L2CAP Disconnect Request). The peer closing it ends
 ///   ``incoming`` normally; a lost link ends it with ``L2CAPError/Code-swift.struct/linkLost``.
 ///   L2CAP has no half-close, and the kernel drops what it still holds for sending when the
@@ -155,7 +156,7 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
   public struct SDUs: AsyncSequence, Sendable {
     public typealias Element = [UInt8]
     let stream: AsyncThrowingStream<[UInt8], any Error>
-    let room: DispatchSemaphore
+    let room: L2CAPReadCredits
 
     public func makeAsyncIterator() -> AsyncIterator {
       AsyncIterator(base: stream.makeAsyncIterator(), room: room)
@@ -163,24 +164,27 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
 
     public struct AsyncIterator: AsyncIteratorProtocol {
       var base: AsyncThrowingStream<[UInt8], any Error>.Iterator
-      let room: DispatchSemaphore
+      let room: L2CAPReadCredits
 
       /// The next SDU, nil at the end; throws ``L2CAPError`` when the link was lost.
       public mutating func next() async throws -> [UInt8]? {
         let sdu = try await base.next()
         // One SDU left the buffer: the reader may read one more.
-        if sdu != nil { room.signal() }
+        if sdu != nil { room.give() }
         return sdu
       }
     }
   }
 }
 
-/// The descriptor and its life: one reader queue, one writer queue, and a lock that makes
-/// `shutdown` and `close` of the descriptor safe against each other.
-///
-/// The descriptor is closed only on the writer queue, after the reader has stopped, so no
-/// read or write ever runs on a closed (or reused) descriptor; `shutdown` wakes both.
+/// The descriptor and its life. The descriptor is non-blocking; a reader task reads it and a
+/// send writes it, each waiting on the ``Reactor`` when the kernel answers `EAGAIN` (nothing
+/// to read; no room to send: the peer granted no credits). Every system call on the
+/// descriptor, and its `close`, happens under one lock, so none ever reaches a closed (or
+/// reused) descriptor; ``close()`` releases the descriptor's reactor waits, which wakes both
+/// sides whatever the kernel does with the `shutdown` (on a connected LE channel it only
+/// starts the disconnection, which a silent peer may never finish: a send blocked in the
+/// kernel would wait with it).
 final class L2CAPChannelCore: Sendable {
   private struct State {
     var fd: Int32?
@@ -192,30 +196,21 @@ final class L2CAPChannelCore: Sendable {
     var nearlyFull = 0
   }
   private let state: Mutex<State>
-  private let fd: Int32
-  let room: DispatchSemaphore
+  let room: L2CAPReadCredits
   private let peer: BluetoothAddress
-  private let reader = DispatchQueue(label: "blekit.l2cap.read")
-  private let writer = DispatchQueue(label: "blekit.l2cap.write")
 
-  /// How long one `send` may wait in the kernel before the channel looks at its state
-  /// again. A send waiting for credits sleeps in the kernel, and nothing this process does
-  /// is sure to wake it: `shutdown` on a connected LE channel only starts the disconnection,
-  /// whose timer is this same timeout (infinite if unset), so a send to a peer that went
-  /// silent could wait forever and with it the task that closes the channel. With the
-  /// timeout, a waiting send returns `EAGAIN` every so often and ``writeNow(_:)`` retries
-  /// unless the channel was closed or ended meanwhile. The kernel's sends are all or
-  /// nothing, so a retry never duplicates a byte.
-  static let sendWakeInterval: Duration = .milliseconds(500)
+  /// `SO_SNDTIMEO` of an open channel. No send waits for it (the socket is non-blocking); the
+  /// kernel times with it the Disconnect Request that ``close()``'s `shutdown` sends
+  /// (`l2cap_chan_close`, Linux 6.1): after it the kernel frees the channel without the peer's
+  /// response, so a silent peer does not keep it. 500 ms is the value channels had when it
+  /// was also the wake interval of blocking sends; kept unchanged.
+  static let disconnectTimeout: Duration = .milliseconds(500)
 
   init(fd: Int32, room: Int, peer: BluetoothAddress) {
-    self.fd = fd
     self.peer = peer
-    L2CAPSocket.setSendTimeout(fd, Self.sendWakeInterval)
-    // Created at 0 and raised: libdispatch traps when a semaphore is freed below its initial
-    // value, as this one is whenever the channel ends with SDUs taken from the buffer.
-    self.room = DispatchSemaphore(value: 0)
-    for _ in 0..<room { self.room.signal() }
+    L2CAPSocket.setSendTimeout(fd, Self.disconnectTimeout)
+    L2CAPSocket.setNonBlocking(fd)
+    self.room = L2CAPReadCredits(room)
     state = Mutex(State(fd: fd))
   }
 
@@ -225,63 +220,82 @@ final class L2CAPChannelCore: Sendable {
 
   /// Starts the reader; the stream holds what it read.
   func start(receiveMTU: Int) -> AsyncThrowingStream<[UInt8], any Error> {
-    // Unbounded here, bounded by `room`: the reader waits for room before every read.
+    // Unbounded here, bounded by `room`: the reader takes a place before every read.
     let (stream, continuation) = AsyncThrowingStream.makeStream(
       of: [UInt8].self, throwing: (any Error).self, bufferingPolicy: .unbounded)
-    reader.async { [self] in
-      readLoop(continuation, size: max(receiveMTU, 1))
+    Task.detached { [self] in
+      await readLoop(continuation, size: max(receiveMTU, 1))
     }
     return stream
   }
 
+  /// What one read under the lock found.
+  private enum ReadStep {
+    case sdu([UInt8])
+    case wait(ReactorWait)
+    case end
+    case failed(Int32)
+  }
+
   private func readLoop(
     _ continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation, size: Int
-  ) {
+  ) async {
     var buffer = [UInt8](repeating: 0, count: size)
     var failure: L2CAPError?
-    while true {
-      room.wait()
-      if state.withLock({ $0.closing }) { break }
-      let count = L2CAPSocket.read(fd, into: &buffer)
-      // Still this full after a read: it may have been full before (see L2CAPChannel).
-      if let fill = L2CAPSocket.receiveQueueFill(fd), fill.held * 4 >= fill.limit * 3 {
-        state.withLock { $0.nearlyFull += 1 }
-      }
-      if count > 0 {
-        continuation.yield(Array(buffer[..<count]))
-        continue
-      }
-      // The end, unless SDUs the kernel had parked (see L2CAPChannel) were moved into the
-      // queue by the read that found it empty: then the next read returns them.
-      if count == 0 {
-        let again = L2CAPSocket.read(fd, into: &buffer)
-        if again > 0 {
-          continuation.yield(Array(buffer[..<again]))
-          continue
+    reading: while await room.take() {
+      while true {
+        let step = state.withLock { state in readOnce(&state, into: &buffer) }
+        switch step {
+        case .sdu(let sdu):
+          continuation.yield(sdu)
+          continue reading
+        case .wait(let wait):
+          // Not cancellable (the task is the channel's own); close() releases the wait.
+          _ = try? await wait.value()
+        case .end:
+          break reading
+        case .failed(let number):
+          failure = Self.linkError(number, peer: peer)
+          break reading
         }
-        break
       }
-      let number = errno
-      if state.withLock({ $0.closing }) { break }
-      // ECONNRESET: the peer's L2CAP Disconnect Request (its close), or its host ending the
-      // link ("remote user terminated"); L2CAP cannot tell these apart: the channel ends.
-      if number == ECONNRESET { break }
-      failure = Self.linkError(number, peer: peer)
-      break
     }
     state.withLock { state in
       state.ended = true
       if state.endError == nil, let failure { state.endError = failure }
-    }
-    continuation.finish(throwing: failure)
-    writer.async { [self] in
-      state.withLock { state in
-        if let fd = state.fd {
-          Syscall.close(fd)
-          state.fd = nil
-        }
+      if let fd = state.fd {
+        Reactor.shared.release(fd)
+        Syscall.close(fd)
+        state.fd = nil
       }
     }
+    continuation.finish(throwing: failure)
+  }
+
+  /// One read of the descriptor, under the lock.
+  private func readOnce(_ state: inout State, into buffer: inout [UInt8]) -> ReadStep {
+    guard !state.closing, let fd = state.fd else { return .end }
+    var count = L2CAPSocket.read(fd, into: &buffer)
+    if count < 0 {
+      let number = errno
+      if number == EAGAIN || number == EWOULDBLOCK {
+        return .wait(Reactor.shared.arm(fd, for: .readable))
+      }
+      // ECONNRESET: the peer's L2CAP Disconnect Request (its close), or its host ending the
+      // link ("remote user terminated"); L2CAP cannot tell these apart: the channel ends.
+      return number == ECONNRESET ? .end : .failed(number)
+    }
+    // Still this full after a read: it may have been full before (see L2CAPChannel).
+    if let fill = L2CAPSocket.receiveQueueFill(fd), fill.held * 4 >= fill.limit * 3 {
+      state.nearlyFull += 1
+    }
+    // The end, unless SDUs the kernel had parked (see L2CAPChannel) were moved into the
+    // queue by the read that found it empty: then the next read returns them.
+    if count == 0 {
+      count = L2CAPSocket.read(fd, into: &buffer)
+      if count <= 0 { return .end }
+    }
+    return .sdu(Array(buffer[..<count]))
   }
 
   static func linkError(_ number: Int32, peer: BluetoothAddress) -> L2CAPError {
@@ -292,40 +306,58 @@ final class L2CAPChannelCore: Sendable {
     return error
   }
 
+  /// What one send under the lock did.
+  private enum WriteStep {
+    case sent
+    case wait(ReactorWait)
+    case failed(L2CAPError)
+  }
+
+  /// Sends one SDU, waiting for room (credits) as long as it takes; a cancelled task stops
+  /// waiting and throws `closed` (nothing of the SDU was sent).
   func write(_ sdu: [UInt8]) async throws(L2CAPError) {
-    let result: Result<Void, L2CAPError> = await withCheckedContinuation { continuation in
-      writer.async { [self] in
-        continuation.resume(returning: writeNow(sdu))
+    while true {
+      let step = state.withLock { state in writeOnce(&state, sdu) }
+      switch step {
+      case .sent:
+        return
+      case .failed(let error):
+        throw error
+      case .wait(let wait):
+        do {
+          _ = try await wait.value()
+        } catch {
+          throw L2CAPError(.closed, "the send was cancelled (nothing of this SDU was sent)")
+        }
       }
     }
-    try result.get()
   }
 
-  private func writeNow(_ sdu: [UInt8]) -> Result<Void, L2CAPError> {
-    var number: Int32 = 0
-    repeat {
-      let open: Int32? = state.withLock { $0.closing || $0.ended ? nil : $0.fd }
-      guard let fd = open else { return .failure(closedError()) }
-      if L2CAPSocket.write(fd, sdu) >= 0 { return .success(()) }
-      number = errno
-      // EAGAIN: the send timeout (sendWakeInterval) passed with no room; look again.
-    } while number == EAGAIN || number == EWOULDBLOCK
-    if state.withLock({ $0.closing || $0.endError != nil }) { return .failure(closedError()) }
+  /// One send, under the lock. The kernel's sends are all or nothing, so a retry after
+  /// `EAGAIN` never duplicates a byte.
+  private func writeOnce(_ state: inout State, _ sdu: [UInt8]) -> WriteStep {
+    guard !state.closing, !state.ended, let fd = state.fd else {
+      return .failed(Self.closedError(state))
+    }
+    if L2CAPSocket.write(fd, sdu) >= 0 { return .sent }
+    let number = errno
+    if number == EAGAIN || number == EWOULDBLOCK {
+      return .wait(Reactor.shared.arm(fd, for: .writable))
+    }
+    if state.endError != nil { return .failed(Self.closedError(state)) }
     switch number {
     case EPIPE, ECONNRESET, ENOTCONN:
-      return .failure(L2CAPError(.closed, "the peer closed the channel", errno: number))
+      return .failed(L2CAPError(.closed, "the peer closed the channel", errno: number))
     default:
-      return .failure(Self.linkError(number, peer: peer))
+      return .failed(Self.linkError(number, peer: peer))
     }
   }
 
-  private func closedError() -> L2CAPError {
-    state.withLock { state in
-      if let error = state.endError { return error }
-      return state.closing
-        ? L2CAPError(.closed, "the channel is closed")
-        : L2CAPError(.closed, "the peer closed the channel")
-    }
+  private static func closedError(_ state: State) -> L2CAPError {
+    if let error = state.endError { return error }
+    return state.closing
+      ? L2CAPError(.closed, "the channel is closed")
+      : L2CAPError(.closed, "the peer closed the channel")
   }
 
   func unsentBytes() -> Int? {
@@ -339,10 +371,14 @@ final class L2CAPChannelCore: Sendable {
     let first = state.withLock { state in
       guard !state.closing else { return false }
       state.closing = true
-      if let fd = state.fd { Syscall.shutdown(fd, Int32(SHUT_RDWR)) }
+      if let fd = state.fd {
+        Syscall.shutdown(fd, Int32(SHUT_RDWR))
+        // Wakes the reader and any send waiting for room; they find `closing` and stop.
+        Reactor.shared.release(fd)
+      }
       return true
     }
     // Wakes a reader waiting for room.
-    if first { room.signal() }
+    if first { room.close() }
   }
 }

@@ -1,8 +1,6 @@
 // L2CAPConnecting: opening a channel to a peer's PSM (CoreBluetooth's openL2CAPChannel),
-// with a deadline and cancellation, the kernel's connect running off the cooperative pool.
+// with a deadline and cancellation: a non-blocking connect that waits on the Reactor.
 import Bluetooth
-import Dispatch
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -24,55 +22,69 @@ extension L2CAPChannel {
     from local: BluetoothAddress? = nil, localType: AddressType = .public,
     requireEncryption: Bool = false, timeout: Duration = .seconds(30)
   ) async throws(L2CAPError) -> L2CAPChannel {
+    let deadline = ContinuousClock.now + timeout
     let fd = try L2CAPSocket.open()
-    // The kernel's connect honours SO_SNDTIMEO (its default is 40 s): set ours. The channel
-    // then sets the one its sends use (L2CAPChannelCore.sendWakeInterval).
-    let pending = PendingConnect(fd: fd)
     let target = L2CAPSocketAddress(
       address: peer, kind: L2CAPSocketAddress.Kind(peerType), psm: psm.rawValue)
-    let result: Result<Void, L2CAPError> = await withTaskCancellationHandler {
-      await withCheckedContinuation { continuation in
-        DispatchQueue(label: "blekit.l2cap.connect").async {
-          continuation.resume(
-            returning: Result { () throws(L2CAPError) in
-              try L2CAPSocket.bind(
-                fd,
-                L2CAPSocketAddress(
-                  address: local ?? L2CAPSocketAddress.anyAddress,
-                  kind: L2CAPSocketAddress.Kind(localType), psm: 0))
-              L2CAPSocket.requestReceiveMTU(fd, L2CAPSocket.preferredReceiveMTU)
-              if requireEncryption {
-                try L2CAPSocket.setSecurity(fd, level: L2CAPSocket.securityMedium)
-              }
-              L2CAPSocket.setSendTimeout(fd, timeout)
-              do throws(L2CAPError) {
-                try L2CAPSocket.connect(fd, target)
-              } catch {
-                // EINPROGRESS: SO_SNDTIMEO ran out while the kernel was still connecting.
-                if error.errno == EINPROGRESS || error.errno == EAGAIN {
-                  throw L2CAPError(
-                    .timedOut, "no L2CAP channel to \(peer) PSM \(psm) within \(timeout)",
-                    errno: error.errno)
-                }
-                throw error
-              }
-            })
-        }
+    do throws(L2CAPError) {
+      try L2CAPSocket.bind(
+        fd,
+        L2CAPSocketAddress(
+          address: local ?? L2CAPSocketAddress.anyAddress,
+          kind: L2CAPSocketAddress.Kind(localType), psm: 0))
+      L2CAPSocket.requestReceiveMTU(fd, L2CAPSocket.preferredReceiveMTU)
+      if requireEncryption {
+        try L2CAPSocket.setSecurity(fd, level: L2CAPSocket.securityMedium)
       }
-    } onCancel: {
-      pending.cancel()
-    }
-    let cancelled = pending.finish()
-    switch result {
-    case .success where !cancelled:
-      return try L2CAPChannel(fd: fd, peer: target, psm: psm)
-    case .success:
+      // The kernel's own connect timer (SO_SNDTIMEO, 40 s by default) must not end a longer
+      // `timeout` first. The channel then sets the one its close uses
+      // (L2CAPChannelCore.disconnectTimeout).
+      L2CAPSocket.setSendTimeout(fd, timeout)
+      L2CAPSocket.setNonBlocking(fd)
+      try await connect(fd, target, until: deadline)
+    } catch {
+      Reactor.shared.release(fd)
       Syscall.close(fd)
-      throw L2CAPError(.closed, "opening the L2CAP channel was cancelled")
-    case .failure(let error):
-      Syscall.close(fd)
-      if cancelled { throw L2CAPError(.closed, "opening the L2CAP channel was cancelled") }
+      if error.code == .timedOut, error.errno == nil {
+        throw L2CAPError(.timedOut, "no L2CAP channel to \(peer) PSM \(psm) within \(timeout)")
+      }
+      if error.code == .closed, error.errno == nil { throw error }
       throw describe(error, peer: peer, psm: psm)
+    }
+    Reactor.shared.release(fd)
+    return try L2CAPChannel(fd: fd, peer: target, psm: psm)
+  }
+
+  /// A non-blocking connect: `EINPROGRESS`, then the socket becomes writable when the kernel
+  /// has opened the channel or failed to (`SO_ERROR` tells which). Throws `timedOut` (no
+  /// errno) at `deadline` and `closed` (no errno) when the task is cancelled.
+  private static func connect(
+    _ fd: Int32, _ target: L2CAPSocketAddress, until deadline: ContinuousClock.Instant
+  ) async throws(L2CAPError) {
+    do throws(L2CAPError) {
+      try L2CAPSocket.connect(fd, target)
+      return
+    } catch {
+      guard error.errno == EINPROGRESS || error.errno == EAGAIN else { throw error }
+    }
+    while true {
+      let wake: ReactorWait.Wake
+      do {
+        wake = try await Reactor.shared.wait(fd, for: .writable, until: deadline)
+      } catch {
+        throw L2CAPError(.closed, "opening the L2CAP channel was cancelled")
+      }
+      switch wake {
+      case .timedOut:
+        throw L2CAPError(.timedOut, "timed out")
+      case .released, .cancelled:
+        throw L2CAPError(.closed, "opening the L2CAP channel was cancelled")
+      case .ready:
+        let number = L2CAPSocket.pendingError(fd)
+        if number == 0 { return }
+        if number == EINPROGRESS || number == EAGAIN { continue }
+        throw .fromErrno(number, "connect")
+      }
     }
   }
 
@@ -96,34 +108,5 @@ extension L2CAPChannel {
       error.message = "opening an L2CAP channel to \(peer) PSM \(psm): \(error.message)"
     }
     return error
-  }
-}
-
-/// A connect in progress: cancelling shuts the socket down (which ends the kernel's wait);
-/// `finish` ends the window in which that may happen.
-private final class PendingConnect: Sendable {
-  private struct State {
-    var open = true
-    var cancelled = false
-  }
-  private let fd: Int32
-  private let state = Mutex(State())
-
-  init(fd: Int32) { self.fd = fd }
-
-  func cancel() {
-    state.withLock { state in
-      guard state.open else { return }
-      state.cancelled = true
-      Syscall.shutdown(fd, Int32(SHUT_RDWR))
-    }
-  }
-
-  /// Whether it was cancelled.
-  func finish() -> Bool {
-    state.withLock { state in
-      state.open = false
-      return state.cancelled
-    }
   }
 }

@@ -1,7 +1,6 @@
 // L2CAPListener: a published L2CAP LE channel (CoreBluetooth's publishL2CAPChannel): a PSM
 // that accepts channels, yielded with their peer's address.
 import Bluetooth
-import Dispatch
 import Synchronization
 
 #if canImport(Glibc)
@@ -84,22 +83,28 @@ public final class L2CAPListener: Sendable, CustomStringConvertible {
   public func close() { core.close() }
 }
 
-/// The listening descriptor: an accept loop on its own queue; closed on that queue after the
-/// loop ends, and shut down (which wakes `accept`) under the same lock.
+/// The listening descriptor, non-blocking: an accept loop in a task of its own that waits on
+/// the ``Reactor`` while no channel comes in. Accepts and `close` of the descriptor happen under
+/// one lock; ``close()`` shuts it down and releases its reactor wait, which wakes the loop.
 final class ListenerCore: Sendable {
   private struct State {
     var fd: Int32?
     var closing = false
   }
   private let state: Mutex<State>
-  private let fd: Int32
   /// How many accepted channels wait at most for the consumer.
   static let waiting = 8
-  private let queue = DispatchQueue(label: "blekit.l2cap.accept")
 
   init(fd: Int32) {
-    self.fd = fd
+    L2CAPSocket.setNonBlocking(fd)
     state = Mutex(State(fd: fd))
+  }
+
+  /// What one accept under the lock found.
+  private enum Step {
+    case accepted(Int32, L2CAPSocketAddress?)
+    case wait(ReactorWait)
+    case stop
   }
 
   func start(psm: L2CAPPSM) -> AsyncStream<L2CAPChannel> {
@@ -108,22 +113,42 @@ final class ListenerCore: Sendable {
     continuation.onTermination = { [weak self] termination in
       if case .cancelled = termination { self?.close() }
     }
-    queue.async { [self] in
-      while true {
-        if state.withLock({ $0.closing }) { break }
-        guard let (client, peer) = try? L2CAPSocket.accept(fd) else {
-          // Woken by close(), or the adapter went away.
-          break
+    Task.detached { [self] in
+      accepting: while true {
+        let step = state.withLock { state -> Step in
+          guard !state.closing, let fd = state.fd else { return .stop }
+          do throws(L2CAPError) {
+            let (client, peer) = try L2CAPSocket.accept(fd)
+            return .accepted(client, peer)
+          } catch {
+            if error.errno == EAGAIN || error.errno == EWOULDBLOCK {
+              return .wait(Reactor.shared.arm(fd, for: .readable))
+            }
+            // The adapter went away.
+            return .stop
+          }
         }
-        guard let peer,
-          let channel = try? L2CAPChannel(fd: client, peer: peer, psm: psm)
-        else { continue }
-        // Beyond the buffer the channel is dropped, which closes it.
-        continuation.yield(channel)
+        switch step {
+        case .stop:
+          break accepting
+        case .wait(let wait):
+          // Not cancellable (the task is the listener's own); close() releases the wait.
+          _ = try? await wait.value()
+        case .accepted(let client, let peer):
+          guard let peer else {
+            Syscall.close(client)
+            continue
+          }
+          // Beyond the buffer the channel is dropped, which closes it.
+          if let channel = try? L2CAPChannel(fd: client, peer: peer, psm: psm) {
+            continuation.yield(channel)
+          }
+        }
       }
       continuation.finish()
       state.withLock { state in
         if let fd = state.fd {
+          Reactor.shared.release(fd)
           Syscall.close(fd)
           state.fd = nil
         }
@@ -136,7 +161,10 @@ final class ListenerCore: Sendable {
     state.withLock { state in
       guard !state.closing else { return }
       state.closing = true
-      if let fd = state.fd { Syscall.shutdown(fd, Int32(SHUT_RDWR)) }
+      if let fd = state.fd {
+        Syscall.shutdown(fd, Int32(SHUT_RDWR))
+        Reactor.shared.release(fd)
+      }
     }
   }
 }

@@ -4,9 +4,9 @@
   import Glibc
 #endif
 
-/// Thin wrappers over one L2CAP socket descriptor. Every call here may block (connect,
-/// accept, read, write): callers run them on their own dispatch queues, never on Swift's
-/// cooperative pool.
+/// Thin wrappers over one L2CAP socket descriptor. The callers make their descriptors
+/// non-blocking (``setNonBlocking(_:)``) and wait on the ``Reactor`` when a call answers
+/// `EAGAIN` or `EINPROGRESS`.
 enum L2CAPSocket {
   /// `BTPROTO_L2CAP`.
   static let protocolL2CAP: Int32 = 0
@@ -50,7 +50,8 @@ enum L2CAPSocket {
     guard Syscall.listen(fd, backlog) == 0 else { throw .fromErrno(errno, "listen") }
   }
 
-  /// Blocks until a channel comes in; returns its descriptor and the peer's address.
+  /// Takes a channel that came in (on a non-blocking listener: `EAGAIN` when none waits);
+  /// returns its descriptor and the peer's address.
   static func accept(_ fd: Int32) throws(L2CAPError) -> (Int32, L2CAPSocketAddress?) {
     var buffer = [UInt8](repeating: 0, count: L2CAPSocketAddress.size)
     var length = socklen_t(buffer.count)
@@ -66,8 +67,9 @@ enum L2CAPSocket {
     return (client, L2CAPSocketAddress(bytes: buffer))
   }
 
-  /// Blocks until the channel is connected (the kernel also makes the LE link if there is
-  /// none, and encrypts it first when the security level asks for it).
+  /// Connects (the kernel also makes the LE link if there is none, and encrypts it first when
+  /// the security level asks for it); on a non-blocking socket it answers `EINPROGRESS` and
+  /// the socket becomes writable when the channel is open or has failed (``pendingError(_:)``).
   static func connect(_ fd: Int32, _ address: L2CAPSocketAddress) throws(L2CAPError) {
     let result = address.bytes.withUnsafeBytes { raw in
       Syscall.connect(
@@ -90,9 +92,11 @@ enum L2CAPSocket {
     return address
   }
 
-  /// `SO_SNDTIMEO`: how long connect (and a send waiting for room) may block; nil is no
-  /// limit. The kernel gives every L2CAP socket 40 s (`L2CAP_CONN_TIMEOUT`), which would end
-  /// a send to a peer that grants no credits for that long with `EAGAIN`.
+  /// `SO_SNDTIMEO`; nil is no limit. The sockets here are non-blocking, so no call waits
+  /// for it; the kernel also arms a channel's timer with it (`get_sndtimeo` in
+  /// `l2cap_chan_connect` and `l2cap_chan_close`, Linux 6.1): how long a connect may take
+  /// in the kernel, and how long a closed channel waits for the peer's Disconnect Response.
+  /// The kernel's default for L2CAP sockets is 40 s (`L2CAP_CONN_TIMEOUT`).
   static func setSendTimeout(_ fd: Int32, _ duration: Duration?) {
     var value = timeval()
     if let duration {
@@ -101,6 +105,22 @@ enum L2CAPSocket {
     }
     _ = Syscall.setsockopt(
       fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+  }
+
+  /// `O_NONBLOCK`: connect, accept, read and write answer `EINPROGRESS` or `EAGAIN` instead of
+  /// blocking; the callers then wait on the ``Reactor``.
+  static func setNonBlocking(_ fd: Int32) {
+    let flags = Syscall.fcntl(fd, F_GETFL)
+    if flags >= 0 { Syscall.fcntl(fd, F_SETFL, flags | O_NONBLOCK) }
+  }
+
+  /// `SO_ERROR`: the outcome of a non-blocking connect once the socket is writable (0 for
+  /// connected), clearing it.
+  static func pendingError(_ fd: Int32) -> Int32 {
+    var value: Int32 = 0
+    var length = socklen_t(MemoryLayout<Int32>.size)
+    guard Syscall.getsockopt(fd, SOL_SOCKET, SO_ERROR, &value, &length) == 0 else { return errno }
+    return value
   }
 
   static func setSecurity(_ fd: Int32, level: UInt8) throws(L2CAPError) {

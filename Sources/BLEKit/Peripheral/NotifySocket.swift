@@ -12,12 +12,14 @@ import Synchronization
 
 /// The socket bluetoothd handed out with `AcquireNotify`.
 ///
-/// ``send(_:)`` never blocks: when the socket is full it says so and arms a write source that
-/// calls `onWritable` once there is room again. A read source notices the hang-up bluetoothd
-/// causes when the last central unsubscribes or disconnects (or, with per-device sockets,
-/// when this socket's central does), and calls `onClosed` once; each byte 0x01 bluetoothd
-/// writes (a central's confirmation of an indication, BlueZ 5.80 and later) calls
-/// `onConfirmation`.
+/// ``send(_:)`` never blocks: when the socket is full it says so and arms a writable wait on
+/// BLEKit's ``Reactor`` that calls `onWritable` once there is room again. A readable wait
+/// notices the hang-up bluetoothd causes when the last central unsubscribes or disconnects
+/// (or, with per-device sockets, when this socket's central does), and calls `onClosed` once;
+/// each byte 0x01 bluetoothd writes (a central's confirmation of an indication, BlueZ 5.80 and
+/// later) calls `onConfirmation`. `onWritable` and `onConfirmation` run on the socket's serial
+/// queue, one at a time; ``close()`` releases both waits (before the descriptor can close,
+/// which happens when the last reference to this socket goes).
 final class NotifySocket: Sendable {
   enum SendResult: Equatable {
     case sent
@@ -30,8 +32,8 @@ final class NotifySocket: Sendable {
   let mtu: Int
   let central: Central?
   private let socket: FileDescriptor
+  /// Where `onWritable` and `onConfirmation` run, one at a time.
   private let queue = DispatchQueue(label: "blekit.notify-socket")
-  private let sources: SocketSources
   private let onWritable: @Sendable () -> Void
   private let onClosed: @Sendable () -> Void
   private let onConfirmation: @Sendable () -> Void
@@ -56,18 +58,36 @@ final class NotifySocket: Sendable {
     self.onWritable = onWritable
     self.onClosed = onClosed
     self.onConfirmation = onConfirmation
-    self.sources = SocketSources()
+  }
+
+  deinit {
+    // Before `socket` closes the descriptor: no wait may outlive it.
+    Reactor.shared.release(socket.rawValue)
   }
 
   /// Starts watching for the hang-up. Call once, after init.
   func start() {
-    let socket = self.socket
-    let read = DispatchSource.makeReadSource(fileDescriptor: socket.rawValue, queue: queue)
-    read.setEventHandler { [weak self] in self?.drainOrHangUp() }
-    // The cancel handler keeps the descriptor open until dispatch has let go of it.
-    read.setCancelHandler { _ = socket }
-    sources.set(read: read)
-    read.activate()
+    Task.detached { [weak self] in
+      while true {
+        // Holds the socket only between waits: dropping it ends the watch (deinit releases).
+        guard let wait = self?.armRead() else { return }
+        guard (try? await wait.value()) == .ready, let socket = self else { return }
+        await withCheckedContinuation { continuation in
+          socket.queue.async {
+            socket.drainOrHangUp()
+            continuation.resume()
+          }
+        }
+      }
+    }
+  }
+
+  /// A readable wait, unless the socket is closed (armed under the lock that ``close()``
+  /// releases it under, so none is armed after that).
+  private func armRead() -> ReactorWait? {
+    state.withLock { state in
+      state.closed ? nil : Reactor.shared.arm(socket.rawValue, for: .readable)
+    }
   }
 
   /// The largest notification value: min(MTU - 3, 512).
@@ -116,41 +136,43 @@ final class NotifySocket: Sendable {
   func close() {
     let first = state.withLock { state in
       defer { state.closed = true }
+      if !state.closed { Reactor.shared.release(socket.rawValue) }
       return !state.closed
     }
     guard first else { return }
-    sources.cancelAll()
     onClosed()
   }
 
   private func armWriteSource() {
-    let arm = state.withLock { state in
-      defer { state.waitingForRoom = true }
-      return !state.waitingForRoom && !state.closed
+    let wait: ReactorWait? = state.withLock { state in
+      guard !state.waitingForRoom, !state.closed else { return nil }
+      state.waitingForRoom = true
+      return Reactor.shared.arm(socket.rawValue, for: .writable)
     }
-    guard arm else { return }
-    let socket = self.socket
-    let write = DispatchSource.makeWriteSource(fileDescriptor: socket.rawValue, queue: queue)
-    write.setEventHandler { [weak self] in
-      guard let self else { return }
-      self.sources.cancelWrite()
-      let held = self.state.withLock { state in
-        defer {
-          state.waitingForRoom = false
-          state.held = nil
-        }
-        return state.held
-      }
-      if let held, self.send(held) == .full {
-        // Still no room: keep it, and the new write source armed by send waits again.
-        self.state.withLock { $0.held = held }
-        return
-      }
-      self.onWritable()
+    guard let wait else { return }
+    Task.detached { [weak self] in
+      // Released: closed (or dropped) meanwhile, so nobody waits for room any more.
+      guard (try? await wait.value()) == .ready, let socket = self else { return }
+      socket.queue.async { socket.roomAgain() }
     }
-    write.setCancelHandler { _ = socket }
-    sources.set(write: write)
-    write.activate()
+  }
+
+  /// There is room: writes the held value first, then says so (unless it filled the socket
+  /// again: then the wait that `send` armed says so later).
+  private func roomAgain() {
+    let held = state.withLock { state in
+      defer {
+        state.waitingForRoom = false
+        state.held = nil
+      }
+      return state.held
+    }
+    if let held, send(held) == .full {
+      // Still no room: keep it, and the new wait armed by send waits again.
+      state.withLock { $0.held = held }
+      return
+    }
+    onWritable()
   }
 
   /// Reads what bluetoothd wrote (a 0x01 per confirmed indication) or notices the hang-up.
@@ -168,36 +190,6 @@ final class NotifySocket: Sendable {
       if count < 0 && errno == EINTR { continue }
       close()
       return
-    }
-  }
-}
-
-/// The dispatch sources of one socket.
-///
-/// `@unchecked Sendable`: dispatch source objects are thread-safe (libdispatch allows every
-/// operation used here from any thread); which sources exist is only read and changed under
-/// `lock`, and no source escapes it.
-private final class SocketSources: @unchecked Sendable {
-  private let lock = Mutex(())
-  nonisolated(unsafe) private var read: (any DispatchSourceRead)?
-  nonisolated(unsafe) private var write: (any DispatchSourceWrite)?
-
-  func set(read source: any DispatchSourceRead) { lock.withLock { _ in read = source } }
-  func set(write source: any DispatchSourceWrite) { lock.withLock { _ in write = source } }
-
-  func cancelWrite() {
-    lock.withLock { _ in
-      write?.cancel()
-      write = nil
-    }
-  }
-
-  func cancelAll() {
-    lock.withLock { _ in
-      read?.cancel()
-      write?.cancel()
-      read = nil
-      write = nil
     }
   }
 }

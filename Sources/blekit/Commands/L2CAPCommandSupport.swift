@@ -5,7 +5,6 @@
 import ArgumentParsing
 import BLEKit
 import Dispatch
-import Synchronization
 
 #if canImport(Glibc)
   import Glibc
@@ -20,56 +19,65 @@ func parsePSM(_ value: UInt16?) throws(UsageError) -> L2CAPPSM? {
   return psm
 }
 
-/// Standard input read on its own thread in chunks, with at most `buffered` chunks waiting:
-/// while the channel is slower, reading stops (back-pressure to the writer of the pipe).
-final class StandardInputChunks: AsyncSequence, Sendable {
+/// Standard input in chunks, read one chunk ahead of the consumer: while the channel is
+/// slower, reading stops (back-pressure to the writer of the pipe). Standard input may be a
+/// file, a terminal or a pipe shared with other processes, so it is neither made non-blocking
+/// (that would change it for them) nor waited on with epoll (which refuses regular files):
+/// each read blocks a dispatch thread of its own, never Swift's cooperative pool, and hands its
+/// chunk over through a continuation.
+struct StandardInputChunks: AsyncSequence, Sendable {
   typealias Element = [UInt8]
-  private let stream: AsyncThrowingStream<[UInt8], any Error>
-  private let room: DispatchSemaphore
+  let chunkSize: Int
 
-  init(chunkSize: Int = 65536, buffered: Int = 4) {
-    // Created at 0 and raised: libdispatch traps when a semaphore is freed below its initial
-    // value, which happens here whenever reading stops with chunks in flight.
-    let room = DispatchSemaphore(value: 0)
-    for _ in 0..<buffered { room.signal() }
-    self.room = room
-    let (stream, continuation) = AsyncThrowingStream.makeStream(of: [UInt8].self)
-    self.stream = stream
-    DispatchQueue(label: "blekit.stdin").async {
-      var buffer = [UInt8](repeating: 0, count: chunkSize)
-      while true {
-        room.wait()
-        let count = buffer.withUnsafeMutableBytes { read(STDIN_FILENO, $0.baseAddress, $0.count) }
-        if count < 0 && errno == EINTR {
-          room.signal()
-          continue
-        }
-        if count < 0 {
-          continuation.finish(
-            throwing: CLIError(
-              .failure, "cannot read standard input: \(String(cString: strerror(errno)))"))
-          return
-        }
-        if count == 0 {
-          continuation.finish()
-          return
-        }
-        continuation.yield(Array(buffer[..<count]))
-      }
-    }
+  init(chunkSize: Int = 65536) {
+    self.chunkSize = chunkSize
   }
 
   func makeAsyncIterator() -> AsyncIterator {
-    AsyncIterator(base: stream.makeAsyncIterator(), room: room)
+    AsyncIterator(chunkSize: chunkSize)
   }
 
   struct AsyncIterator: AsyncIteratorProtocol {
-    var base: AsyncThrowingStream<[UInt8], any Error>.Iterator
-    let room: DispatchSemaphore
+    let chunkSize: Int
+    /// The read of the next chunk, started when the previous one was handed over.
+    var ahead: Task<[UInt8]?, any Error>?
+
+    init(chunkSize: Int) {
+      self.chunkSize = chunkSize
+    }
+
     mutating func next() async throws -> [UInt8]? {
-      let chunk = try await base.next()
-      if chunk != nil { room.signal() }
+      let current = ahead ?? Self.read(chunkSize)
+      ahead = nil
+      guard let chunk = try await current.value else { return nil }
+      ahead = Self.read(chunkSize)
       return chunk
+    }
+
+    /// One `read(2)` of standard input (EINTR retried) on a dispatch thread: a chunk, nil at
+    /// the end.
+    static func read(_ size: Int) -> Task<[UInt8]?, any Error> {
+      Task {
+        try await withCheckedThrowingContinuation { continuation in
+          DispatchQueue(label: "blekit.stdin").async {
+            var buffer = [UInt8](repeating: 0, count: size)
+            while true {
+              let count = buffer.withUnsafeMutableBytes {
+                Glibc.read(STDIN_FILENO, $0.baseAddress, $0.count)
+              }
+              if count < 0 && errno == EINTR { continue }
+              if count < 0 {
+                continuation.resume(
+                  throwing: CLIError(
+                    .failure, "cannot read standard input: \(String(cString: strerror(errno)))"))
+              } else {
+                continuation.resume(returning: count == 0 ? nil : Array(buffer[..<count]))
+              }
+              return
+            }
+          }
+        }
+      }
     }
   }
 }

@@ -1,0 +1,238 @@
+// Reactor: the one thread of BLEKit that waits on file descriptors (epoll), and resumes the
+// tasks that wait for a descriptor to become readable or writable.
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+/// One `epoll(7)` instance on one thread of its own, serving every descriptor BLEKit waits on
+/// (after swift-nio's event loop: one owner per descriptor; nothing else blocks on one).
+///
+/// Callers keep their descriptors non-blocking (`O_NONBLOCK`) and make their system calls
+/// themselves; when one answers `EAGAIN` they ``arm(_:for:until:)`` a wait and await it
+/// (``ReactorWait/value()``). The descriptor stays in the epoll set between waits, armed only
+/// while someone waits (`EPOLLONESHOT`): a readiness nobody asked for wakes no thread.
+///
+/// - Level-triggered: arming a descriptor that is ready already reports it at once, so a
+///   caller that arms after its `EAGAIN` loses no wake-up. A wake may still be spurious (two
+///   waiters, one read): callers retry their call and arm again on `EAGAIN`.
+/// - Cancellation: cancelling the task that awaits a wait ends it with `CancellationError`
+///   and disarms it.
+/// - Deadlines: a wait armed with a deadline ends with ``ReactorWait/Wake/timedOut`` then.
+/// - Closing: the owner of a descriptor calls ``release(_:)`` before `close(2)`: waits still
+///   pending end with ``ReactorWait/Wake/released`` and the descriptor leaves the epoll set,
+///   so no wait can outlive its descriptor (and be woken by another one that reuses its
+///   number).
+///
+/// No user code runs on the reactor's thread: it only resumes continuations, outside its lock.
+final class Reactor: Sendable {
+  /// The process's reactor.
+  static let shared = Reactor()
+
+  /// What a wait asks for.
+  struct Interest: OptionSet, Sendable, Hashable {
+    let rawValue: UInt32
+    static let readable = Interest(rawValue: Syscall.epollIn)
+    static let writable = Interest(rawValue: Syscall.epollOut)
+  }
+
+  private struct Registration {
+    var waits: [ReactorWait] = []
+    /// Whether the descriptor is in the epoll set (armed or not).
+    var inSet = false
+  }
+
+  private struct State {
+    var registrations: [Int32: Registration] = [:]
+  }
+
+  private let epoll: Int32
+  /// An eventfd in the set, written when a wait with a deadline is armed, so that the thread
+  /// recomputes how long it may sleep.
+  private let wakeup: Int32
+  private let state = Mutex(State())
+
+  /// How many events one `epoll_wait` takes at most.
+  private static let eventBatch = 64
+
+  private init() {
+    epoll = Syscall.epollCreate()
+    wakeup = Syscall.eventfd()
+    guard epoll >= 0, wakeup >= 0 else { return }
+    _ = Syscall.epollControl(epoll, Syscall.epollAdd, wakeup, Syscall.epollIn)
+    var thread = pthread_t()
+    let context = Unmanaged.passRetained(self).toOpaque()
+    let started = pthread_create(
+      &thread, nil,
+      { context in
+        Unmanaged<Reactor>.fromOpaque(context!).takeRetainedValue().run()
+        return nil
+      }, context)
+    if started == 0 {
+      pthread_detach(thread)
+    } else {
+      Unmanaged<Reactor>.fromOpaque(context).release()
+    }
+  }
+
+  /// Arms a wait for `fd` to be ready for `interest`, ending at `deadline` if it has one. Call
+  /// it right after the system call that answered `EAGAIN`, under whatever lock keeps the
+  /// descriptor open meanwhile (the reactor takes only its own lock, which it never holds
+  /// while calling out).
+  ///
+  /// A descriptor epoll cannot watch (a regular file: `EPERM`) is always ready; one that is
+  /// not open (`EBADF`), or a reactor whose epoll could not be made, ends the wait as
+  /// released.
+  func arm(
+    _ fd: Int32, for interest: Interest, until deadline: ContinuousClock.Instant? = nil
+  ) -> ReactorWait {
+    let wait = ReactorWait(fd: fd, interest: interest, deadline: deadline, reactor: self)
+    let refused: ReactorWait.Wake? = state.withLock { state in
+      guard epoll >= 0 else { return .released }
+      var registration = state.registrations[fd] ?? Registration()
+      registration.waits.append(wait)
+      if let errno = update(fd, &registration) {
+        registration.waits.removeLast()
+        state.registrations[fd] = registration
+        return errno == EPERM ? .ready : .released
+      }
+      state.registrations[fd] = registration
+      return nil
+    }
+    if let refused {
+      wait.complete(refused)
+    } else if deadline != nil {
+      Syscall.eventfdSignal(wakeup)
+    }
+    return wait
+  }
+
+  /// Waits until `fd` is ready for `interest` (or `deadline` passes): ``arm(_:for:until:)``
+  /// and ``ReactorWait/value()`` in one, for callers that hold no lock around the descriptor.
+  func wait(
+    _ fd: Int32, for interest: Interest, until deadline: ContinuousClock.Instant? = nil
+  ) async throws -> ReactorWait.Wake {
+    try await arm(fd, for: interest, until: deadline).value()
+  }
+
+  /// Ends every wait on `fd` as released and takes it out of the epoll set. Call it before
+  /// closing `fd`.
+  func release(_ fd: Int32) {
+    let waits: [ReactorWait] = state.withLock { state in
+      guard let registration = state.registrations.removeValue(forKey: fd) else { return [] }
+      if registration.inSet { _ = Syscall.epollControl(epoll, Syscall.epollDelete, fd, 0) }
+      return registration.waits
+    }
+    for wait in waits { wait.complete(.released) }
+  }
+
+  /// Takes a cancelled wait out (its task was cancelled) and ends it.
+  func cancel(_ wait: ReactorWait) {
+    state.withLock { state in
+      guard var registration = state.registrations[wait.fd],
+        let index = registration.waits.firstIndex(where: { $0 === wait })
+      else { return }
+      registration.waits.remove(at: index)
+      _ = update(wait.fd, &registration)
+      state.registrations[wait.fd] = registration
+    }
+    wait.complete(.cancelled)
+  }
+
+  /// How many waits are armed on `fd` (for tests).
+  func pendingWaits(on fd: Int32) -> Int {
+    state.withLock { $0.registrations[fd]?.waits.count ?? 0 }
+  }
+
+  /// Arms `fd` in the epoll set for what its waits ask (adding it on first use), or disarms it
+  /// when none is left; the errno of a refusal. Runs under the lock.
+  private func update(_ fd: Int32, _ registration: inout Registration) -> Int32? {
+    let events =
+      registration.waits.reduce(Interest()) { $0.union($1.interest) }.rawValue
+      | Syscall.epollOneShot
+    if registration.inSet {
+      if Syscall.epollControl(epoll, Syscall.epollModify, fd, events) == 0 { return nil }
+      // The descriptor was closed without release (the kernel dropped it): add it anew.
+      guard errno == ENOENT else { return errno }
+      registration.inSet = false
+    }
+    guard !registration.waits.isEmpty else { return nil }
+    if Syscall.epollControl(epoll, Syscall.epollAdd, fd, events) != 0 {
+      guard errno == EEXIST else { return errno }
+      if Syscall.epollControl(epoll, Syscall.epollModify, fd, events) != 0 { return errno }
+    }
+    registration.inSet = true
+    return nil
+  }
+
+  /// The reactor's thread: sleeps in `epoll_wait` until an event or the nearest deadline,
+  /// then ends the waits that are due, outside the lock.
+  private func run() {
+    var events = [Syscall.EpollEvent](repeating: Syscall.EpollEvent(), count: Self.eventBatch)
+    while true {
+      let timeout = state.withLock { state in Self.timeout(until: Self.nearestDeadline(state)) }
+      let count = events.withUnsafeMutableBufferPointer {
+        Syscall.epollWait(epoll, $0.baseAddress!, Int32($0.count), timeout)
+      }
+      var due: [(ReactorWait, ReactorWait.Wake)] = []
+      state.withLock { state in
+        for event in events.prefix(max(0, Int(count))) {
+          let fd = event.data.fd
+          if fd == wakeup {
+            Syscall.eventfdDrain(wakeup)
+            continue
+          }
+          guard var registration = state.registrations[fd] else { continue }
+          // The event disarmed the descriptor (one-shot): end what it answers, re-arm the rest.
+          var ready = Interest(rawValue: event.events & (Syscall.epollIn | Syscall.epollOut))
+          if event.events & (Syscall.epollError | Syscall.epollHangUp) != 0 {
+            ready = [.readable, .writable]
+          }
+          registration.waits.removeAll { wait in
+            guard !wait.interest.isDisjoint(with: ready) else { return false }
+            due.append((wait, .ready))
+            return true
+          }
+          _ = update(fd, &registration)
+          state.registrations[fd] = registration
+        }
+        let now = ContinuousClock.now
+        for (fd, var registration) in state.registrations
+        where registration.waits.contains(where: { $0.deadline.map { $0 <= now } ?? false }) {
+          registration.waits.removeAll { wait in
+            guard let deadline = wait.deadline, deadline <= now else { return false }
+            due.append((wait, .timedOut))
+            return true
+          }
+          _ = update(fd, &registration)
+          state.registrations[fd] = registration
+        }
+      }
+      for (wait, wake) in due { wait.complete(wake) }
+    }
+  }
+
+  private static func nearestDeadline(_ state: State) -> ContinuousClock.Instant? {
+    var nearest: ContinuousClock.Instant?
+    for registration in state.registrations.values {
+      for wait in registration.waits {
+        if let deadline = wait.deadline, nearest.map({ deadline < $0 }) ?? true {
+          nearest = deadline
+        }
+      }
+    }
+    return nearest
+  }
+
+  /// `epoll_wait`'s timeout in milliseconds, rounded up (a wake before the deadline would only
+  /// sleep again): -1 without a deadline.
+  private static func timeout(until deadline: ContinuousClock.Instant?) -> Int32 {
+    guard let deadline else { return -1 }
+    let left = ContinuousClock.now.duration(to: deadline)
+    guard left > .zero else { return 0 }
+    let (seconds, attoseconds) = left.components
+    let milliseconds = seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
+    return Int32(clamping: milliseconds)
+  }
+}

@@ -1,0 +1,7 @@
+// The Linux headers Glibc's Swift module leaves out: epoll(7) and eventfd(2), for BLEKit's
+// Reactor (through BLEKit's Syscalls.swift only).
+#ifndef BLEKIT_CLINUX_SHIM_H
+#define BLEKIT_CLINUX_SHIM_H
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#endif

@@ -1,0 +1,78 @@
+// NotificationSocket over a Unix SOCK_SEQPACKET pair standing in for bluetoothd's AcquireNotify
+// socket: its reader hands over every value in order (an empty one too) and then the end;
+// cancelling it closes the socket.
+import Synchronization
+import Testing
+
+@testable import BLEKit
+
+#if canImport(Glibc)
+  import Glibc
+#endif
+
+@Suite(.timeLimit(.minutes(1))) struct NotificationSocketTests {
+  final class Received: Sendable {
+    let values = Mutex<[[UInt8]]>([])
+    let ended = Mutex<(any Error)??>(nil)
+  }
+
+  static func pair() throws -> (Int32, Int32) {
+    var fds: [Int32] = [-1, -1]
+    let result = fds.withUnsafeMutableBufferPointer {
+      socketpair(
+        AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
+    }
+    try #require(result == 0)
+    return (fds[0], fds[1])
+  }
+
+  static func reader(_ fd: Int32, into received: Received) -> NotificationSocket {
+    NotificationSocket(
+      fd: fd, mtu: 512,
+      onValues: { batch in received.values.withLock { $0 += batch } },
+      onEnd: { error in received.ended.withLock { $0 = .some(error) } })
+  }
+
+  /// Waits (at most 10 s) until `done` holds.
+  static func eventually(_ done: () -> Bool) async throws {
+    let limit = ContinuousClock.now + .seconds(10)
+    while !done(), ContinuousClock.now < limit { try await Task.sleep(for: .milliseconds(10)) }
+  }
+
+  @Test func valuesArriveInOrderThenTheEnd() async throws {
+    let (fd, peer) = try Self.pair()
+    let received = Received()
+    let socket = Self.reader(fd, into: received)
+    let values: [[UInt8]] = [[1], [], [2, 3], [UInt8](repeating: 9, count: 244)]
+    for value in values {
+      #expect(value.withUnsafeBytes { send(peer, $0.baseAddress, $0.count, 0) } == value.count)
+      // Later values after a pause: each wakes the reader on its own.
+      try await Task.sleep(for: .milliseconds(20))
+    }
+    close(peer)
+    try await Self.eventually { received.ended.withLock { $0 != nil } }
+    #expect(received.values.withLock { $0 } == values)
+    let end = received.ended.withLock { $0 ?? nil }
+    #expect((end as? BluetoothError)?.code == .disconnected)
+    _ = socket
+  }
+
+  @Test func cancellingClosesTheSocket() async throws {
+    let (fd, peer) = try Self.pair()
+    defer { close(peer) }
+    let received = Received()
+    let socket = Self.reader(fd, into: received)
+    try await Task.sleep(for: .milliseconds(100))
+    socket.cancel()
+    // The reader's end closed its socket: the peer reads the end of the stream.
+    var buffer = [UInt8](repeating: 0, count: 16)
+    var count = -1
+    try await Self.eventually {
+      count = recv(peer, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+      return count == 0
+    }
+    #expect(count == 0)
+    // Cancelling reports no end.
+    #expect(received.ended.withLock { $0 } == nil)
+  }
+}
