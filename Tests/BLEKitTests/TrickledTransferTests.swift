@@ -131,4 +131,27 @@ import Testing
     #expect(message?.contains("not finished within 2 s") == true, "\(result)")
     #expect(took < .seconds(8))
   }
+
+  /// Set around a receive: a task of the transfer's own inherits it, the socket reader's
+  /// thread does not.
+  enum InTransfer {
+    @TaskLocal static var marked = false
+  }
+
+  /// The progress callback runs on a task of the transfer's, never on the socket reader's
+  /// thread under its lock (where it ran before: every call after the stream's diversion saw
+  /// no task-local value).
+  @Test func progressRunsOnATaskOfTheTransferNotOnTheReadersThread() async throws {
+    let calls = Mutex<[Bool]>([])
+    var options = TransferCentral.Options(
+      idleTimeout: .milliseconds(1900), acceptUnordered: true)
+    options.deadline = .seconds(2)
+    options.progress = { _ in calls.withLock { $0.append(InTransfer.marked) } }
+    _ = try await InTransfer.$marked.withValue(true) {
+      try await Self.receive(.oneByteChunks, options: options)
+    }
+    let seen = calls.withLock { $0 }
+    #expect(seen.count >= 2, "\(seen)")
+    #expect(seen.allSatisfy { $0 }, "\(seen)")
+  }
 }

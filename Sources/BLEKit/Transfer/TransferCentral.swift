@@ -59,7 +59,10 @@ public struct TransferCentral: Sendable {
     /// (``TransferDeadlines/defaultDeadline`` unless set).
     public var deadline: Duration = TransferDeadlines.defaultDeadline
     /// Called with the message bytes received so far, after each notification or batch of
-    /// notifications (the values one read of bluetoothd's socket brought together).
+    /// notifications (the values one read of bluetoothd's socket brought together). It runs on
+    /// a task of the transfer's own, never on the socket reader's thread or under its lock; a
+    /// slow callback sees only the latest count (counts in between are skipped, none is
+    /// reported out of order).
     public var progress: (@Sendable (Int) -> Void)?
     /// Called with a warning the user should see (e.g. a plain peer's unguaranteed order,
     /// accepted with ``acceptUnordered``).
@@ -435,6 +438,13 @@ public struct TransferCentral: Sendable {
             clock: .continuous)
         }
       }
+      if let progress = options.progress {
+        // The user's callback, off the reader's thread and lock: the latest count each time.
+        group.addTask {
+          for await bytes in shared.progressCounts { progress(bytes) }
+          return nil
+        }
+      }
       defer { group.cancelAll() }
       while let next = try await group.next() {
         if let result = next { return result }
@@ -448,12 +458,20 @@ public struct TransferCentral: Sendable {
 /// socket reader's thread (once the stream is diverted to it) and the watchdog.
 private final class CollectShared: Sendable {
   let state: Mutex<CollectState>
-  let progress: (@Sendable (Int) -> Void)?
+  /// The counts for ``TransferCentral/Options/progress``, the newest kept: read by a task of
+  /// the transfer's, so the callback never runs on the reader's thread under its lock.
+  let progressCounts: AsyncStream<Int>
+  private let progressContinuation: AsyncStream<Int>.Continuation?
 
   init(framing: TransferCentral.Framing, progress: (@Sendable (Int) -> Void)?) {
     state = Mutex(CollectState(framing: framing))
-    self.progress = progress
+    let (counts, continuation) = AsyncStream.makeStream(
+      of: Int.self, bufferingPolicy: .bufferingNewest(1))
+    progressCounts = counts
+    progressContinuation = progress == nil ? nil : continuation
   }
+
+  private func report(_ bytes: Int) { progressContinuation?.yield(bytes) }
 
   /// A batch read from the stream: values that came before a diversion (or on a stream that
   /// has none), or an empty marker (the diversion, or the reader's thread saying it is done),
@@ -475,7 +493,7 @@ private final class CollectShared: Sendable {
       let message = try outcome.get()
       return (message.bytes, message.outOfOrder)
     }
-    if !batch.isEmpty { progress?(bytes) }
+    if !batch.isEmpty { report(bytes) }
     return nil
   }
 
@@ -493,7 +511,7 @@ private final class CollectShared: Sendable {
       state.absorb(batch[...])
       return (state.outcome != nil, state.bytesReceived)
     }
-    if !done, let bytes { progress?(bytes) }
+    if !done, let bytes { report(bytes) }
     return done
   }
 }
