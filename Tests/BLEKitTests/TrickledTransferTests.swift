@@ -151,7 +151,7 @@ import Testing
       try await Self.receive(.oneByteChunks, options: options)
     }
     let seen = calls.withLock { $0 }
-    #expect(seen.count >= 2, "\(seen)")
+    #expect(!seen.isEmpty, "\(seen)")
     #expect(seen.allSatisfy { $0 }, "\(seen)")
   }
 }

@@ -445,7 +445,10 @@ public struct TransferCentral: Sendable {
           return nil
         }
       }
-      defer { group.cancelAll() }
+      defer {
+        shared.endProgress()
+        group.cancelAll()
+      }
       while let next = try await group.next() {
         if let result = next { return result }
       }
@@ -472,6 +475,9 @@ private final class CollectShared: Sendable {
   }
 
   private func report(_ bytes: Int) { progressContinuation?.yield(bytes) }
+
+  /// Ends the counts (the callback's task then ends too), once the transfer is over.
+  func endProgress() { progressContinuation?.finish() }
 
   /// A batch read from the stream: values that came before a diversion (or on a stream that
   /// has none), or an empty marker (the diversion, or the reader's thread saying it is done),
