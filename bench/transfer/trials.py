@@ -260,7 +260,10 @@ def trial(args, bus, peripheral, central, index, message_path, expected):
 
 def summarize(rows, size, channels, centrals, hosts):
     log("")
-    log(f"transfer of {size} bytes, bluetoothd Channels = {channels or 'stock (3, EATT)'}, "
+    # The stock default differs by generation: 3 (EATT) up to BlueZ 5.66, 1 since 5.67.
+    stock = ("stock (1: BlueZ 5.82, no EATT)" if os.environ.get("LAB_DEBIAN") == "13"
+             else "stock (3, EATT: BlueZ 5.66)")
+    log(f"transfer of {size} bytes, bluetoothd Channels = {channels or stock}, "
         f"{hosts}")
     log(f"{'central':13} {'ok':>5} {'median B/s':>11} {'best B/s':>10} {'CPU s/MB':>9} "
         f"{'span CPU s/MB':>13} {'exact':>6} {'reordered':>10}")
