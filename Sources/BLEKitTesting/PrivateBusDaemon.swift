@@ -61,7 +61,7 @@ final class PrivateBusDaemon: Sendable {
   /// Kills the daemon and removes its directory; idempotent.
   func stop() {
     let wasRunning = Self.running.withLock { $0.remove(pid) != nil }
-    if wasRunning { kill(pid, SIGKILL) }
+    if wasRunning { Syscall.kill(pid, SIGKILL) }
     try? FileManager.default.removeItem(at: directory)
   }
 
@@ -90,7 +90,7 @@ final class PrivateBusDaemon: Sendable {
   static let running = Mutex<Set<pid_t>>([])
   static let installExitHandler: Void = {
     atexit {
-      for pid in PrivateBusDaemon.running.withLock({ $0 }) { kill(pid, SIGKILL) }
+      for pid in PrivateBusDaemon.running.withLock({ $0 }) { Syscall.kill(pid, SIGKILL) }
     }
   }()
 }

@@ -86,13 +86,15 @@ public final class SimulatedCentral: Sendable {
       }
       // One datagram per value, read until the app closes its end (or the stream is dropped).
       // The app may have made the pair non-blocking: this end blocks, on a thread of its own.
-      _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+      _ = Syscall.fcntl(fd, F_SETFL, Syscall.fcntl(fd, F_GETFL) & ~O_NONBLOCK)
       let socket = NotifySocketEnd(fd)
       continuation.onTermination = { _ in socket.shutDown() }
       Thread.detachNewThread {
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
-          let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+          let count = buffer.withUnsafeMutableBytes {
+            Syscall.recv(fd, $0.baseAddress, $0.count, 0)
+          }
           if count < 0, errno == EINTR { continue }
           if count <= 0 { break }
           continuation.yield(Array(buffer[0..<count]))
@@ -189,10 +191,10 @@ public final class SimulatedCentral: Sendable {
 final class NotifySocketEnd: Sendable {
   private let fd: Mutex<Int32?>
   init(_ fd: Int32) { self.fd = Mutex(fd) }
-  func shutDown() { fd.withLock { if let fd = $0 { _ = shutdown(fd, Int32(SHUT_RDWR)) } } }
+  func shutDown() { fd.withLock { if let fd = $0 { _ = Syscall.shutdown(fd, Int32(SHUT_RDWR)) } } }
   func close() {
     fd.withLock {
-      if let fd = $0 { _ = Glibc.close(fd) }
+      if let fd = $0 { _ = Syscall.close(fd) }
       $0 = nil
     }
   }

@@ -52,7 +52,9 @@ extension CommandOutput {
       fflush(nil)
       var bytes = Array(text.utf8)[...]
       while !bytes.isEmpty {
-        let written = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        let written = bytes.withUnsafeBytes {
+          Syscall.write(STDERR_FILENO, $0.baseAddress, $0.count)
+        }
         if written < 0 && errno == EINTR { continue }
         guard written > 0 else { return }
         bytes = bytes.dropFirst(written)

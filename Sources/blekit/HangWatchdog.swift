@@ -40,7 +40,7 @@ final class HangWatchdog: Sendable {
           probe.ran.load(ordering: .acquiring)
             ? "Swift's task pool still runs tasks" : "Swift's task pool ran no task within 1 s")
         let line = Array("blekit: \(message) (\(notes.joined(separator: "; ")))\n".utf8)
-        _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        _ = line.withUnsafeBytes { Syscall.write(STDERR_FILENO, $0.baseAddress, $0.count) }
         ChildProcessGroups.killAll()
         _exit(status.rawValue)
       }

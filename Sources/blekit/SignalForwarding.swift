@@ -39,7 +39,7 @@ final class SignalForwarding: Sendable {
     ]
     return watched.map { number, name, status in
       // Dispatch sees the signal only once its default action (terminate) is turned off.
-      signal(number, SIG_IGN)
+      Syscall.signal(number, SIG_IGN)
       let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
       source.setEventHandler { [self] in
         let isFirst = self.received.withLock { received in

@@ -455,7 +455,7 @@ extension AdvertiseCommand {
 /// The current time as ISO 8601 UTC with milliseconds, e.g. `2026-11-29T18:30:05.123Z`.
 func utcTimestamp() -> String {
   var spec = timespec()
-  clock_gettime(CLOCK_REALTIME, &spec)
+  Syscall.clock_gettime(CLOCK_REALTIME, &spec)
   var parts = tm()
   var seconds = spec.tv_sec
   gmtime_r(&seconds, &parts)
@@ -468,7 +468,7 @@ func utcTimestamp() -> String {
 
 /// Status lines on standard error, only when it is a terminal (piped runs stay quiet).
 private struct StatusReport {
-  let isTerminal = isatty(STDERR_FILENO) == 1
+  let isTerminal = Syscall.isatty(STDERR_FILENO) == 1
 
   func line(_ text: String) {
     guard isTerminal else { return }
@@ -501,15 +501,15 @@ private func format(_ duration: Duration) -> String {
 private func readFile(
   _ path: String, limit: Int = TransferReassembler.defaultMaximumMessageLength
 ) throws -> [UInt8] {
-  let fd = open(path, O_RDONLY | O_CLOEXEC)
+  let fd = Syscall.open(path, O_RDONLY | O_CLOEXEC)
   guard fd >= 0 else {
     throw CLIError(.failure, "cannot open \(path): \(String(cString: strerror(errno)))")
   }
-  defer { close(fd) }
+  defer { Syscall.close(fd) }
   var result: [UInt8] = []
   var buffer = [UInt8](repeating: 0, count: 65536)
   while true {
-    let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+    let count = buffer.withUnsafeMutableBytes { Syscall.read(fd, $0.baseAddress, $0.count) }
     if count < 0 && errno == EINTR { continue }
     guard count >= 0 else {
       throw CLIError(.failure, "cannot read \(path): \(String(cString: strerror(errno)))")

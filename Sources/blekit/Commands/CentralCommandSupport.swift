@@ -90,14 +90,14 @@ func parseRSSIFilter(_ value: Int?) throws(UsageError) -> RSSIFilter {
 }
 
 /// Whether standard error is a terminal.
-var standardErrorIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+var standardErrorIsTerminal: Bool { Syscall.isatty(STDERR_FILENO) == 1 }
 
 /// Writes text to standard error, unbuffered, after flushing standard output.
 func writeStandardError(_ text: String) {
   fflush(nil)
   var bytes = Array(text.utf8)[...]
   while !bytes.isEmpty {
-    let written = bytes.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+    let written = bytes.withUnsafeBytes { Syscall.write(STDERR_FILENO, $0.baseAddress, $0.count) }
     if written < 0 && errno == EINTR { continue }
     guard written > 0 else { return }
     bytes = bytes.dropFirst(written)
@@ -119,7 +119,7 @@ func writeStandardOutput(_ bytes: [UInt8]) {
 /// Seconds since the Unix epoch, with milliseconds, for JSON timestamps.
 func unixTime() -> Double {
   var spec = timespec()
-  clock_gettime(CLOCK_REALTIME, &spec)
+  Syscall.clock_gettime(CLOCK_REALTIME, &spec)
   return Double(spec.tv_sec) + Double(spec.tv_nsec / 1_000_000) / 1000
 }
 

@@ -138,16 +138,16 @@ struct CloneCommand: ParsableCommand {
 
   /// Writes `text` to `path` (created, or truncated), mode 0644 less the umask.
   static func write(_ text: String, to path: String) throws(CLIError) {
-    let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+    let fd = Syscall.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
     guard fd >= 0 else {
       throw CLIError(ExitStatusMapping.cloneOutput, "cannot create \(path): \(errnoText())")
     }
-    defer { close(fd) }
+    defer { Syscall.close(fd) }
     let bytes = Array(text.utf8)
     var written = 0
     while written < bytes.count {
       let count = bytes[written...].withUnsafeBytes {
-        Glibc.write(fd, $0.baseAddress, $0.count)
+        Syscall.write(fd, $0.baseAddress, $0.count)
       }
       if count < 0 && errno == EINTR { continue }
       guard count > 0 else {

@@ -63,7 +63,7 @@ struct StandardInputChunks: AsyncSequence, Sendable {
             var buffer = [UInt8](repeating: 0, count: size)
             while true {
               let count = buffer.withUnsafeMutableBytes {
-                Glibc.read(STDIN_FILENO, $0.baseAddress, $0.count)
+                Syscall.read(STDIN_FILENO, $0.baseAddress, $0.count)
               }
               if count < 0 && errno == EINTR { continue }
               if count < 0 {

@@ -46,7 +46,7 @@ struct CapabilityArgument: ExpressibleByArgument {
 
 /// Whether a person can answer questions here: standard input and standard error are both
 /// terminals.
-var canPrompt: Bool { isatty(STDIN_FILENO) == 1 && isatty(STDERR_FILENO) == 1 }
+var canPrompt: Bool { Syscall.isatty(STDIN_FILENO) == 1 && Syscall.isatty(STDERR_FILENO) == 1 }
 
 /// The agent's policy from `--confirm` and the devices named on the command line.
 ///
@@ -206,11 +206,11 @@ private func readTerminalLine(_ prompt: String) async -> String? {
     while !Task.isCancelled {
       var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
       // Wake up now and then to notice cancellation; a terminal has no other way to.
-      let ready = poll(&descriptor, 1, 200)
+      let ready = Syscall.poll(&descriptor, 1, 200)
       if ready < 0 && errno == EINTR { continue }
       guard ready >= 0 else { return nil }
       if ready == 0 { continue }
-      let count = read(STDIN_FILENO, &byte, 1)
+      let count = Syscall.read(STDIN_FILENO, &byte, 1)
       if count < 0 && errno == EINTR { continue }
       guard count == 1 else { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
       if byte == 0x0A { return String(decoding: line, as: UTF8.self) }

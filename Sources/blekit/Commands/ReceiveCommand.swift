@@ -213,7 +213,7 @@ struct ReceiveCommand: ParsableCommand {
   /// The CPU time this process has used so far, all threads.
   static func processorTime() -> Duration {
     var now = timespec()
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
+    Syscall.clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now)
     return .seconds(now.tv_sec) + .nanoseconds(now.tv_nsec)
   }
 

@@ -115,7 +115,7 @@ struct ScanCommand: ParsableCommand {
       await manager.close()
       throw error
     }
-    let live = !json && isatty(STDOUT_FILENO) == 1 ? ScanLiveTable() : nil
+    let live = !json && Syscall.isatty(STDOUT_FILENO) == 1 ? ScanLiveTable() : nil
     // A name can arrive after the first report (in the scan response): with --name the stream
     // gives every report, and each address is printed once here unless --duplicates.
     let options = ScanOptions(

@@ -69,7 +69,7 @@ struct FleetCommand: ParsableCommand {
       throw .invalid("--timeout must be more than 0 seconds")
     }
     timeout = arguments.timeout
-    json = arguments.json || isatty(STDOUT_FILENO) != 1
+    json = arguments.json || Syscall.isatty(STDOUT_FILENO) != 1
   }
 
   func run() async throws {

@@ -22,7 +22,7 @@ enum StandardOutput {
   private static let cancel = Mutex<(@Sendable () -> Void)?>(nil)
 
   /// Whether standard output is a terminal.
-  static var isTerminal: Bool { isatty(STDOUT_FILENO) == 1 }
+  static var isTerminal: Bool { Syscall.isatty(STDOUT_FILENO) == 1 }
 
   /// The first write failure, as one line (`cannot write to standard output: Broken pipe`).
   static var failureMessage: String? { failure.withLock { $0 } }
@@ -35,7 +35,7 @@ enum StandardOutput {
   /// Turns SIGPIPE's default action (terminate at once) off, so writes to a closed pipe fail
   /// with `EPIPE` and the command can clean up.
   static func ignoreBrokenPipe() {
-    signal(SIGPIPE, SIG_IGN)
+    Syscall.signal(SIGPIPE, SIG_IGN)
   }
 
   /// Writes all of `bytes`.
@@ -72,7 +72,7 @@ enum StandardOutput {
     if let earlier = failureMessage { return earlier }
     var rest = bytes[...]
     while !rest.isEmpty {
-      let written = rest.withUnsafeBytes { Glibc.write(STDOUT_FILENO, $0.baseAddress, $0.count) }
+      let written = rest.withUnsafeBytes { Syscall.write(STDOUT_FILENO, $0.baseAddress, $0.count) }
       if written < 0 && errno == EINTR { continue }
       guard written > 0 else {
         let reason = written < 0 ? String(cString: strerror(errno)) : "nothing was written"

@@ -109,12 +109,13 @@ final class ServeCommandRunner: Sendable {
     // posix_spawn returns its error rather than setting errno.
     var spawnError: Int32 = 0
     let spawned = ChildProcessGroups.spawning {
-      spawnError = posix_spawn(&pid, "/bin/sh", &actions, &attributes, arguments + [nil], environ)
+      spawnError = Syscall.posix_spawn(
+        &pid, "/bin/sh", &actions, &attributes, arguments + [nil], environ)
       return spawnError == 0 ? pid : nil
     }
-    close(fds[1])
+    Syscall.close(fds[1])
     guard spawned != nil else {
-      close(fds[0])
+      Syscall.close(fds[0])
       return .failure(
         ServeValueError("cannot run /bin/sh: \(String(cString: strerror(spawnError)))"))
     }
@@ -124,11 +125,11 @@ final class ServeCommandRunner: Sendable {
     switch Self.readOutput(fds[0], into: &output, limit: limit, until: deadline) {
     case .success(let end): ending = end
     case .failure(let error):
-      close(fds[0])
+      Syscall.close(fds[0])
       stop(pid)
       return .failure(error)
     }
-    close(fds[0])
+    Syscall.close(fds[0])
     if ending == .endOfOutput, let exit = Self.waitForExit(pid, until: deadline) {
       // Its group may hold what it started in the background: those go with it.
       killpg(pid, SIGKILL)
@@ -163,12 +164,12 @@ final class ServeCommandRunner: Sendable {
       let left = deadline - .now
       guard left > .zero else { return .success(.timedOut) }
       var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-      let ready = poll(&descriptor, 1, Int32(clamping: milliseconds(left) + 1))
+      let ready = Syscall.poll(&descriptor, 1, Int32(clamping: milliseconds(left) + 1))
       if ready < 0 && errno == EINTR { continue }
       guard ready >= 0 else { return .failure(ServeValueError("cannot poll: \(errnoText())")) }
       if ready == 0 { continue }
       let wanted = min(buffer.count, limit + 1 - output.count)
-      let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, wanted) }
+      let count = buffer.withUnsafeMutableBytes { Syscall.read(fd, $0.baseAddress, wanted) }
       if count < 0 && errno == EINTR { continue }
       guard count >= 0 else {
         return .failure(ServeValueError("cannot read the command's output: \(errnoText())"))
@@ -197,7 +198,7 @@ final class ServeCommandRunner: Sendable {
         return info.si_code == CLD_EXITED ? .exited(info._sifields._sigchld.si_status) : .killed
       }
       guard result == 0, ContinuousClock.now + pause < deadline else { return nil }
-      usleep(UInt32(milliseconds(pause) * 1000))
+      Syscall.usleep(UInt32(milliseconds(pause) * 1000))
       pause = min(pause * 2, .milliseconds(50))
     }
   }
@@ -214,7 +215,7 @@ final class ServeCommandRunner: Sendable {
 
   private static func reap(_ pid: pid_t) {
     var status: Int32 = 0
-    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    while Syscall.waitpid(pid, &status, 0) < 0 && errno == EINTR {}
   }
 
   private static func milliseconds(_ duration: Duration) -> Int {
@@ -309,9 +310,9 @@ enum ChildProcessGroups {
       return state.guardian
     }
     guard let guardian else { return }
-    close(guardian.pipe)
+    Syscall.close(guardian.pipe)
     var status: Int32 = 0
-    while waitpid(guardian.pid, &status, 0) < 0 && errno == EINTR {}
+    while Syscall.waitpid(guardian.pid, &status, 0) < 0 && errno == EINTR {}
   }
 
   private static func tell(_ guardian: (pipe: Int32, pid: pid_t)?, _ line: String) {
@@ -319,7 +320,7 @@ enum ChildProcessGroups {
     // A line is far below PIPE_BUF: written whole or not at all. Should the guardian be gone,
     // EPIPE (SIGPIPE is ignored by blekit) only loses the protection it gave.
     let bytes = Array((line + "\n").utf8)
-    _ = bytes.withUnsafeBytes { write(guardian.pipe, $0.baseAddress, $0.count) }
+    _ = bytes.withUnsafeBytes { Syscall.write(guardian.pipe, $0.baseAddress, $0.count) }
   }
 
   /// Starts the guardian; nil (no guardian: blekit's own exit paths still kill the groups)
@@ -341,10 +342,11 @@ enum ChildProcessGroups {
     let arguments = ["/bin/sh", "-c", guardianScript].map { (text: String) in strdup(text) }
     defer { for argument in arguments { free(argument) } }
     var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, "/bin/sh", &actions, &attributes, arguments + [nil], environ)
-    close(fds[0])
+    let spawned = Syscall.posix_spawn(
+      &pid, "/bin/sh", &actions, &attributes, arguments + [nil], environ)
+    Syscall.close(fds[0])
     guard spawned == 0 else {
-      close(fds[1])
+      Syscall.close(fds[1])
       return nil
     }
     return (fds[1], pid)

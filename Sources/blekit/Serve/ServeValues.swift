@@ -61,11 +61,11 @@ final class ServeValueProducer: Sendable {
   static func read(_ path: String, limit: Int = ServeProfile.maximumValueLength)
     throws(ServeValueError) -> [UInt8]
   {
-    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+    let fd = Syscall.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
     guard fd >= 0 else { throw ServeValueError("cannot open \(path): \(errnoText())") }
-    defer { close(fd) }
+    defer { Syscall.close(fd) }
     var status = stat()
-    guard fstat(fd, &status) == 0 else {
+    guard Syscall.fstat(fd, &status) == 0 else {
       throw ServeValueError("cannot examine \(path): \(errnoText())")
     }
     guard status.st_mode & S_IFMT == S_IFREG else {
@@ -76,7 +76,7 @@ final class ServeValueProducer: Sendable {
     var buffer = [UInt8](repeating: 0, count: 4096)
     while result.count <= limit {
       let wanted = min(buffer.count, limit + 1 - result.count)
-      let count = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, wanted) }
+      let count = buffer.withUnsafeMutableBytes { Syscall.read(fd, $0.baseAddress, wanted) }
       if count < 0 && errno == EINTR { continue }
       guard count >= 0 else { throw ServeValueError("cannot read \(path): \(errnoText())") }
       if count == 0 { break }
