@@ -83,6 +83,15 @@
 #       only while FILE exists, and refuses it otherwise (SMP Pairing Not Supported). Advertises
 #       its name and goes on advertising after each disconnection. Prints "ready ADDRESS", then
 #       one line per event (connected, disconnected, pairing accepted or refused, paired).
+#   clone-source [--name N] [--address A]
+#       A sensor-like peripheral for Tests/Lab/clone-bumble.sh to clone: Battery (180F/2A19,
+#       read and notify, 87, notified every second while subscribed), Heart Rate (180D: 2A37
+#       measurement, notify, 06 48 then 06 49 then 06 4A in turn every 500 ms while
+#       subscribed; 2A38 body sensor location, read, 01), and CLONE_SERVICE (6E7A0300-...)
+#       with a 300-byte value (6E7A0301, bytes i*7 mod 256) and one whose read needs an
+#       encrypted link (6E7A0302, "secret"; it never pairs, as a device outside its pairing
+#       mode). Advertises its name, Heart Rate and manufacturer data FFFF 0102, again after
+#       each disconnection. Prints "ready ADDRESS" and one line per event.
 import argparse
 import asyncio
 import os
@@ -778,6 +787,72 @@ async def secure(args):
         await asyncio.get_running_loop().create_future()
 
 
+# -----------------------------------------------------------------------------------------
+# clone-source
+
+
+CLONE_SERVICE = "6E7A0300-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
+CLONE_LONG_CHAR = "6E7A0301-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
+CLONE_SECRET_CHAR = "6E7A0302-5D3B-4C1E-9A0B-1A2B3C4D5E6F"
+CLONE_LONG_VALUE = bytes((i * 7) % 256 for i in range(300))
+HEART_RATES = [bytes([0x06, 0x48]), bytes([0x06, 0x49]), bytes([0x06, 0x4A])]
+
+
+async def clone_source(args):
+    transport, device = await open_device(args.name, args.address)
+    async with transport:
+        # No pairing: Bumble answers a pairing request with Pairing Not Supported.
+        device.pairing_config_factory = lambda connection: PairingConfig(
+            sc=True, mitm=False, bonding=False,
+            delegate=PairingModeDelegate("/nonexistent", io_capability=(
+                PairingDelegate.IoCapability.NO_OUTPUT_NO_INPUT)))
+        battery = Characteristic(UUID.from_16_bits(0x2A19),
+                                 Characteristic.Properties.READ | Characteristic.Properties.NOTIFY,
+                                 Characteristic.READABLE, bytes([87]))
+        measurement = Characteristic(UUID.from_16_bits(0x2A37), Characteristic.Properties.NOTIFY,
+                                     Characteristic.READABLE, HEART_RATES[0])
+        device.add_services([
+            Service(UUID.from_16_bits(0x180F), [battery]),
+            Service(UUID.from_16_bits(0x180D), [
+                measurement,
+                Characteristic(UUID.from_16_bits(0x2A38), Characteristic.Properties.READ,
+                               Characteristic.READABLE, bytes([0x01])),
+            ]),
+            Service(CLONE_SERVICE, [
+                Characteristic(CLONE_LONG_CHAR, Characteristic.Properties.READ,
+                               Characteristic.READABLE, CLONE_LONG_VALUE),
+                Characteristic(CLONE_SECRET_CHAR, Characteristic.Properties.READ,
+                               Characteristic.READ_REQUIRES_ENCRYPTION, b"secret"),
+            ]),
+        ])
+
+        async def notifier():
+            tick = 0
+            while True:
+                await asyncio.sleep(0.5)
+                tick += 1
+                try:
+                    await device.notify_subscribers(measurement, HEART_RATES[tick % 3])
+                    if tick % 2 == 0:
+                        await device.notify_subscribers(battery, bytes([87]))
+                except Exception as error:  # a link going down mid-notification
+                    say(f"notify failed: {error}")
+
+        def on_connection(connection):
+            say(f"connected {connection.peer_address}")
+            connection.on("disconnection", lambda reason: say(f"disconnected {reason}"))
+            connection.on("pairing_failure", lambda reason: say(f"pairing failed: {reason}"))
+
+        device.on("connection", on_connection)
+        await device.power_on()
+        advertising = (ad_structure(0x01, bytes([0x06])) + ad_structure(0x03, bytes([0x0D, 0x18]))
+                       + ad_structure(0xFF, bytes([0xFF, 0xFF, 0x01, 0x02]))
+                       + ad_structure(0x09, args.name.encode()))
+        await device.start_advertising(auto_restart=True, advertising_data=advertising)
+        say(f"ready {args.address}")
+        await notifier()
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="mode", required=True)
@@ -821,10 +896,13 @@ def main():
     e.add_argument("--pairing-mode", required=True, help="pairing is accepted while this exists")
     e.add_argument("--name", default="bumble-secure")
     e.add_argument("--address", default="C0:FF:EE:00:30:01")
+    o = sub.add_parser("clone-source")
+    o.add_argument("--name", default="bumble-hr")
+    o.add_argument("--address", default="C0:FF:EE:00:40:01")
     args = parser.parse_args()
     run = {"sensor": sensor, "central": central, "pair-central": pair_central,
            "pair-peripheral": pair_peripheral, "hostile": hostile, "quirks": quirks,
-           "secure": secure}[args.mode]
+           "secure": secure, "clone-source": clone_source}[args.mode]
     sys.exit(asyncio.run(run(args)) or 0)
 
 
