@@ -341,6 +341,13 @@ struct CloneCommandTests {
     #expect(
       mapped("org.bluez.Error.Failed", "Operation failed with ATT error: 0x81") == .other(0x81))
     #expect(mapped(nil, "timed out") == .other(0x0E))
+    // BlueZ 5.66's answer to a read whose pairing attempt dropped the link: it needed
+    // encryption, not an "unlikely error".
+    #expect(
+      CloneProfile.readError(
+        AttributeReadFailure(
+          errorName: "org.bluez.Error.Failed", message: "Operation failed with ATT error: 0x0e",
+          droppedLink: true)) == .insufficientEncryption)
   }
 
   @Test func readErrorsInTheSchema() throws {

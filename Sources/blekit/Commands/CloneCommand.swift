@@ -65,8 +65,13 @@ struct CloneCommand: ParsableCommand {
 
   func run() async throws {
     let report = ProgressReport()
+    // A value that needs pairing makes bluetoothd try to pair, and a refused pairing drops
+    // the link: connect again and go on, as explore does, so that value is cloned as refused.
     let walk = try await GattWalk.open(
-      target, adapter: adapter, timeout: timeout, reads: .readable, progress: report)
+      target, adapter: adapter, timeout: timeout, reads: .readable,
+      reconnects: ExplorationReconnects(
+        maximum: ExploreCommand.maximumReconnects, timeout: timeout),
+      progress: report)
     let text: String
     do {
       var recorded: [String: [GattWalk.Heard]] = [:]

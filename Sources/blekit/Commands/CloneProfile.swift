@@ -217,6 +217,11 @@ struct CloneProfile {
   /// The ATT error behind bluetoothd's answer to a read (see BlueZ's gatt-client.c: each ATT
   /// error becomes a D-Bus error, the rest `Failed` with "ATT error: 0x..").
   static func readError(_ failure: AttributeReadFailure) -> ServeProfile.ReadError {
+    // A read over which the link dropped: bluetoothd tried to pair for it (BlueZ 5.66 then
+    // answers "ATT error: 0x0e"), so the device wants at least an encrypted link.
+    if failure.droppedLink && failure.requirement != .authorization {
+      return .insufficientEncryption
+    }
     let name = failure.errorName ?? ""
     if name.hasSuffix(".NotAuthorized") { return .insufficientAuthorization }
     if name.hasSuffix(".NotSupported") { return .requestNotSupported }
