@@ -112,8 +112,13 @@ def outline(path):
             descs = [(d["shortUUID"], d["value"]) for d in c["descriptors"]
                      if d["shortUUID"] not in SKIPPED_DESCRIPTORS]
             # A refused value: only that it was refused (5.66 drops the link over the
-            # original's, the twin answers the cloned ATT error).
-            value = "refused" if c["error"] else c["value"]
+            # original's, the twin answers the cloned ATT error). A characteristic without the
+            # read property has no value to compare: Bumble's server answers a read of its
+            # notify-only measurement with the value, the twin's bluetoothd with NotSupported.
+            if "read" not in c["flags"]:
+                value = None
+            else:
+                value = "refused" if c["error"] else c["value"]
             chars.append((c["shortUUID"].lower(), sorted(c["flags"]), value, descs))
         result.append((s["shortUUID"].lower(), s["primary"], chars))
     return result
