@@ -166,8 +166,10 @@ final class SecureValueDevice: Sendable {
         try await Task.sleep(for: .seconds(300))
         throw DBusError.remote(name: "org.bluez.Error.Failed", message: "never answered")
       case .failedThenDrop:
-        Task {
-          try? await Task.sleep(for: .milliseconds(300))
+        // On a queue, not a task: a full `swift test` run keeps the cooperative pool busy
+        // enough that a sleeping task dropped the link after explore's 2 s settle time (one
+        // full run saw no drop).
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(300)) {
           try? setLink(false)
         }
         throw DBusError.remote(name: "org.bluez.Error.Failed", message: "Operation failed")
