@@ -198,6 +198,27 @@ enum Syscall {
   static func signal(_ number: Int32, _ handler: __sighandler_t?) -> __sighandler_t? {
     Glibc.signal(number, handler)
   }
+
+  // MARK: Threads
+
+  /// `pthread_create(3)` (a `clone(2)` underneath) of a detached thread that runs `body`, which
+  /// it holds until `body` returns. Returns 0, or the error number `pthread_create` gave.
+  static func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
+    let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
+    var thread = pthread_t()
+    let started = pthread_create(
+      &thread, nil,
+      { context in
+        Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().body()
+        return nil
+      }, context)
+    if started == 0 {
+      pthread_detach(thread)
+    } else {
+      Unmanaged<ThreadBody>.fromOpaque(context).release()
+    }
+    return started
+  }
 }
 
 /// `sigaction` the function: inside `Syscall`, and as `Glibc.sigaction`, the name finds the
@@ -206,4 +227,10 @@ private func callSigaction(
   _ number: Int32, _ new: UnsafePointer<sigaction>?, _ old: UnsafeMutablePointer<sigaction>?
 ) -> Int32 {
   sigaction(number, new, old)
+}
+
+/// The closure a thread of ``Syscall/startDetachedThread(_:)`` runs, boxed for its C entry.
+private final class ThreadBody: Sendable {
+  let body: @Sendable () -> Void
+  init(_ body: @escaping @Sendable () -> Void) { self.body = body }
 }

@@ -50,21 +50,11 @@ final class ReadWatchThread: Sendable {
     wakeWriter = ends[1]
     self.queue = queue
     self.handler = handler
-    var thread = pthread_t()
-    let context = Unmanaged.passRetained(self).toOpaque()
-    let created = pthread_create(
-      &thread, nil,
-      { context in
-        Unmanaged<ReadWatchThread>.fromOpaque(context!).takeRetainedValue().run()
-        return nil
-      }, context)
-    guard created == 0 else {
-      Unmanaged<ReadWatchThread>.fromOpaque(context).release()
+    guard Syscall.startDetachedThread({ self.run() }) == 0 else {
       Syscall.close(ends[0])
       Syscall.close(ends[1])
       return nil
     }
-    pthread_detach(thread)
   }
 
   /// Starts waiting for input.

@@ -106,18 +106,8 @@ final class NotificationSocket: Sendable {
     var on: Int32 = 1
     self.marksDatagrams =
       Syscall.setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, socklen_t(MemoryLayout<Int32>.size)) == 0
-    var thread = pthread_t()
-    let context = Unmanaged.passRetained(self).toOpaque()
-    let started = pthread_create(
-      &thread, nil,
-      { context in
-        Unmanaged<NotificationSocket>.fromOpaque(context!).takeRetainedValue().waitAndRead()
-        return nil
-      }, context)
-    if started == 0 {
-      pthread_detach(thread)
-    } else {
-      Unmanaged<NotificationSocket>.fromOpaque(context).release()
+    let started = Syscall.startDetachedThread { self.waitAndRead() }
+    if started != 0 {
       queue.async {
         self.state.withLock { state in
           self.end(

@@ -61,19 +61,7 @@ final class Reactor: Sendable {
     wakeup = Syscall.eventfd()
     guard epoll >= 0, wakeup >= 0 else { return }
     _ = Syscall.epollControl(epoll, Syscall.epollAdd, wakeup, Syscall.epollIn)
-    var thread = pthread_t()
-    let context = Unmanaged.passRetained(self).toOpaque()
-    let started = pthread_create(
-      &thread, nil,
-      { context in
-        Unmanaged<Reactor>.fromOpaque(context!).takeRetainedValue().run()
-        return nil
-      }, context)
-    if started == 0 {
-      pthread_detach(thread)
-    } else {
-      Unmanaged<Reactor>.fromOpaque(context).release()
-    }
+    _ = Syscall.startDetachedThread { self.run() }
   }
 
   /// Arms a wait for `fd` to be ready for `interest`, ending at `deadline` if it has one. Call
