@@ -212,17 +212,7 @@ extension SimulatedPeripheral {
     case .characteristic(let properties):
       return ExportedInterface(
         name: GattCharacteristic1.interface,
-        methods: [
-          ExportedMethod(name: "ReadValue", inSignature: "a{sv}", outSignature: "ay") {
-            [weak self] call in
-            guard let self else { return [] }
-            return [.bytes(try await self.read(index, options: call.arguments.first))]
-          },
-          ExportedMethod(name: "WriteValue", inSignature: "aya{sv}", outSignature: "") {
-            [weak self] call in
-            try await self?.write(index, call.arguments)
-            return []
-          },
+        methods: valueMethods(index) + [
           ExportedMethod(name: "StartNotify", inSignature: "", outSignature: "") {
             [weak self] _ in
             try await self?.subscribe(index, on: true)
@@ -234,14 +224,7 @@ extension SimulatedPeripheral {
             return []
           },
           // Not simulated: BLEKit then takes StartNotify and WriteValue.
-          ExportedMethod(name: "AcquireNotify", inSignature: "a{sv}", outSignature: "hq") { _ in
-            throw DBusError.remote(
-              name: "org.bluez.Error.NotSupported", message: "Operation is not supported")
-          },
-          ExportedMethod(name: "AcquireWrite", inSignature: "a{sv}", outSignature: "hq") { _ in
-            throw DBusError.remote(
-              name: "org.bluez.Error.NotSupported", message: "Operation is not supported")
-          },
+          Self.notSupported("AcquireNotify"), Self.notSupported("AcquireWrite"),
         ],
         properties: [
           constant("UUID", .string(uuid)),
@@ -259,18 +242,7 @@ extension SimulatedPeripheral {
     case .descriptor:
       return ExportedInterface(
         name: GattDescriptor1.interface,
-        methods: [
-          ExportedMethod(name: "ReadValue", inSignature: "a{sv}", outSignature: "ay") {
-            [weak self] call in
-            guard let self else { return [] }
-            return [.bytes(try await self.read(index, options: call.arguments.first))]
-          },
-          ExportedMethod(name: "WriteValue", inSignature: "aya{sv}", outSignature: "") {
-            [weak self] call in
-            try await self?.write(index, call.arguments)
-            return []
-          },
-        ],
+        methods: valueMethods(index),
         properties: [
           constant("UUID", .string(uuid)),
           constant(
@@ -282,6 +254,30 @@ extension SimulatedPeripheral {
   }
 
   /// bluetoothd's `Flags` for characteristic properties.
+  /// ReadValue and WriteValue of attribute `index`, alike for characteristics and descriptors.
+  private func valueMethods(_ index: Int) -> [ExportedMethod] {
+    [
+      ExportedMethod(name: "ReadValue", inSignature: "a{sv}", outSignature: "ay") {
+        [weak self] call in
+        guard let self else { return [] }
+        return [.bytes(try await self.read(index, options: call.arguments.first))]
+      },
+      ExportedMethod(name: "WriteValue", inSignature: "aya{sv}", outSignature: "") {
+        [weak self] call in
+        try await self?.write(index, call.arguments)
+        return []
+      },
+    ]
+  }
+
+  /// A method bluetoothd offers that the simulation answers as not supported.
+  private static func notSupported(_ name: MemberName) -> ExportedMethod {
+    ExportedMethod(name: name, inSignature: "a{sv}", outSignature: "hq") { _ in
+      throw DBusError.remote(
+        name: "org.bluez.Error.NotSupported", message: "Operation is not supported")
+    }
+  }
+
   static func flags(_ properties: CharacteristicProperties) -> [String] {
     let table: [(CharacteristicProperties, String)] = [
       (.broadcast, "broadcast"), (.read, "read"),
