@@ -53,7 +53,9 @@ device_path() {
   printf '/org/bluez/%s/dev_%s\n' "$1" "${2//:/_}"
 }
 
-# address_of ADAPTER: from LAB_ADDRESSES ("hci0=AA:.. hci1=BB:..").
+# address_of ADAPTER: from LAB_ADDRESSES ("hci0=AA:.. hci1=BB:.."). Kept in place of
+# common.sh's, which prints nothing for an unset LAB_ADDRESSES: this one fails on it (set -u),
+# as a self-test of the lab's environment should.
 address_of() {
   local pair
   for pair in $LAB_ADDRESSES; do
