@@ -21,14 +21,6 @@ export PYTHONPATH=${LAB_PYLIB:-$PWD/.build-lab/pylib}
 PY=/usr/bin/python3
 ADDRESS=C0:FF:EE:00:40:01
 TWIN=00:BB:01:00:00:01 # hci1 on Bumble's air
-passed=0
-failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() { # check DESCRIPTION DETAIL: $status 0 passes
-  if ((status == 0)); then ok "$1"; else fail "$1: $2"; fi
-}
-show() { head -c "${2:-300}" "$OUT/$1" 2>/dev/null | tr '\n' ' '; }
 
 $PY Tests/Lab/bumble-peer.py clone-source --address "$ADDRESS" >"$OUT/peer.log" 2>&1 &
 PEER_PID=$!
@@ -44,7 +36,7 @@ RC=$?
 # 8 when bluetoothd only said it was busy, as 5.82 did in the quirks suite).
 [[ $RC == 5 || $RC == 8 ]] && [[ -s $OUT/original.explore ]]
 status=$?
-check "explore the Bumble original: the whole tree, the secret not read (exit $RC)" \
+check_status "explore the Bumble original: the whole tree, the secret not read (exit $RC)" \
   "$(show original.explore.err)"
 
 "$BLEKIT" clone "$ADDRESS" -a hci0 -o "$OUT/clone.json" --listen 4 --timeout 90 \
@@ -53,7 +45,7 @@ RC=$?
 [[ $RC == 0 && -s $OUT/clone.json ]] && "$BLEKIT" serve "$OUT/clone.json" --check \
   >"$OUT/check.out" 2>"$OUT/check.err"
 status=$?
-check "clone --listen 4 -o FILE: exit 0 (exit $RC), a profile serve --check accepts" \
+check_status "clone --listen 4 -o FILE: exit 0 (exit $RC), a profile serve --check accepts" \
   "$(show clone.err) $(show check.err)"
 
 $PY - "$OUT/clone.json" >"$OUT/clone-check.out" 2>&1 <<'PY'
@@ -79,7 +71,7 @@ assert all(h == order[(start + i) % 3] for i, h in enumerate(heard)), heard
 assert p["advertise"].get("manufacturerData") == {"ffff": "0102"}, p["advertise"]
 PY
 status=$?
-check "the clone: battery, heart rate, the 300-byte value, the secret's refusal, the advertised data, the measurements heard in order" \
+check_status "the clone: battery, heart rate, the 300-byte value, the secret's refusal, the advertised data, the measurements heard in order" \
   "$(tail -c 600 "$OUT/clone-check.out" | tr '\n' ' ')"
 
 # --- the twin ---------------------------------------------------------------------------------
@@ -91,7 +83,7 @@ wait_for 30 grep -q advertis "$OUT/twin.serve.jsonl" || echo "# serve said nothi
 RC=$?
 [[ $RC == 5 || $RC == 8 ]] && [[ -s $OUT/twin.explore ]]
 status=$?
-check "explore the twin on hci1: the whole tree, its refused value not read (exit $RC)" \
+check_status "explore the twin on hci1: the whole tree, its refused value not read (exit $RC)" \
   "$(show twin.explore.err)"
 
 $PY - "$OUT/original.explore" "$OUT/twin.explore" >"$OUT/compare.out" 2>&1 <<'PY'
@@ -134,7 +126,7 @@ assert long[2] is not None and len(bytes.fromhex(long[2])) == 300, long
 assert chars["2a38"][2] == "01", chars["2a38"]
 PY
 status=$?
-check "explore --json of the Bumble original and of the twin: same services, characteristics, flags, readable values and refusal" \
+check_status "explore --json of the Bumble original and of the twin: same services, characteristics, flags, readable values and refusal" \
   "$(tail -c 1500 "$OUT/compare.out" | tr '\n' ' ')"
 
 "$BLEKIT" notify "$TWIN" 2a37 -a hci0 --count 4 --timeout 60 >"$OUT/twin-notify.out" \
@@ -151,8 +143,7 @@ assert all(h == order[(start + i) % 3] for i, h in enumerate(heard)), heard
 PY
 status=$?
 ((RC == 0)) || status=1
-check "notify on the twin's heart rate: 4 values, the device's order replayed (exit $RC)" \
+check_status "notify on the twin's heart rate: 4 values, the device's order replayed (exit $RC)" \
   "$(show twin-notify.check) $(show twin-notify.err)"
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish_suite

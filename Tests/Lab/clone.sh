@@ -15,26 +15,16 @@
 # any failed. Outputs are kept in $LAB_RESULTS/clone.
 set -u
 cd "$(dirname "$0")/../.."
-# shellcheck source=common.sh
+# shellcheck source-path=SCRIPTDIR/../..
 source Tests/Lab/common.sh
 BLEKIT=${BLEKIT:-$PWD/.build/debug/blekit}
 OUT=${LAB_RESULTS:-/tmp}/clone
 mkdir -p "$OUT"
-passed=0
-failed=0
 HCI1=00:AA:01:01:00:01
 DEV=/org/bluez/hci0/dev_00_AA_01_01_00_01
 PY=/usr/bin/python3
 LONG=00070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9e0e7eef5fc030a11181f262d343b424950575e656c737a81888f969da4abb2b9c0c7ced5dce3eaf1f8ff060d141b222930373e454c535a61686f767d848b9299a0a7aeb5bcc3cad1d8dfe6edf4fb020910171e252c333a41484f565d646b727980878e959ca3aab1b8bfc6cdd4dbe2e9f0f7fe050c131a21282f363d444b525960676e757c838a91989fa6adb4bbc2c9d0d7dee5ecf3fa01080f161d242b323940474e555c636a71787f868d949ba2a9b0b7bec5ccd3dae1e8eff6fd040b121920272e353c434a51585f666d747b828990979ea5acb3bac1c8cfd6dde4ebf2f900070e151c232a31383f464d545b626970777e858c939aa1a8afb6bdc4cbd2d9e0e7eef5fc030a11181f262d
 
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() {
-  local name=$1
-  shift
-  if ((status == 0)); then ok "$name"; else fail "$name: $*"; fi
-}
-show() { head -c "${2:-300}" "$OUT/$1" 2>/dev/null | tr '\n' ' '; }
 # forget: removes hci1's device from hci0's bluetoothd, so the next explore scans and
 # discovers its services afresh (not bluetoothd's cached copy of the other profile). Stopping
 # serve leaves the link up (bluetoothd on hci1 keeps it without an application), so the
@@ -94,19 +84,19 @@ explore_served original "$OUT/original.json"
 # The refused value makes explore exit 5 (a value not read: it needs the device's authorization).
 [[ $RC == 5 ]] && grep -q "needs the device's authorization" "$OUT/original.explore.err"
 status=$?
-check "explore the original on hci1" "exit $RC: $(show original.explore.err)"
+check_status "explore the original on hci1" "exit $RC: $(show original.explore.err)"
 "$BLEKIT" clone "$HCI1" -a hci0 -o "$OUT/clone.json" --timeout 60 >"$OUT/clone.out" \
   2>"$OUT/clone.err"
 RC=$?
 [[ $RC == 0 && -s $OUT/clone.json && ! -s $OUT/clone.out ]]
 status=$?
-check "clone -o FILE: exit 0, the profile in FILE, nothing on standard output" \
+check_status "clone -o FILE: exit 0, the profile in FILE, nothing on standard output" \
   "exit $RC: $(show clone.err) $(show clone.out)"
 "$BLEKIT" serve "$OUT/clone.json" --check >"$OUT/check.out" 2>"$OUT/check.err"
 RC=$?
 [[ $RC == 0 ]]
 status=$?
-check "serve --check accepts the clone" "exit $RC: $(show check.err)"
+check_status "serve --check accepts the clone" "exit $RC: $(show check.err)"
 $PY - "$OUT/clone.json" <<'PY'
 import json, sys
 p = json.load(open(sys.argv[1]))
@@ -120,7 +110,7 @@ assert ad.get("name"), ad
 assert any("1800" in n for n in p["notes"]) and any("1801" in n for n in p["notes"]), p["notes"]
 PY
 status=$?
-check "the clone: both services, feb2's refusal, the advertised manufacturer data and name, notes on 1800/1801" \
+check_status "the clone: both services, feb2's refusal, the advertised manufacturer data and name, notes on 1800/1801" \
   "$(show clone.json 800)"
 "$BLEKIT" clone "$HCI1" -a hci0 --listen 3 --timeout 60 >"$OUT/clone-listen.json" \
   2>"$OUT/clone-listen.err"
@@ -136,7 +126,7 @@ assert 2 <= len(values) <= 4 and all(v == {"hex": "01"} for v in values), notifi
 assert 0.5 <= notifier["every"] <= 1.5, notifier
 PY
 status=$?
-check "clone --listen 3: feb3's notifications recorded into a replaying cycle" \
+check_status "clone --listen 3: feb3's notifications recorded into a replaying cycle" \
   "exit $RC: $(show clone-listen.err) $(show clone-listen.json 1500)"
 stop_serve
 forget
@@ -146,7 +136,7 @@ explore_served twin "$OUT/clone.json"
 # The refused value makes explore exit 5 (a value not read: it needs the device's authorization).
 [[ $RC == 5 ]] && grep -q "needs the device's authorization" "$OUT/twin.explore.err"
 status=$?
-check "explore the twin on hci1" "exit $RC: $(show twin.explore.err)"
+check_status "explore the twin on hci1" "exit $RC: $(show twin.explore.err)"
 stop_serve
 $PY - "$OUT/original.explore" "$OUT/twin.explore" >"$OUT/compare.out" 2>&1 <<'PY'
 import json, sys
@@ -176,8 +166,7 @@ assert chars["feb2"][3] == "org.bluez.Error.NotAuthorized", chars["feb2"]
 assert len(bytes.fromhex(chars["feb4"][2])) == 300, chars["feb4"]
 PY
 status=$?
-check "explore --json of the original and the twin: same services, characteristics, descriptors, flags, values and refusals" \
+check_status "explore --json of the original and the twin: same services, characteristics, descriptors, flags, values and refusals" \
   "$(tail -c 1200 "$OUT/compare.out" | tr '\n' ' ')"
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish_suite

@@ -1,5 +1,79 @@
+# shellcheck shell=bash
 # Shell helpers shared by the lab suites; source it: `source Tests/Lab/common.sh`.
 
+# --- Checks and the last line ----------------------------------------------------------------
+# A check prints one line, "ok   TEXT" or "FAIL TEXT". Tests/Lab/run-all counts the lines that
+# match '^(\[[ab]\] )?ok ' and '^(\[[ab]\] )?(FAIL|not ok)' (scripts/lab two-host adds the
+# "[a] " or "[b] " itself) and reads the suite's status; finish_suite prints the last line,
+# "N passed, M failed", and exits 1 if any check failed. The counters start here.
+# Tests/Lab/selfcheck-helpers.sh checks all of this without a VM.
+passed=0
+failed=0
+
+# With LAB_TIMING_FILE set, ok and fail also append "SECONDS ok|FAIL TEXT" to that file:
+# SECONDS since this file was sourced (to 0.1 s), TEXT on one line; a run then shows where each
+# suite's time goes. Standard output and error stay the same, and a file that cannot be written
+# is skipped silently. A relative name is taken under $LAB_RESULTS when that is set (in the
+# lab: the guest's results directory, which is kept on the host), else under the directory
+# this file was sourced from.
+lab_timing_start=${EPOCHREALTIME//[!0-9]/}
+lab_timing_start=${lab_timing_start:-$((SECONDS * 1000000))}
+lab_timing_file=${LAB_TIMING_FILE-}
+if [[ -n $lab_timing_file && $lab_timing_file != /* ]]; then
+  lab_timing_file=${LAB_RESULTS:-$PWD}/$lab_timing_file
+fi
+
+# time_stamp KIND TEXT...: KIND's line in LAB_TIMING_FILE (see above); nothing without it.
+time_stamp() {
+  [[ -n $lab_timing_file ]] || return 0
+  local kind=$1 now=${EPOCHREALTIME//[!0-9]/} text us
+  shift
+  text=$*
+  now=${now:-$((SECONDS * 1000000))}
+  us=$((now - lab_timing_start))
+  { printf '%d.%d %s %s\n' $((us / 1000000)) $((us / 100000 % 10)) "$kind" "${text//$'\n'/ }" \
+    >>"$lab_timing_file"; } 2>/dev/null
+  return 0
+}
+
+ok() { echo "ok   $*"; time_stamp ok "$*"; passed=$((passed + 1)); }
+fail() { echo "FAIL $*"; time_stamp FAIL "$*"; failed=$((failed + 1)); }
+
+# check DESCRIPTION COMMAND...: ok if COMMAND succeeds, else FAIL (COMMAND's output is its own).
+check() {
+  local what=$1
+  shift
+  if "$@"; then ok "$what"; else fail "$what"; fi
+}
+
+# check_status NAME DETAIL...: ok NAME when $status is 0, else FAIL "NAME: DETAIL". The caller
+# sets the test's status on the line before (`status=$?`): the command substitutions in the
+# arguments would otherwise replace $? before check_status could read it.
+# shellcheck disable=SC2154 # status is the caller's
+check_status() {
+  local name=$1
+  shift
+  if ((status == 0)); then ok "$name"; else fail "$name: $*"; fi
+}
+
+# finish_suite [LABEL]: prints the last line, "[LABEL: ]N passed, M failed", and exits: 1 if any
+# check failed, else 0.
+finish_suite() {
+  echo "${1:+$1: }$passed passed, $failed failed"
+  ((failed == 0))
+  exit
+}
+
+# show FILE [BYTES]: the first BYTES (default 300) of $OUT/FILE on one line, for a check's detail.
+show() { head -c "${2:-300}" "$OUT/$1" 2>/dev/null | tr '\n' ' '; }
+
+# address_of hciN: the controller's address, from LAB_ADDRESSES ("hci0=AA:.. hci1=BB:..").
+address_of() {
+  local pair
+  for pair in ${LAB_ADDRESSES-}; do [[ ${pair%%=*} == "$1" ]] && echo "${pair#*=}"; done
+}
+
+# --- Waiting and reading bluetoothd ----------------------------------------------------------
 # wait_discovering [ADAPTER] [SECONDS]: waits (default hci0, at most 30 s) until the adapter is
 # discovering, i.e. until the scan of the command just started is on. The emulated controller
 # reports an advertiser only at the moment advertising or scanning switches on, and the kernel

@@ -15,16 +15,11 @@ source Tests/Lab/common.sh
 BIN=${1:-${EXAMPLES_BIN:-$PWD/.build/debug}}
 OUT=${LAB_RESULTS:-/tmp}/examples
 mkdir -p "$OUT"
-passed=0
-failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 
 for program in example-heart-rate-peripheral example-heart-rate-central example-transfer; do
   if [[ ! -x $BIN/$program ]]; then
     fail "$BIN/$program is not built (swift build --product $program)"
-    echo "$passed passed, $failed failed"
-    exit 1
+    finish_suite
   fi
 done
 
@@ -178,5 +173,4 @@ else
   fail "transfer: send exit $send_rc; $(head -c 300 "$OUT/transfer-send.err" | tr '\n' ' ')"
 fi
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish_suite

@@ -18,10 +18,8 @@ source Tests/Lab/common.sh
 BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
 OUT=${LAB_RESULTS:-/tmp}/faults
 mkdir -p "$OUT"
-passed=0
-failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+# check DESCRIPTION EXPRESSION: this suite's own check, unlike common.sh's (which runs a
+# command): it evals a shell expression, and FAIL says the description only.
 check() { if eval "$2"; then ok "$1"; else fail "$1"; fi; }
 HCI1_ADDR=00:AA:01:01:00:01
 HCI1_DEV=/org/bluez/hci0/dev_00_AA_01_01_00_01
@@ -445,5 +443,4 @@ lab-bluetoothd start >"$OUT/bus-bluetoothd.log" 2>&1
 check "bus: after the restart, blekit sees the adapters again" \
   "$BLEKIT adapters >$OUT/bus-adapters.out 2>&1 && grep -q hci1 $OUT/bus-adapters.out"
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish_suite

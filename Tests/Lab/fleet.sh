@@ -22,15 +22,6 @@ mkdir -p "$OUT"
 read -r -a IDS <<<"${FLEET_IDS:?}"
 URL=mqtt://${LAB_FORWARDED:?the lab has no --forward}:1883
 WINDOW=5
-passed=0
-failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() { # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then ok "$what"; else fail "$what"; fi
-}
 advertise() { # advertise ID SECONDS
   "$BLEKIT" advertise -a hci1 --message x --no-service-uuid --manufacturer "0xFFFF:0210$1" \
     --timeout "$2" >>"$OUT/advertise.log" 2>&1
@@ -86,5 +77,4 @@ if [[ $ROLE == a ]]; then
   check "mqtts:// without the CA: exit 14, one line naming the failed verification ($rc: $(head -c 200 "$OUT/scan-untrusted.err"))" \
     sh -c "test $rc = 14 && test \$(wc -l <'$OUT/scan-untrusted.err') = 1 && grep -q 'certificate verify failed' '$OUT/scan-untrusted.err'"
 fi
-echo "fleet host $ROLE: $passed passed, $failed failed"
-((failed == 0))
+finish_suite "fleet host $ROLE"

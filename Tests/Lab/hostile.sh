@@ -37,20 +37,7 @@ mkdir -p "$OUT"
 export PYTHONPATH=${LAB_PYLIB:-$PWD/.build-lab/pylib}
 PEER_ADDRESS=C0:FF:EE:00:10:01
 CONTROL=$OUT/control
-passed=0
-failed=0
 
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() { # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then ok "$what"; else fail "$what"; fi
-}
-address_of() { # address_of hciN: from LAB_ADDRESSES
-  local pair
-  for pair in ${LAB_ADDRESSES-}; do [[ ${pair%%=*} == "$1" ]] && echo "${pair#*=}"; done
-}
 HCI1=$(address_of hci1)
 
 # forget_peer: removes the peer from hci0's bluetoothd (and its GATT cache), so the next
@@ -376,5 +363,4 @@ wait "$peer" 2>/dev/null
 echo "# the suite took $((SECONDS - started)) s"
 echo "# bluetoothd died ${#BLUETOOTHD_DEATHS[@]} times: ${BLUETOOTHD_DEATHS[*]}"
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish_suite

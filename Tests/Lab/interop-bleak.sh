@@ -40,9 +40,6 @@ case ${LAB_HOST:-} in
     exit 0
     ;;
   a)
-    passed=0 failed=0
-    ok() { echo "ok   $*"; passed=$((passed + 1)); }
-    fail() { echo "FAIL $*"; failed=$((failed + 1)); }
     /usr/bin/python3 Tests/Lab/bleak-peer.py central --adapter hci0 --expect "$OUT/message" \
       --trials "$TRIALS" --timeout 30 --ready "$SHARED/a-scanning" >"$OUT/bleak.txt" 2>"$OUT/bleak.err"
     : >"$SHARED/a-done"
@@ -58,8 +55,7 @@ case ${LAB_HOST:-} in
     else
       fail "bleak central: $(tail -1 "$OUT/bleak.txt") (want $TRIALS/$TRIALS)"
     fi
-    echo "$passed passed, $failed failed"
-    ((failed == 0))
+    finish_suite
     ;;
   *)
     echo "run me with scripts/lab two-host (LAB_HOST must be a or b)" >&2

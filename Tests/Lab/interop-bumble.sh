@@ -27,25 +27,12 @@ OUT=${LAB_RESULTS:-/tmp}/interop-bumble
 mkdir -p "$OUT"
 export PYTHONPATH=${LAB_PYLIB:-$PWD/.build-lab/pylib}
 PEER=(/usr/bin/python3 Tests/Lab/bumble-peer.py)
-passed=0
-failed=0
 SENSOR=C0:FF:EE:00:00:01
 TRANSFER=E20A39F4-73F5-4BC4-A12F-17D1AD07A961
 LONG_CHAR=6E7A0003-5D3B-4C1E-9A0B-1A2B3C4D5E6F
 PER_READ_CHAR=6E7A0004-5D3B-4C1E-9A0B-1A2B3C4D5E6F
 INDICATE_CHAR=6E7A0002-5D3B-4C1E-9A0B-1A2B3C4D5E6F
 
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() { # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then ok "$what"; else fail "$what"; fi
-}
-address_of() { # address_of hciN: from LAB_ADDRESSES
-  local pair
-  for pair in ${LAB_ADDRESSES-}; do [[ ${pair%%=*} == "$1" ]] && echo "${pair#*=}"; done
-}
 HCI1=$(address_of hci1)
 
 # start_peer NAME ARGS...: a bumble-peer.py process in the background (PEER_PID), its output
@@ -225,5 +212,4 @@ if [[ ${INTEROP_PAIRING:-1} == 1 ]]; then
   wait "$ADV" 2>/dev/null
 fi
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish_suite

@@ -24,10 +24,6 @@ HCI0_DEV=/org/bluez/hci0/dev_${PERIPHERAL//:/_}
 # (docs/l2cap.md).
 FAST=/tmp/l2cap-out
 mkdir -p "$FAST"
-passed=0
-failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 # known: bluetoothd on hci0 knows the peripheral (receive --from connects without a scan).
 known() {
   busctl --system introspect org.bluez "/org/bluez/hci0/dev_${PERIPHERAL//:/_}" >/dev/null 2>&1
@@ -375,5 +371,4 @@ else
 fi
 
 echo "l2cap: $passed passed, $failed failed"
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish_suite

@@ -12,7 +12,7 @@
 # "a" and "b" exit 0 when every check passed, else 1.
 
 set -uo pipefail
-# wait_for, prop
+# wait_for, prop, time_stamp
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 RESULTS_FILE=$LAB_RESULTS/selftest.txt
@@ -22,8 +22,13 @@ FIFOS=$(mktemp -d /run/lab-selftest.XXXXXX)
 mkdir -p "$WORK"
 FAILED=0
 
-ok() { printf 'ok - %s\n' "$1" | tee -a "$RESULTS_FILE"; }
+# This suite's own ok, not_ok and check, in place of common.sh's: TAP-like lines ("ok - NAME",
+# "not ok - NAME: WHY") also kept in $RESULTS_FILE, which the host's run-lab-selftests.sh
+# counts; FAILED is a flag (the script's status), and check keeps COMMAND's output for the
+# not-ok line.
+ok() { time_stamp ok "$1"; printf 'ok - %s\n' "$1" | tee -a "$RESULTS_FILE"; }
 not_ok() {
+  time_stamp FAIL "$1: $2"
   printf 'not ok - %s: %s\n' "$1" "$2" | tee -a "$RESULTS_FILE"
   FAILED=1
 }
@@ -48,7 +53,9 @@ device_path() {
   printf '/org/bluez/%s/dev_%s\n' "$1" "${2//:/_}"
 }
 
-# address_of ADAPTER: from LAB_ADDRESSES ("hci0=AA:.. hci1=BB:..").
+# address_of ADAPTER: from LAB_ADDRESSES ("hci0=AA:.. hci1=BB:.."). Kept in place of
+# common.sh's, which prints nothing for an unset LAB_ADDRESSES: this one fails on it (set -u),
+# as a self-test of the lab's environment should.
 address_of() {
   local pair
   for pair in $LAB_ADDRESSES; do

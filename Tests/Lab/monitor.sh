@@ -15,21 +15,12 @@ source Tests/Lab/common.sh
 BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
 OUT=${LAB_RESULTS:-/tmp}/monitor
 mkdir -p "$OUT"
-passed=0
-failed=0
 HCI1=00:AA:01:01:00:01
 ID1=0102030405060708090a0b0c0d0e0f10
 ID2=a1a2a3a4a5a6a7a8a9aaabacadaeafb0
 WINDOW=5
 READ_CHAR=8eaae4b3-b2e1-4d09-b847-f21676e24277
 
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() { # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then ok "$what"; else fail "$what"; fi
-}
 
 discovering() { [[ $(prop "/org/bluez/$1" org.bluez.Adapter1 Discovering) == "boolean true" ]]; }
 powered() { [[ $(prop "/org/bluez/$1" org.bluez.Adapter1 Powered) == "boolean true" ]]; }
@@ -258,5 +249,4 @@ check "bluetoothd gone mid-run: summary, then exit 4 (exit $rc: $(cat "$OUT/gone
   bash -c "[[ $rc == 4 ]] && grep -q '\"type\":\"summary\"' '$OUT/gone.out' && grep -q bluetoothd '$OUT/gone.err'"
 lab-bluetoothd start >/dev/null 2>&1
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish_suite

@@ -30,16 +30,7 @@ mkdir -p "$OUT"
 export PYTHONPATH=${LAB_PYLIB:-$PWD/.build-lab/pylib}
 PEER=(/usr/bin/python3 Tests/Lab/bumble-peer.py)
 ADDRESS=C0:FF:EE:00:20:01
-passed=0
-failed=0
 
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() { # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then ok "$what"; else fail "$what"; fi
-}
 
 uuid() { echo "6e7a01$1$2-5d3b-4c1e-9a0b-1a2b3c4d5e6f"; } # uuid KIND QUIRK
 KIND_NAMES=([1]="notify" [2]="indicate" [3]="notify+indicate flags, indications sent")
@@ -195,5 +186,4 @@ sed 's/^/# secure peer: /' "$OUT/secure-peer.log" | grep -v 'WARNING' | head -40
 # unconfirmed (ATT allows one at a time); such a case did not test the quirk.
 deferred=$(grep -c '^deferred' "$OUT/peer.log")
 ((deferred == 0)) || echo "# $deferred early indication(s) were deferred by the peer (see $OUT/peer.log)"
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish_suite

@@ -16,6 +16,7 @@
 # the script ends with "N passed, M failed" and exits 1 if any failed.
 set -u
 cd "$(dirname "$0")/../.."
+source Tests/Lab/common.sh
 BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
 HOST=${LAB_HOST:?run this inside scripts/lab two-host}
 SHARED=${LAB_SHARED:?run this inside scripts/lab two-host}
@@ -24,19 +25,9 @@ mkdir -p "$OUT"
 A_ADDRESS=00:AA:01:00:00:00
 B_ADDRESS=00:AA:01:01:00:42
 B_NAME=blekit-pair-b
-passed=0
-failed=0
-
-ok() {
-  echo "ok   $*"
-  passed=$((passed + 1))
-}
-fail() {
-  echo "FAIL $*"
-  failed=$((failed + 1))
-}
-
-# wait_for SECONDS COMMAND...: polls COMMAND every 0.2 s until it succeeds or time runs out.
+# wait_for SECONDS COMMAND...: polls COMMAND every 0.2 s, at most SECONDS * 5 times. Kept here in
+# place of common.sh's wait_for, which stops after SECONDS of wall-clock time: this one counts
+# tries, so a slow COMMAND makes it wait longer; swapping it would change this suite's waits.
 wait_for() {
   local limit=$(($1 * 5)) tries=0
   shift
@@ -53,12 +44,6 @@ device_property() {
   reply=$(busctl --system get-property org.bluez "$path" org.bluez.Device1 "$2" 2>/dev/null) \
     || { echo absent; return; }
   echo "${reply#b }"
-}
-
-finish() {
-  echo "pairing ($HOST): $passed passed, $failed failed"
-  ((failed == 0))
-  exit
 }
 
 # no_bond_file LOCAL PEER: true when bluetoothd stored no keys for PEER (a failed Pair leaves
@@ -168,7 +153,7 @@ if [[ $HOST == b ]]; then
   else
     fail "an advertisement is still registered"
   fi
-  finish
+  finish_suite "pairing ($HOST)"
 fi
 
 # --- host A: the central -----------------------------------------------------------------------
@@ -432,4 +417,4 @@ revive_bluetoothd "after the refused AcquireNotify" \
   || echo "note: bluetoothd survived dropping the device after the refused AcquireNotify"
 
 echo done >"$SHARED/a-done"
-finish
+finish_suite "pairing ($HOST)"

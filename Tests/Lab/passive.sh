@@ -20,20 +20,11 @@ source Tests/Lab/common.sh
 BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
 OUT=${LAB_RESULTS:-/tmp}/passive
 mkdir -p "$OUT"
-passed=0
-failed=0
 HCI1=00:AA:01:01:00:01
 ID1=0102030405060708090a0b0c0d0e0f10
 SERVICE=b5b2a3c4-7f1e-4c55-9d5e-7a0c1f2e3d41
 
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
 absent() { ! grep -q "$@"; } # absent PATTERN FILE
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() { # check DESCRIPTION COMMAND...
-  local what=$1
-  shift
-  if "$@"; then ok "$what"; else fail "$what"; fi
-}
 
 # advertise SECONDS ARGS...: blekit advertise on hci1 for a window (the transfer service's
 # message is irrelevant here).
@@ -260,5 +251,4 @@ check "... and prints nothing, having started no discovery" \
   2>"$OUT/refused-monitor.err"
 check "monitor --passive without -E exits 15 too" test "$?" -eq 15
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish_suite

@@ -14,14 +14,11 @@
 # Prints "ok" or "FAIL" per check, then "N passed, M failed"; exits 1 if any failed.
 set -u
 cd "$(dirname "$0")/../.."
+source Tests/Lab/common.sh
 BLEKIT=${BLEKIT:-$PWD/.build/debug/blekit}
 CENTRAL=(/usr/bin/python3 "$PWD/Tests/Lab/peripheral-central.py")
 OUT=${LAB_RESULTS:-/tmp}/per-central
 mkdir -p "$OUT"
-passed=0
-failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 
 echo "# bluetoothd $(/usr/libexec/bluetooth/bluetoothd --version), Debian ${LAB_DEBIAN:-12}"
 # 128 KiB: long enough that the second central subscribes while the first one's message is
@@ -63,5 +60,4 @@ for side in a b; do
   fi
 done
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish_suite

@@ -16,10 +16,6 @@ BLEKIT=${1:-${BLEKIT:-$PWD/.build-server/bin/blekit}}
 CENTRAL=(/usr/bin/python3 "$PWD/Tests/Lab/peripheral-central.py")
 OUT=${LAB_RESULTS:-/tmp}/peripheral
 mkdir -p "$OUT"
-failures=0
-
-ok() { echo "ok   $*"; }
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
 
 # Starts `blekit advertise ARGS...` on hci1 in the background; sets ADV_PID.
 start_advertise() {
@@ -181,8 +177,10 @@ if command -v lab-bluetoothd >/dev/null; then
   lab-bluetoothd start && lab-bluetoothd wait >/dev/null 2>&1
 fi
 
-if ((failures > 0)); then
-  echo "peripheral-smoke: $failures failed"
+# Its own last lines, not finish_suite's "N passed, M failed" (run-all counts the ok and FAIL
+# lines, not these).
+if ((failed > 0)); then
+  echo "peripheral-smoke: $failed failed"
   exit 1
 fi
 echo "peripheral-smoke: all passed"

@@ -18,14 +18,19 @@
 set -uo pipefail
 
 CHECKOUT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# For time_stamp (LAB_TIMING_FILE); ok and not_ok are this script's own, below.
+source "$CHECKOUT/Tests/Lab/common.sh"
 LAB="$CHECKOUT/scripts/lab"
 RUN_ROOT="$CHECKOUT/results/lab-selftests-$(date -u +%Y%m%d-%H%M%S)-$$"
 EXTRA=("$@")
 PASSED=0
 FAILED=0
 
-ok() { printf 'ok - %s\n' "$1"; PASSED=$((PASSED + 1)); }
-not_ok() { printf 'not ok - %s: %s\n' "$1" "$2"; FAILED=$((FAILED + 1)); }
+# TAP-like lines, "ok - NAME" and "not ok - NAME: WHY", in place of common.sh's ok and fail:
+# the guest half (lab-selftest-guest.sh) writes the same kind, which count_guest_results folds
+# into these counters.
+ok() { printf 'ok - %s\n' "$1"; time_stamp ok "$1"; PASSED=$((PASSED + 1)); }
+not_ok() { printf 'not ok - %s: %s\n' "$1" "$2"; time_stamp FAIL "$1: $2"; FAILED=$((FAILED + 1)); }
 
 # expect NAME COMMAND...: ok if COMMAND succeeds.
 expect() {

@@ -35,21 +35,6 @@ PY=/usr/bin/python3
 B_ADDRESS=00:AA:01:01:00:42
 export PYTHONPATH=${LAB_PYLIB:-$PWD/.build-lab/pylib}
 mkdir -p "$OUT"
-passed=0
-failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
-check() {
-  local name=$1
-  shift
-  if ((status == 0)); then ok "$name"; else fail "$name: $*"; fi
-}
-show() { head -c "${2:-300}" "$OUT/$1" 2>/dev/null | tr '\n' ' '; }
-finish() {
-  echo "$passed passed, $failed failed"
-  ((failed == 0))
-  exit
-}
 
 # ---------------------------------------------------------------------------------------------
 # Host B: the server.
@@ -98,7 +83,7 @@ host_b() {
     [[ $RC == 2 && ! -s $OUT/$bad.out && $(wc -l <"$OUT/$bad.err") == 1 ]] \
       && grep -q "$OUT/$bad.json: $want" "$OUT/$bad.err"
     status=$?
-    check "bad profile ($bad) refused before the bus: exit 2, $(cat "$OUT/$bad.err")" \
+    check_status "bad profile ($bad) refused before the bus: exit 2, $(cat "$OUT/$bad.err")" \
       "exit $RC: $(show "$bad.err")"
   done
 
@@ -106,29 +91,29 @@ host_b() {
   serve_phase hr profiles/heart-rate.json
   [[ $RC == 0 ]]
   status=$?
-  check "serve heart-rate: exit 0 on SIGTERM" "exit $RC: $(show hr.err)"
+  check_status "serve heart-rate: exit 0 on SIGTERM" "exit $RC: $(show hr.err)"
   events hr 'of("serving") and len(of("connected")) >= 2 and of("disconnected")'
   status=$?
-  check "serve --json: serving; centrals connected (bleak's, blekit's) and disconnected" \
+  check_status "serve --json: serving; centrals connected (bleak's, blekit's) and disconnected" \
     "$(show hr.jsonl 400)"
   events hr 'any(e["central"] and e["central"].count(":") == 5 and isinstance(e["mtu"], int) and e["mtu"] >= 23 and e["link"] == "LE" for e in of("read", characteristic="2a38"))'
   status=$?
-  check "serve --json: a read of 2a38 names the central's address, its MTU and the LE link" \
+  check_status "serve --json: a read of 2a38 names the central's address, its MTU and the LE link" \
     "$(grep '"read"' "$OUT/hr.jsonl" | head -2 | tr '\n' ' ')"
   events hr 'len([e for e in of("write", characteristic="2a39") if e["hex"] == "01" and e["central"] and isinstance(e["mtu"], int) and not e["withoutResponse"]]) >= 2'
   status=$?
-  check "serve --json: the writes of 01 to 2a39 (bleak's, blekit's), with the central and MTU" \
+  check_status "serve --json: the writes of 01 to 2a39 (bleak's, blekit's), with the central and MTU" \
     "$(grep '"write"' "$OUT/hr.jsonl" | head -2 | tr '\n' ' ')"
   events hr 'len(of("notified", characteristic="2a37")) >= 5 and len(of("subscribed", characteristic="2a37")) >= 2 and len(of("unsubscribed", characteristic="2a37")) >= 2'
   status=$?
-  check "serve --json: 2a37 subscribed, notified every second, unsubscribed (twice)" \
+  check_status "serve --json: 2a37 subscribed, notified every second, unsubscribed (twice)" \
     "$(grep -c notified "$OUT/hr.jsonl") notified"
 
   # --- indications ----------------------------------------------------------------------------
   serve_phase thermo profiles/health-thermometer.json
   events thermo 'len(of("confirmed", characteristic="2a1c")) >= 2'
   status=$?
-  check "serve health-thermometer: exit $RC, $(grep -c '"confirmed"' "$OUT/thermo.jsonl") indications on 2a1c confirmed" \
+  check_status "serve health-thermometer: exit $RC, $(grep -c '"confirmed"' "$OUT/thermo.jsonl") indications on 2a1c confirmed" \
     "$(show thermo.jsonl 500) $(show thermo.err)"
 
   # --- Nordic UART: standard input notified, writes on standard output -------------------------
@@ -144,7 +129,7 @@ host_b() {
   printf 'hello from Astream line 1\nstream line 2\n' >"$OUT/uart.expected"
   cmp -s "$OUT/uart.expected" "$OUT/uart.out"
   status=$?
-  check "serve nordic-uart: A's write request, then its write commands, came out on standard output exactly (exit $RC)" \
+  check_status "serve nordic-uart: A's write request, then its write commands, came out on standard output exactly (exit $RC)" \
     "got '$(show uart.out)' $(show uart.err)"
 
   # --- the other bundled profiles, explored by A -----------------------------------------------
@@ -153,11 +138,11 @@ host_b() {
     serve_phase "$profile" "profiles/$profile.json"
     events "$profile" 'of("connected")'
     status=$?
-    check "serve $profile: exit $RC, served to host A" "$(show "$profile.err")"
+    check_status "serve $profile: exit $RC, served to host A" "$(show "$profile.err")"
     if [[ $profile == environmental-sensing ]]; then
       events "$profile" '[e["hex"].replace(" ", "") for e in of("write", characteristic="2a6e", descriptor="290d")] == ["013c0000"]'
       status=$?
-      check "serve environmental-sensing: A's write to descriptor 290d of 2a6e reported" \
+      check_status "serve environmental-sensing: A's write to descriptor 290d of 2a6e reported" \
         "$(grep '"write"' "$OUT/$profile.jsonl" | head -2 | tr '\n' ' ')"
     fi
   done
@@ -174,7 +159,7 @@ host_b() {
   serve_phase unruly "$OUT/unruly.json"
   [[ $RC == 0 ]] && grep -q "did not finish within 10 s" "$OUT/unruly.err"
   status=$?
-  check "serve unruly: exit 0 on SIGTERM; the hanging command was stopped at 10 s" \
+  check_status "serve unruly: exit 0 on SIGTERM; the hanging command was stopped at 10 s" \
     "exit $RC: $(show unruly.err 500)"
   local pid alive=()
   for pid in $(cat "$pids"); do
@@ -184,10 +169,10 @@ host_b() {
   done
   [[ $(wc -w <"$pids") -ge 4 && ${#alive[@]} == 0 ]]
   status=$?
-  check "serve unruly: no command, nor what it started, outlived its read or blekit ($(wc -w <"$pids") pids)" \
+  check_status "serve unruly: no command, nor what it started, outlived its read or blekit ($(wc -w <"$pids") pids)" \
     "alive: ${alive[*]}"
   for pid in $(cat "$pids"); do kill -KILL "$pid" 2>/dev/null; done
-  finish
+  finish_suite
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -237,7 +222,7 @@ host_a() {
     && grep -qE "^notified-2a37 00[0-9a-f]{2} 00[0-9a-f]{2} 00[0-9a-f]{2}$" "$OUT/bleak-hr.out" \
     && grep -qx "wrote-2a39 01" "$OUT/bleak-hr.out" && ((RC == 0))
   status=$?
-  check "bleak $version: reads 2a38 and 2a29, gets 3 notifications of 2a37, writes 2a39" \
+  check_status "bleak $version: reads 2a38 and 2a29, gets 3 notifications of 2a37, writes 2a39" \
     "exit $RC: $(show bleak-hr.out 500) $(show bleak-hr.err)"
   echo "# bleak's turn took $((SECONDS - start)) s"
 
@@ -247,7 +232,7 @@ host_a() {
   [[ $RC == 0 ]] && json_check hr.out \
     'char("180d","2a37")["value"] is None and "notify" in char("180d","2a37")["flags"] and char("180d","2a38")["value"] == "01" and "write" in char("180d","2a39")["flags"] and char("180a","2a29")["value"] == "blekit".encode().hex()'
   status=$?
-  check "explore: heart rate service (2a37 notify, 2a38 = 01, 2a39 write) and 2a29 = blekit" \
+  check_status "explore: heart rate service (2a37 notify, 2a38 = 01, 2a39 write) and 2a29 = blekit" \
     "exit $RC: $(show hr.err) $(show hr.out 500)"
   "$BLEKIT" notify "$B_ADDRESS" 2a37 --count 3 --timeout 30 >"$OUT/notify.out" 2>"$OUT/notify.err"
   RC=$?
@@ -259,13 +244,13 @@ bpm = [int(v[2:], 16) for v in values]
 assert all(60 <= b <= 90 for b in bpm) and all(b - a in (1, -30) for a, b in zip(bpm, bpm[1:])), bpm
 PY
   status=$?
-  check "notify 2a37 --count 3: three heart rate measurements, counting up ($(show notify.out))" \
+  check_status "notify 2a37 --count 3: three heart rate measurements, counting up ($(show notify.out))" \
     "exit $RC: $(show notify.out) $(show notify.err)"
   "$BLEKIT" write "$B_ADDRESS" 2a39 01 >"$OUT/write.out" 2>"$OUT/write.err"
   RC=$?
   [[ $RC == 0 ]]
   status=$?
-  check "write 2a39 01 (control point, with response)" "exit $RC: $(show write.err)"
+  check_status "write 2a39 01 (control point, with response)" "exit $RC: $(show write.err)"
   end_phase hr
   echo "# heart rate took $((SECONDS - start)) s"
 
@@ -275,14 +260,14 @@ PY
   RC=$?
   [[ $RC == 0 && $(wc -l <"$OUT/thermo.out") == 2 ]] && grep -qE '^00[0-9a-f]{6}ff$' "$OUT/thermo.out"
   status=$?
-  check "notify on an indicate characteristic (2a1c): 2 temperature measurements ($(show thermo.out))" \
+  check_status "notify on an indicate characteristic (2a1c): 2 temperature measurements ($(show thermo.out))" \
     "exit $RC: $(show thermo.out) $(show thermo.err)"
   "$BLEKIT" explore "$B_ADDRESS" --json --timeout 60 >"$OUT/thermo-explore.out" 2>"$OUT/thermo-explore.err"
   RC=$?
   [[ $RC == 0 ]] && json_check thermo-explore.out \
     '"indicate" in char("1809","2a1c")["flags"] and char("1809","2a1d")["value"] == "02"'
   status=$?
-  check "explore health-thermometer: 2a1c indicate, 2a1d = 02 (body)" \
+  check_status "explore health-thermometer: 2a1c indicate, 2a1d = 02 (body)" \
     "exit $RC: $(show thermo-explore.err) $(show thermo-explore.out 500)"
   end_phase thermo
 
@@ -293,14 +278,14 @@ PY
   RC=$?
   [[ $RC == 0 ]] && grep -qE '^uart line [0-9]+$' "$OUT/uart.out" && [[ $(wc -l <"$OUT/uart.out") == 2 ]]
   status=$?
-  check "nordic-uart: lines of B's standard input arrive as notifications ($(show uart.out))" \
+  check_status "nordic-uart: lines of B's standard input arrive as notifications ($(show uart.out))" \
     "exit $RC: $(show uart.out) $(show uart.err)"
   "$BLEKIT" write "$B_ADDRESS" 6e400002-b5a3-f393-e0a9-e50e24dcca9e --text "hello from A" \
     >"$OUT/uart-write.out" 2>"$OUT/uart-write.err"
   RC=$?
   [[ $RC == 0 ]]
   status=$?
-  check "nordic-uart: write to RX" "exit $RC: $(show uart-write.err)"
+  check_status "nordic-uart: write to RX" "exit $RC: $(show uart-write.err)"
   # Standard input as write commands through AcquireWrite's socket.
   printf 'stream line 1\nstream line 2\n' |
     "$BLEKIT" write "$B_ADDRESS" 6e400002-b5a3-f393-e0a9-e50e24dcca9e --stdin --without-response \
@@ -308,7 +293,7 @@ PY
   RC=$?
   [[ $RC == 0 ]] && [[ ! -s "$OUT/uart-stream.out" ]]
   status=$?
-  check "nordic-uart: write --stdin --without-response (AcquireWrite)" \
+  check_status "nordic-uart: write --stdin --without-response (AcquireWrite)" \
     "exit $RC: $(show uart-stream.err)"
   sleep 1
   end_phase uart
@@ -326,7 +311,7 @@ PY
     RC=$?
     [[ $RC == 0 ]] && json_check "$profile.out" "$condition"
     status=$?
-    check "explore $profile: its characteristics with their values and descriptors" \
+    check_status "explore $profile: its characteristics with their values and descriptors" \
       "exit $RC: $(show "$profile.err") $(show "$profile.out" 600)"
     if [[ $profile == environmental-sensing ]]; then
       # A writable descriptor (ES Trigger Setting, 0x290D): written, then read back.
@@ -334,14 +319,14 @@ PY
         2>"$OUT/desc-write.err"
       RC=$?
       status=$RC
-      check "write 2a6e --descriptor 290d 013c0000 (a descriptor write request)" \
+      check_status "write 2a6e --descriptor 290d 013c0000 (a descriptor write request)" \
         "exit $RC: $(show desc-write.err)"
       "$BLEKIT" read "$B_ADDRESS" 2a6e --descriptor 290d >"$OUT/desc-read.out" \
         2>"$OUT/desc-read.err"
       RC=$?
       [[ $RC == 0 && $(cat "$OUT/desc-read.out") == 013c0000 ]]
       status=$?
-      check "read 2a6e --descriptor 290d: the value written (exit $RC: $(show desc-read.out))" \
+      check_status "read 2a6e --descriptor 290d: the value written (exit $RC: $(show desc-read.out))" \
         "$(show desc-read.err)"
     fi
     end_phase "$profile"
@@ -356,7 +341,7 @@ PY
   local took=$((SECONDS - began))
   ((RC != 0 && took < 25))
   status=$?
-  check "read ffe1 (a command that hangs): refused with an ATT error (exit $RC) after $took s" \
+  check_status "read ffe1 (a command that hangs): refused with an ATT error (exit $RC) after $took s" \
     "$(show unruly.out) $(show unruly.err)"
   began=$SECONDS
   "$BLEKIT" read "$B_ADDRESS" ffe2 --raw --timeout 60 >"$OUT/unruly-yes.out" 2>"$OUT/unruly-yes.err"
@@ -365,7 +350,7 @@ PY
   ((RC == 0)) && [[ $(head -c 5 "$OUT/unruly-yes.out") == $'y\ny\ny' ]] \
     && (($(wc -c <"$OUT/unruly-yes.out") >= 500 && $(wc -c <"$OUT/unruly-yes.out") <= 512))
   status=$?
-  check "read ffe2 (a command that writes forever): $(wc -c <"$OUT/unruly-yes.out") bytes in $((SECONDS - began)) s" \
+  check_status "read ffe2 (a command that writes forever): $(wc -c <"$OUT/unruly-yes.out") bytes in $((SECONDS - began)) s" \
     "exit $RC: $(show unruly-yes.err)"
   # A read left hanging while B stops: blekit's exit must take the command with it.
   "$BLEKIT" read "$B_ADDRESS" ffe1 --timeout 60 >/dev/null 2>&1 &
@@ -374,7 +359,7 @@ PY
   end_phase unruly
   wait "$reader"
   echo "# host A's phases took $((SECONDS - start)) s"
-  finish
+  finish_suite
 }
 
 case ${LAB_HOST:-} in

@@ -47,8 +47,6 @@ case ${LAB_HOST:-} in
     exit "$rc"
     ;;
   a)
-    passed=0
-    failed=0
     "$BLEKIT" receive --timeout 120 >"$OUT/received.txt" 2>"$OUT/receive.err" &
     receiver=$!
     wait_discovering hci0 30
@@ -57,11 +55,9 @@ case ${LAB_HOST:-} in
     rc=$?
     cat "$OUT/receive.err" >&2
     if ((rc == 0)) && cmp -s <(printf '%s' "$message") "$OUT/received.txt"; then
-      echo "ok   host A printed exactly host B's message ($(printf '%s' "$message" | wc -c) bytes)"
-      passed=$((passed + 1))
+      ok "host A printed exactly host B's message ($(printf '%s' "$message" | wc -c) bytes)"
     else
-      echo "FAIL receive exit $rc; got $(head -c 200 "$OUT/received.txt")"
-      failed=$((failed + 1))
+      fail "receive exit $rc; got $(head -c 200 "$OUT/received.txt")"
     fi
     # /tmp, not the 9p results directory: the receiver should not wait on the host's disk.
     "$BLEKIT" receive --l2cap --timeout 120 >/tmp/l2cap-1m.out 2>"$OUT/receive-l2cap.err" &
@@ -73,14 +69,11 @@ case ${LAB_HOST:-} in
     rc=$?
     cat "$OUT/receive-l2cap.err" >&2
     if ((rc == 0)) && cmp -s "$L2CAP_FILE" /tmp/l2cap-1m.out; then
-      echo "ok   receive --l2cap: host B's 1 MiB arrived byte-exact over an L2CAP channel ($((SECONDS - started)) s with the scan)"
-      passed=$((passed + 1))
+      ok "receive --l2cap: host B's 1 MiB arrived byte-exact over an L2CAP channel ($((SECONDS - started)) s with the scan)"
     else
-      echo "FAIL receive --l2cap exit $rc, $(stat -c %s /tmp/l2cap-1m.out) bytes: $(head -c 300 "$OUT/receive-l2cap.err" | tr '\n' ' ')"
-      failed=$((failed + 1))
+      fail "receive --l2cap exit $rc, $(stat -c %s /tmp/l2cap-1m.out) bytes: $(head -c 300 "$OUT/receive-l2cap.err" | tr '\n' ' ')"
     fi
-    echo "$passed passed, $failed failed"
-    ((failed == 0))
+    finish_suite
     ;;
   *)
     echo "run me with scripts/lab two-host (LAB_HOST must be a or b)" >&2

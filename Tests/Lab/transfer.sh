@@ -15,10 +15,6 @@ source Tests/Lab/common.sh
 BLEKIT=${1:-${BLEKIT:-$PWD/.build/debug/blekit}}
 OUT=${LAB_RESULTS:-/tmp}/transfer
 mkdir -p "$OUT"
-passed=0
-failed=0
-ok() { echo "ok   $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
 
 # exchange NAME FILE [RECEIVE-ARGS...]: advertise FILE once on hci1 (with $ADV_ARGS), receive
 # it on hci0 into $OUT/NAME.out (stdout, a file). Sets RC (receive's status) and TOOK.
@@ -322,5 +318,4 @@ lab-bluetoothd stop >/dev/null 2>&1
 expect bluetoothd-absent 4 receive --timeout 5
 lab-bluetoothd start >/dev/null 2>&1
 
-echo "$passed passed, $failed failed"
-((failed == 0))
+finish_suite
