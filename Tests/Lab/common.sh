@@ -13,14 +13,14 @@ failed=0
 # With LAB_TIMING_FILE set, ok and fail also append "SECONDS ok|FAIL TEXT" to that file:
 # SECONDS since this file was sourced (to 0.1 s), TEXT on one line; a run then shows where each
 # suite's time goes. Standard output and error stay the same, and a file that cannot be written
-# is skipped silently. A relative name is taken under $LAB_RESULTS when that is set (in the
-# lab: the guest's results directory, which is kept on the host), else under the directory
-# this file was sourced from.
+# is skipped silently. A relative name is taken under $LAB_RESULTS (in the lab: the guest's
+# results directory, which is kept on the host); without LAB_RESULTS (a script on the host, such
+# as the selftests' driver) a relative name stamps nothing, so no file lands in the checkout.
 lab_timing_start=${EPOCHREALTIME//[!0-9]/}
 lab_timing_start=${lab_timing_start:-$((SECONDS * 1000000))}
 lab_timing_file=${LAB_TIMING_FILE-}
 if [[ -n $lab_timing_file && $lab_timing_file != /* ]]; then
-  lab_timing_file=${LAB_RESULTS:-$PWD}/$lab_timing_file
+  lab_timing_file=${LAB_RESULTS:+$LAB_RESULTS/$lab_timing_file}
 fi
 
 # time_stamp KIND TEXT...: KIND's line in LAB_TIMING_FILE (see above); nothing without it.
