@@ -109,6 +109,11 @@ PY
 )
 echo "advertise's bus name: ${owner:-none}"
 char=/org/blekit/app0/service0/char0
+# The calls below need advertise's objects on the bus, which start_advertise's pause does not
+# promise: in one Debian 13 run at load 13, WriteValue met no object yet (libdbus's "doesn't
+# exist") and ReadValue, a moment later, was refused as it should be. Wait for the export.
+wait_for 30 bash -c "busctl --system introspect '$owner' '$char' org.bluez.GattCharacteristic1 \
+  2>/dev/null | grep -q WriteValue" || echo "# $char not exported by ${owner:-none} after 30 s"
 for call in \
   "WriteValue aya{sv} 2 104 105 0" \
   "ReadValue a{sv} 0" \
