@@ -70,6 +70,28 @@ import Testing
     #expect(ScanOptions(manufacturerIDs: [1], mode: .passive).advertisementMonitors.count == 1)
   }
 
+  @Test func aServiceFilterMatchedByBluetoothdAlsoCarriesTheFlagsPatterns() throws {
+    // BlueZ 5.69+ matches service patterns against nothing useful when it matches itself
+    // (bluez/bluez#652): the flags patterns let the scan's own filter decide.
+    let service = BluetoothUUID(uint16: 0x180D)
+    let options = ScanOptions(
+      services: [service], rssi: try RSSIFilter(minimum: -70), mode: .passive)
+    let flags = ScanOptions(mode: .passive).monitorPatterns
+    let bySoftware = options.advertisementMonitors(matchedByBluetoothd: true)
+    #expect(bySoftware.flatMap(\.patterns) == options.monitorPatterns + flags)
+    #expect(bySoftware.map(\.patterns.count) == [7, 7, 5])
+    #expect(bySoftware.allSatisfy { $0.rssiHighThreshold == -70 })
+    // A controller that matches the raw advertisement gets the service's patterns only.
+    #expect(
+      options.advertisementMonitors(matchedByBluetoothd: false).flatMap(\.patterns)
+        == options.monitorPatterns)
+    // Without a service filter nothing changes.
+    let company = ScanOptions(manufacturerIDs: [0xFFFF], mode: .passive)
+    #expect(
+      company.advertisementMonitors(matchedByBluetoothd: true).flatMap(\.patterns)
+        == company.monitorPatterns)
+  }
+
   @Test func everyMonitorCarriesTheRSSISettings() throws {
     let services = (0..<6).map { BluetoothUUID(uint16: 0x1800 + UInt16($0)) }
     let options = ScanOptions(

@@ -79,6 +79,26 @@ extension ScanOptions {
     }
   }
 
+  /// The monitors for an adapter whose matching bluetoothd does itself (no
+  /// `controller-patterns` in the manager's `SupportedFeatures`). From BlueZ 5.69 on
+  /// (bluez/bluez#652, #901, #2110; seen with 5.82), bluetoothd's own matcher compares a
+  /// service-data pattern with the data after the UUID, and a UUID-list pattern with nothing,
+  /// so a service's patterns never match there. With a service filter, such a scan also
+  /// carries the flags patterns (any advertisement with flags) and the scan's own filter,
+  /// applied to every device found, keeps only the service's advertisers. A controller that
+  /// matches by itself reads the raw advertisement, where the service patterns hold.
+  func advertisementMonitors(matchedByBluetoothd: Bool) -> [AdvertisementMonitor] {
+    guard matchedByBluetoothd, !services.isEmpty else { return advertisementMonitors }
+    let flags = ScanOptions(mode: mode).monitorPatterns
+    let patterns = monitorPatterns + flags
+    return stride(from: 0, to: patterns.count, by: Self.patternsPerMonitor).map { start in
+      var monitor = advertisementMonitor
+      monitor.patterns = Array(
+        patterns[start..<min(start + Self.patternsPerMonitor, patterns.count)])
+      return monitor
+    }
+  }
+
   /// One monitor with every pattern and the RSSI settings (see ``advertisementMonitors``).
   var advertisementMonitor: AdvertisementMonitor {
     var monitor = AdvertisementMonitor(patterns: monitorPatterns)

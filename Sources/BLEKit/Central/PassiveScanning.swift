@@ -51,7 +51,11 @@ extension CentralManager {
       } catch {
         throw BluetoothError(error, while: "following bluetoothd's bus name")
       }
-      let monitors = options.advertisementMonitors
+      let features =
+        objects.objects[adapter.path]?[AdvertisementMonitorManager1.interface]?[
+          "SupportedFeatures"]?.stringArrayValue ?? []
+      let monitors = options.advertisementMonitors(
+        matchedByBluetoothd: !features.contains("controller-patterns"))
       // Before registering: bluetoothd may call Activate before RegisterMonitor's reply.
       session.expectMonitors(monitors.count)
       let registration: AdvertisementMonitorRegistration
