@@ -9,6 +9,11 @@ import DBus
 /// ``scan(_:onInterruption:)`` for peripherals; ``connect(to:timeout:retry:)`` to one and get a
 /// ``Peripheral``. Everything bluetoothd exports is mirrored in a cache kept current from its
 /// signals, so reads of properties never go to the bus.
+// An actor, where PeripheralManager is a class with a Mutex: the central's state (adapters,
+// CentralState, whether a scan runs, state watchers) changes only as one task consumes the
+// object tree's events and in the public async calls (scan, connect, pair), which must read the
+// state and claim it (a scan's slot) in one step. Nothing here is called synchronously from the
+// D-Bus queue: a scan's discoveries bypass the actor (ScanSession hands them over on the queue).
 public actor CentralManager {
   /// The cache of bluetoothd's objects this manager reads from.
   package nonisolated let objects: BlueZObjectTree

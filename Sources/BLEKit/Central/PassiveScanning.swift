@@ -45,12 +45,8 @@ extension CentralManager {
     let number = nextMonitorRoot.add(1, ordering: .relaxed).oldValue
     let root = ObjectPath.monitorRoot.appending("scan\(number)")
     do throws(BluetoothError) {
-      let callerCheck: BluetoothdCallerCheck
-      do {
-        callerCheck = try await BluetoothdCallerCheck.start(on: connection)
-      } catch {
-        throw BluetoothError(error, while: "following bluetoothd's bus name")
-      }
+      // bluetoothd's name as the manager's tree follows it.
+      let callerCheck = BluetoothdCallerCheck(following: objects)
       let monitors = options.advertisementMonitors
       // Before registering: bluetoothd may call Activate before RegisterMonitor's reply.
       session.expectMonitors(monitors.count)
