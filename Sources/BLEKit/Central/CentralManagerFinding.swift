@@ -96,22 +96,23 @@ extension CentralManager {
     }
   }
 
-  /// Starts one scan of ``find(_:timeout:)``, waiting out a previous round's stop.
+  /// Starts one scan of ``find(_:timeout:)``, waiting out a previous round's stop (a
+  /// StopDiscovery round trip; seconds on a loaded machine) or another scan of this manager, up
+  /// to ``scanSlotLimit`` each time; the find's deadline bounds the whole.
   private func startFindScan(_ options: ScanOptions) async throws(BluetoothError)
     -> DiscoveryStream
   {
-    var attempts = 0
     while true {
       do throws(BluetoothError) {
         return try await scan(options)
-      } catch  where error.code == .scanInProgress && attempts < 100 && !Task.isCancelled {
-        // The previous round's stop is still on its way (a D-Bus round trip; seconds on a
-        // loaded machine).
-        attempts += 1
-        try? await Task.sleep(for: .milliseconds(100))
+      } catch  where error.code == .scanInProgress && !Task.isCancelled {
+        guard await scanSlotFrees(within: Self.scanSlotLimit) else { throw error }
       }
     }
   }
+
+  /// How long a find waits for a scan already running on the manager to end.
+  static let scanSlotLimit: Duration = .seconds(10)
 
   /// Removes a peripheral from bluetoothd's cache (its services, characteristics and any
   /// bonding), disconnecting it first, and waits until the object is gone. The next scan

@@ -33,10 +33,9 @@ extension CentralManager {
           + "has no \(AdvertisementMonitorManager1.interface) (start bluetoothd with "
           + "--experimental)")
     }
-    guard !isScanning else {
+    guard claimScanSlot() else {
       throw BluetoothError(.scanInProgress, "a scan is already running on this central")
     }
-    isScanning = true
     let session = ScanSession(
       manager: self, adapter: adapter, adapterName: adapterName, options: options, sink: sink)
     session.observe(objects)
@@ -67,7 +66,7 @@ extension CentralManager {
     } catch {
       session.cancel()
       await session.releaseMonitor()
-      isScanning = false
+      freeScanSlot()
       throw error
     }
     session.started()
