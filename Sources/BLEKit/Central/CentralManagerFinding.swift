@@ -56,11 +56,12 @@ extension CentralManager {
     }
   }
 
-  /// How long one scan of ``find(_:timeout:)`` runs before discovery is restarted, for
-  /// controllers that report an advertiser only when scanning or advertising is switched on
-  /// (not a real controller's duplicate filter, which reports an advertiser in range after
-  /// every scan enable: see ``TransferCentral/findPeer(rssi:timeout:)``, which never restarts).
-  /// Under review: issue 40 asks for one restart policy.
+  /// How long one scan of ``find(_:timeout:)`` runs before discovery is restarted. Linux
+  /// (6.1) drops an advertising report that arrives before it has marked the discovery as
+  /// started, and the controller's duplicate filter then holds that advertiser back until the
+  /// next scan enable, which the kernel itself makes only every 10.24 s (`DISCOV_LE_TIMEOUT`);
+  /// a new scan every 4 s bounds that wait for the one device a find looks for.
+  /// ``TransferCentral/findPeer(rssi:timeout:)`` keeps one session instead (see there).
   static let findRound: Duration = .seconds(4)
 
   /// One discovery session looking for `target`; `nil` when it was not seen within `duration`
