@@ -29,7 +29,9 @@ public enum BlueZObjectEvent: Sendable {
   case connectionLost(String)
 }
 
-/// A cache of BlueZ's objects fed by `org.freedesktop.DBus.ObjectManager`.
+/// A cache of BlueZ's objects fed by `org.freedesktop.DBus.ObjectManager`, and the one follower
+/// of bluetoothd on its connection: who owns `org.bluez` (``owner``, which a
+/// ``BluetoothdCallerCheck`` reads), whether it runs, and what it exports.
 ///
 /// On ``start(connection:)`` it subscribes to every signal sent by `org.bluez` and to
 /// NameOwnerChanged for `org.bluez` *first*, then calls GetManagedObjects; signals that arrive
@@ -65,6 +67,10 @@ public final class BlueZObjectTree: Sendable {
     var stopped = false
     /// Why the tree stopped by itself: the connection to the bus was lost.
     var connectionLost: String?
+    /// The unique name that owns `org.bluez`, as last heard.
+    var owner: BusName?
+    /// Whether a NameOwnerChanged set `owner` (it is newer than the first GetNameOwner's reply).
+    var ownerHeard = false
   }
 
   private let state = Mutex(State())
@@ -82,6 +88,13 @@ public final class BlueZObjectTree: Sendable {
   /// Set when the connection to the bus was lost (see ``BlueZObjectEvent/connectionLost(_:)``):
   /// the tree has stopped.
   public var connectionLostMessage: String? { state.withLock { $0.connectionLost } }
+  /// The unique bus name of the running bluetoothd (the owner of `org.bluez`), or nil while
+  /// none runs and once the connection is lost. It follows `NameOwnerChanged` as the signal is
+  /// read, before the new bluetoothd's objects are in (``isServiceRunning`` waits for those), so
+  /// that a restarted bluetoothd may call exported objects at once. After ``stop()`` it keeps
+  /// the last owner heard: an owner of the tree unregisters its objects after stopping it, and
+  /// bluetoothd's calls during that (`Release`) are still admitted.
+  public var owner: BusName? { state.withLock { $0.owner } }
 
   /// Starts a tree on `connection` and returns once its first snapshot is in (or bluetoothd is
   /// known to be absent).
@@ -114,6 +127,10 @@ public final class BlueZObjectTree: Sendable {
     } catch {
       throw BlueZError(error)
     }
+    state.withLock { state in
+      // A change heard since the question is newer than (or as new as) the answer.
+      if !state.ownerHeard { state.owner = owner }
+    }
     if owner != nil, let generation = beginResync() { await resync(generation) }
   }
 
@@ -124,6 +141,7 @@ public final class BlueZObjectTree: Sendable {
     halt { state in
       guard !state.stopped else { return false }
       state.connectionLost = message
+      state.owner = nil
       state.generation += 1
       state.objects.removeAll()
       state.isServiceRunning = false
@@ -275,6 +293,11 @@ public final class BlueZObjectTree: Sendable {
 
   /// On the connection's queue.
   private func ownerChanged(_ owner: BusName?) {
+    state.withLock { state in
+      guard !state.stopped else { return }
+      state.owner = owner
+      state.ownerHeard = true
+    }
     if owner == nil {
       state.withLock { state in
         state.generation += 1

@@ -293,6 +293,12 @@ extension DBusConnection {
     return token
   }
 
+  /// The match rules of the connection's live subscriptions, oldest first: what it asked the
+  /// bus to send it (the rules a subscription adds to follow a sender's owner included).
+  package var subscribedRules: [MatchRule] {
+    (try? onQueueSync { subscriptions.sorted { $0.key < $1.key }.map(\.value.rule) }) ?? []
+  }
+
   /// Ends a subscription: finishes its stream and removes its match rule from the bus.
   func endSubscription(id: UInt64) {
     queue.async {

@@ -11,8 +11,8 @@ import BLEKit
 ///     offset 1  length  0x10 (16)
 ///     offset 2  16 bytes of temporary user ID
 ///
-/// Decoding checks every byte it reads, unlike the seed's sample (which reads bytes 2 and 3
-/// unchecked), and rejects trailing bytes: any input gives a value or a typed reason.
+/// Decoding checks every byte it reads, the type and length bytes included, and rejects
+/// trailing bytes: any input gives a value or a typed reason.
 public struct FolkBearsTempUserID: Hashable, Sendable, CustomStringConvertible {
   /// The company ID the layout uses (reserved for testing).
   public static let companyID: UInt16 = 0xFFFF

@@ -17,7 +17,7 @@ public enum MonitorTarget: Sendable, Hashable, CustomStringConvertible {
   /// The manufacturer data of one company, decoded with a layout; the ID is the decoded bytes
   /// in hex.
   case manufacturer(companyID: UInt16, layout: ManufacturerLayout)
-  /// Advertisers of one service (the seed's GATT-type monitor); the ID is the device address.
+  /// Advertisers of one service (a monitor of the GATT type); the ID is the device address.
   case service(BluetoothUUID)
 
   /// The layout used for a company when none is asked for: FolkBears for 0xFFFF, raw for

@@ -25,11 +25,15 @@ final class FakeBluetoothd: Sendable {
     let refusesAdvertisements = Mutex(false)
     /// When set, the adapter has legacy advertising only (no secondary channels).
     let legacyAdvertising = Mutex(false)
+    /// The adapter's `Powered` (see ``FakeBluetoothd/setPowered(_:)``).
+    let powered = Mutex(true)
   }
   let registry = Registry()
 
-  init(bus: PrivateBus) async throws {
+  /// Starts on `bus` with the adapter powered on or off.
+  init(bus: PrivateBus, powered: Bool = true) async throws {
     connection = try bus.connect()
+    registry.powered.withLock { $0 = powered }
     _ = try await connection.requestName("org.bluez")
     let connection = self.connection
     let registry = self.registry
@@ -103,7 +107,7 @@ final class FakeBluetoothd: Sendable {
       properties: [
         ExportedProperty(name: "Powered", signature: "b", access: .read) {
           registry.poweredReads.withLock { $0 += 1 }
-          return .bool(true)
+          return .bool(registry.powered.withLock { $0 })
         },
         ExportedProperty(name: "Address", signature: "s", access: .read) {
           .string("00:AA:01:01:00:01")
@@ -140,6 +144,13 @@ final class FakeBluetoothd: Sendable {
     try await (caller ?? connection).call(
       destination: owner, path: path, interface: "org.bluez.GattCharacteristic1",
       member: member, arguments: arguments)
+  }
+
+  /// Switches the adapter on or off, and says so as bluetoothd does (PropertiesChanged).
+  func setPowered(_ on: Bool) throws {
+    registry.powered.withLock { $0 = on }
+    try connection.emitPropertiesChanged(
+      path: Self.adapter, interface: "org.bluez.Adapter1", changed: ["Powered": .bool(on)])
   }
 
   func close() { connection.close() }

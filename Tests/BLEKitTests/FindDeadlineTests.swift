@@ -1,6 +1,7 @@
 import BlueZ
 import Bluetooth
 import Synchronization
+import TestSupport
 import Testing
 
 // find(_:timeout:) against a stand-in bluetoothd whose StartDiscovery reply never comes: the
@@ -42,6 +43,27 @@ import Testing
       let found = try await central.find(
         .address(try BluetoothAddress("00:AA:01:01:00:07")), timeout: .seconds(30))
       #expect(found.address.rawValue == "00:AA:01:01:00:07")
+    }
+  }
+
+  /// A find that meets a scan already running on the manager waits for the slot to be freed
+  /// (the manager wakes it when the scan's stop is through: a broken wake-up would hold it for
+  /// the slot's 10 s limit and end in scanInProgress), then scans and finds.
+  @Test func aFindWaitsForTheScanBeforeItAndGoesOnWhenItStops() async throws {
+    try await withFakeBlueZ { bluez, central in
+      let first = try await central.scan(ScanOptions())
+      let target = PeripheralTarget.address(try BluetoothAddress("00:AA:01:01:00:07"))
+      let finding = Task { try await central.find(target, timeout: .seconds(30)) }
+      try await Task.sleep(for: .milliseconds(500))
+      #expect(bluez.count("StartDiscovery") == 1)
+      let stopped = ContinuousClock.now
+      first.stop()
+      #expect(await eventually { bluez.count("StartDiscovery") == 2 })
+      try bluez.advertise(7, uuids: [])
+      let found = await within(.seconds(5), Task { try? await finding.value })
+      #expect(found.value??.address.rawValue == "00:AA:01:01:00:07")
+      let took = ContinuousClock.now - stopped
+      #expect(took < .seconds(5), "the find went on \(took) after the first scan's stop")
     }
   }
 }

@@ -341,7 +341,7 @@ struct PairingAgentTests {
 
     let agent = try await PairingAgent.register(
       on: app, capability: .displayYesNo, policy: PairingPolicy(confirmation: .automatic),
-      asDefault: true)
+      asDefault: true, callerCheck: BluetoothdCallerCheck(fixedOwner: bluetoothd.uniqueName))
     #expect(agent.isRegistered)
     #expect(calls.withLock { $0 } == ["register DisplayYesNo", "default"])
     // bluetoothd (the owner of org.bluez) can call it; it was exported at the default path.

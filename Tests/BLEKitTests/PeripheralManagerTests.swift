@@ -2,6 +2,7 @@ import BlueZ
 import Bluetooth
 import DBus
 import Foundation
+import Synchronization
 // PeripheralManager against a fake bluetoothd on a private bus: reads with offsets, writes,
 // the caller check, AcquireNotify with back-pressure, advertising, and cleanup.
 import TestSupport
@@ -263,23 +264,60 @@ struct PeripheralManagerTests {
   }
 
   /// Power-off signals in a burst (bluetoothd's, or a flood of them) lead to one look at the
-  /// adapter after the grace, not one per signal.
-  @Test func powerOffsInABurstAreCheckedOnce() async throws {
+  /// adapter after the grace, as the manager's tree holds it then: back on by then, the
+  /// supervision goes on silently; off for good, one power-off ends it.
+  @Test func powerOffsInABurstAreCheckedOnceAfterTheGrace() async throws {
     let fixture = try await Self.makeFixture()
     let supervision = try await fixture.manager.supervise(
       returnWithin: .seconds(30), powerOffGrace: .milliseconds(500))
-    let before = fixture.bluetoothd.registry.poweredReads.withLock { $0 }
-    for _ in 0..<20 {
-      try fixture.bluetoothd.connection.emitPropertiesChanged(
-        path: FakeBluetoothd.adapter, interface: "org.bluez.Adapter1",
-        changed: ["Powered": .bool(false)])
+    for _ in 0..<20 { try fixture.bluetoothd.setPowered(false) }
+    try fixture.bluetoothd.setPowered(true)
+    let collected = Task { () -> [BluetoothdInterruption] in
+      var all: [BluetoothdInterruption] = []
+      for await event in supervision { all.append(event) }
+      return all
     }
-    // The adapter is still powered when looked at: the supervision goes on, silently.
     try await Task.sleep(for: .seconds(2))
-    let reads = fixture.bluetoothd.registry.poweredReads.withLock { $0 } - before
-    #expect(reads == 1, "the adapter was read \(reads) times for 20 power-offs")
-    _ = supervision
+    try fixture.bluetoothd.setPowered(false)
+    let events = await within(.seconds(5), collected)
+    #expect(events.value == [.adapterPoweredOff])
     await fixture.tearDown()
+  }
+
+  /// bluetoothd restarts with the adapter still off and switches it on a second later: the
+  /// supervision waits for the tree to report `Powered` (it does not poll the adapter: only
+  /// the tree's snapshot reads it), then registers the service
+  /// and the advertisement with the new bluetoothd, whose calls the caller check admits.
+  @Test func aReturningBluetoothdGetsEverythingOnceItsAdapterIsPowered() async throws {
+    let fixture = try await Self.makeFixture()
+    let manager = fixture.manager
+    try await manager.startAdvertising(AdvertisingPayload(serviceUUIDs: [Self.serviceUUID]))
+    let supervision = try await manager.supervise(returnWithin: .seconds(20))
+    let seen = Mutex<[BluetoothdInterruption]>([])
+    let follower = Task {
+      for await event in supervision { seen.withLock { $0.append(event) } }
+    }
+    defer { follower.cancel() }
+    fixture.bluetoothd.close()  // bluetoothd exits
+    #expect(await eventually { seen.withLock { $0 } == [.stopped(waitingUpTo: .seconds(20))] })
+    let second = try await FakeBluetoothd(bus: fixture.bus, powered: false)
+    defer { second.close() }
+    // Its export already read the adapter's properties once (InterfacesAdded).
+    let readsBefore = second.registry.poweredReads.withLock { $0 }
+    try await Task.sleep(for: .seconds(1))
+    #expect(seen.withLock { $0.count } == 1)
+    #expect(second.registry.applications.withLock { $0.isEmpty })
+    try second.setPowered(true)
+    #expect(await eventually { seen.withLock { $0.last } == .resumed })
+    #expect(second.registry.applications.withLock { $0.count } == 1)
+    #expect(second.registry.advertisements.withLock { $0.count } == 1)
+    // At most the tree's snapshot read it since (a poll every 250 ms would have read it 4
+    // times or more during the second it was off).
+    let reads = second.registry.poweredReads.withLock { $0 } - readsBefore
+    #expect(reads <= 1, "the returned bluetoothd's adapter was read \(reads) more times")
+    await manager.close()
+    fixture.appConnection.close()
+    fixture.bus.stop()
   }
 
   /// Ctrl-C cancels a command's task, then it undoes its registrations: from the cancelled

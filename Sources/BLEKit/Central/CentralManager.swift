@@ -9,6 +9,11 @@ import DBus
 /// ``scan(_:onInterruption:)`` for peripherals; ``connect(to:timeout:retry:)`` to one and get a
 /// ``Peripheral``. Everything bluetoothd exports is mirrored in a cache kept current from its
 /// signals, so reads of properties never go to the bus.
+// An actor, where PeripheralManager is a class with a Mutex: the central's state (adapters,
+// CentralState, whether a scan runs, state watchers) changes only as one task consumes the
+// object tree's events and in the public async calls (scan, connect, pair), which must read the
+// state and claim it (a scan's slot) in one step. Nothing here is called synchronously from the
+// D-Bus queue: a scan's discoveries bypass the actor (ScanSession hands them over on the queue).
 public actor CentralManager {
   /// The cache of bluetoothd's objects this manager reads from.
   package nonisolated let objects: BlueZObjectTree
@@ -28,7 +33,10 @@ public actor CentralManager {
   private var watchers: [Int: AsyncStream<CentralState>.Continuation] = [:]
   private var nextWatcher = 0
   private var monitor: Task<Void, Never>?
-  var isScanning = false
+  /// Whether a scan of this manager holds the adapter's discovery (one at a time).
+  private(set) var isScanning = false
+  /// Who waits for ``isScanning`` to fall (see ``scanSlotFrees(within:)``).
+  private var scanSlotWatchers: [Int: AsyncStream<Void>.Continuation] = [:]
   /// Whether the manager opened the connection (so ``close()`` closes it).
   private let ownsConnection: Bool
 
@@ -214,6 +222,33 @@ public actor CentralManager {
   }
 
   private func removeWatcher(_ id: Int) { watchers[id] = nil }
+
+  /// Takes the one scan slot; false when a scan holds it.
+  func claimScanSlot() -> Bool {
+    guard !isScanning else { return false }
+    isScanning = true
+    return true
+  }
+
+  /// Frees the scan slot (a scan ended, or its start failed) and wakes who waits for it.
+  func freeScanSlot() {
+    isScanning = false
+    for watcher in scanSlotWatchers.values { watcher.yield() }
+  }
+
+  /// Waits until no scan holds the slot, at most `limit`; whether it is free. A scan's stop
+  /// ends with a StopDiscovery round trip, so the slot frees a moment after the stream ends.
+  func scanSlotFrees(within limit: Duration) async -> Bool {
+    if !isScanning { return true }
+    let id = nextWatcher
+    nextWatcher += 1
+    let (freed, watcher) = AsyncStream.makeStream(
+      of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    scanSlotWatchers[id] = watcher
+    _ = await firstMatch(in: freed, within: limit) { _ in true }
+    scanSlotWatchers[id] = nil
+    return !isScanning
+  }
 
   /// Throws the error that explains why the central cannot work, unless it is powered on.
   public func requirePoweredOn() throws(BluetoothError) {

@@ -56,11 +56,12 @@ extension CentralManager {
     }
   }
 
-  /// How long one scan of ``find(_:timeout:)`` runs before discovery is restarted, for
-  /// controllers that report an advertiser only when scanning or advertising is switched on
-  /// (not a real controller's duplicate filter, which reports an advertiser in range after
-  /// every scan enable: see ``TransferCentral/findPeer(rssi:timeout:)``, which never restarts).
-  /// Under review: issue 40 asks for one restart policy.
+  /// How long one scan of ``find(_:timeout:)`` runs before discovery is restarted. Linux
+  /// (6.1) drops an advertising report that arrives before it has marked the discovery as
+  /// started, and the controller's duplicate filter then holds that advertiser back until the
+  /// next scan enable, which the kernel itself makes only every 10.24 s (`DISCOV_LE_TIMEOUT`);
+  /// a new scan every 4 s bounds that wait for the one device a find looks for.
+  /// ``TransferCentral/findPeer(rssi:timeout:)`` keeps one session instead (see there).
   static let findRound: Duration = .seconds(4)
 
   /// One discovery session looking for `target`; `nil` when it was not seen within `duration`
@@ -96,22 +97,23 @@ extension CentralManager {
     }
   }
 
-  /// Starts one scan of ``find(_:timeout:)``, waiting out a previous round's stop.
+  /// Starts one scan of ``find(_:timeout:)``, waiting out a previous round's stop (a
+  /// StopDiscovery round trip; seconds on a loaded machine) or another scan of this manager, up
+  /// to ``scanSlotLimit`` each time; the find's deadline bounds the whole.
   private func startFindScan(_ options: ScanOptions) async throws(BluetoothError)
     -> DiscoveryStream
   {
-    var attempts = 0
     while true {
       do throws(BluetoothError) {
         return try await scan(options)
-      } catch  where error.code == .scanInProgress && attempts < 100 && !Task.isCancelled {
-        // The previous round's stop is still on its way (a D-Bus round trip; seconds on a
-        // loaded machine).
-        attempts += 1
-        try? await Task.sleep(for: .milliseconds(100))
+      } catch  where error.code == .scanInProgress && !Task.isCancelled {
+        guard await scanSlotFrees(within: Self.scanSlotLimit) else { throw error }
       }
     }
   }
+
+  /// How long a find waits for a scan already running on the manager to end.
+  static let scanSlotLimit: Duration = .seconds(10)
 
   /// Removes a peripheral from bluetoothd's cache (its services, characteristics and any
   /// bonding), disconnecting it first, and waits until the object is gone. The next scan

@@ -199,10 +199,9 @@ extension CentralManager {
   {
     if options.mode.isPassive { return try await startPassiveScan(options, sink: sink) }
     let adapter = try await adapter()
-    guard !isScanning else {
+    guard claimScanSlot() else {
       throw BluetoothError(.scanInProgress, "a scan is already running on this central")
     }
-    isScanning = true
     let session = ScanSession(
       manager: self, adapter: adapter, adapterName: adapterName, options: options, sink: sink)
     // Observed before the start, so nothing reported in between is missed; what arrives before
@@ -228,7 +227,7 @@ extension CentralManager {
       }
     } catch {
       session.cancel()
-      isScanning = false
+      freeScanSlot()
       throw BluetoothError(error, while: "starting discovery on \(adapterName)")
     }
     session.started()
@@ -236,7 +235,7 @@ extension CentralManager {
   }
 
   func scanEnded() {
-    isScanning = false
+    freeScanSlot()
   }
 
   /// How long a StartDiscovery reply is waited for before the adapter's Discovering is asked.

@@ -33,10 +33,9 @@ extension CentralManager {
           + "has no \(AdvertisementMonitorManager1.interface) (start bluetoothd with "
           + "--experimental)")
     }
-    guard !isScanning else {
+    guard claimScanSlot() else {
       throw BluetoothError(.scanInProgress, "a scan is already running on this central")
     }
-    isScanning = true
     let session = ScanSession(
       manager: self, adapter: adapter, adapterName: adapterName, options: options, sink: sink)
     session.observe(objects)
@@ -45,12 +44,8 @@ extension CentralManager {
     let number = nextMonitorRoot.add(1, ordering: .relaxed).oldValue
     let root = ObjectPath.monitorRoot.appending("scan\(number)")
     do throws(BluetoothError) {
-      let callerCheck: BluetoothdCallerCheck
-      do {
-        callerCheck = try await BluetoothdCallerCheck.start(on: connection)
-      } catch {
-        throw BluetoothError(error, while: "following bluetoothd's bus name")
-      }
+      // bluetoothd's name as the manager's tree follows it.
+      let callerCheck = BluetoothdCallerCheck(following: objects)
       let features =
         objects.objects[adapter.path]?[AdvertisementMonitorManager1.interface]?[
           "SupportedFeatures"]?.stringArrayValue ?? []
@@ -75,7 +70,7 @@ extension CentralManager {
     } catch {
       session.cancel()
       await session.releaseMonitor()
-      isScanning = false
+      freeScanSlot()
       throw error
     }
     session.started()

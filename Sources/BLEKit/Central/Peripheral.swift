@@ -75,9 +75,8 @@ public final class Peripheral: Sendable {
   /// exporting the device's objects: bluetoothd 5.66 reports a known device's services as
   /// resolved before it exports those of a database that changed since (at most 3 s). Asked
   /// for all services (`nil`), it cannot tell a complete list from a partial one, so it always
-  /// returns once the device's objects have been quiet for 300 ms: an explore of a BlueZ 5.66
-  /// peripheral on Debian 12 listed one service of four, exit 0, when it read the objects at
-  /// ServicesResolved (lab, 2026-12-06).
+  /// returns once the device's objects have been quiet for 300 ms (bluetoothd 5.66 exports a
+  /// changed database's objects one after another within a few hundred milliseconds).
   public func services(_ uuids: [BluetoothUUID]? = nil) async throws(BluetoothError)
     -> [RemoteService]
   {

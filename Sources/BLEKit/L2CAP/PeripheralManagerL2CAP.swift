@@ -14,23 +14,21 @@ extension PeripheralManager {
   public func publishL2CAPChannel(
     psm: L2CAPPSM? = nil, requireEncryption: Bool = false
   ) async throws(L2CAPError) -> L2CAPListener {
-    let (address, type) = await adapterAddress()
+    let (address, type) = adapterAddress()
     return try L2CAPListener.listen(
       on: address, addressType: type ?? .public, psm: psm, requireEncryption: requireEncryption)
   }
 
-  /// The adapter's `Address` and `AddressType` (`org.bluez.Adapter1`), nil if unreadable.
-  func adapterAddress() async -> (BluetoothAddress?, AddressType?) {
-    func property(_ name: String) async -> String? {
-      let reply = try? await connection.call(
-        destination: BlueZ.service, path: adapterPath, interface: BlueZ.Interface.properties,
-        member: "Get",
-        arguments: [.string(BlueZ.Interface.adapter.rawValue), .string(name)])
-      return reply?.first?.stringValue
+  /// The adapter's `Address` and `AddressType` (`org.bluez.Adapter1`) as the manager's object
+  /// tree holds them; nil where unreadable.
+  func adapterAddress() -> (BluetoothAddress?, AddressType?) {
+    guard let adapter = try? objects.proxy(Adapter1.self, at: adapterPath) else {
+      return (nil, nil)
     }
-    let address = await property("Address").flatMap(BluetoothAddress.init(rawValue:))
-    let type = await property("AddressType").flatMap(AddressType.init(rawValue:))
-    return (address, type)
+    return (
+      adapter[Adapter1.address].flatMap(BluetoothAddress.init(rawValue:)),
+      adapter[Adapter1.addressType].flatMap(AddressType.init(rawValue:))
+    )
   }
 }
 

@@ -177,18 +177,11 @@ public final class PairingAgent: Sendable {
   /// Whether it is bluetoothd's default agent.
   public let isDefault: Bool
   private let registration: AgentRegistration
-  private let callerCheck: BluetoothdCallerCheck
-  private let ownsCallerCheck: Bool
 
-  private init(
-    capability: PairingCapability, isDefault: Bool, registration: AgentRegistration,
-    callerCheck: BluetoothdCallerCheck, ownsCallerCheck: Bool
-  ) {
+  private init(capability: PairingCapability, isDefault: Bool, registration: AgentRegistration) {
     self.capability = capability
     self.isDefault = isDefault
     self.registration = registration
-    self.callerCheck = callerCheck
-    self.ownsCallerCheck = ownsCallerCheck
   }
 
   /// Exports and registers an agent on `connection`.
@@ -202,42 +195,30 @@ public final class PairingAgent: Sendable {
   ///   - asDefault: also make it bluetoothd's default agent (`RequestDefaultAgent`), so it
   ///     answers pairings that remote devices start.
   ///   - path: the object path the agent is exported at.
-  ///   - callerCheck: the check to guard the agent with; a new one is started when `nil`.
+  ///   - callerCheck: the check to guard the agent with: the one of the object tree that
+  ///     follows bluetoothd on `connection` (a manager's).
   ///   - events: called for every decision (accepted or refused, with the reason), display,
   ///     cancel and release.
   /// - Throws: bluetoothd's error (`AlreadyExists` when this connection has an agent already).
   package static func register(
     on connection: DBusConnection, capability: PairingCapability = .noInputNoOutput,
     policy: PairingPolicy, asDefault: Bool = false,
-    path: ObjectPath = defaultPath, callerCheck: BluetoothdCallerCheck? = nil,
+    path: ObjectPath = defaultPath, callerCheck: BluetoothdCallerCheck,
     events: @escaping @Sendable (PairingAgentEvent) -> Void = { _ in }
   ) async throws(BlueZError) -> PairingAgent {
-    let check: BluetoothdCallerCheck
-    if let callerCheck {
-      check = callerCheck
-    } else {
-      check = try await BluetoothdCallerCheck.start(on: connection)
-    }
     let responder = PairingResponder(policy: policy, events: events)
     let agent = Agent1(
       answer: { request throws(AgentRefusal) in try await responder.answer(request) },
       cancel: { responder.cancelPending() },
       release: { events(.released) })
-    let registration: AgentRegistration
-    do {
-      registration = try await AgentManager1(connection: connection).register(
-        agent, at: path, capability: capability.agentCapability, asDefault: asDefault,
-        callerCheck: check)
-    } catch {
-      if callerCheck == nil { check.stop() }
-      throw error
-    }
-    return PairingAgent(
-      capability: capability, isDefault: asDefault, registration: registration,
-      callerCheck: check, ownsCallerCheck: callerCheck == nil)
+    let registration = try await AgentManager1(connection: connection).register(
+      agent, at: path, capability: capability.agentCapability, asDefault: asDefault,
+      callerCheck: callerCheck)
+    return PairingAgent(capability: capability, isDefault: asDefault, registration: registration)
   }
 
-  /// Registers an agent on a central's bus connection (for ``CentralManager`` commands).
+  /// Registers an agent on a central's bus connection (for ``CentralManager`` commands),
+  /// guarded by the central's follower of bluetoothd.
   ///
   /// - Throws: bluetoothd's error (code ``BluetoothError/Code/bluez`` with
   ///   ``BluetoothError/underlyingName`` `org.bluez.Error.AlreadyExists` when this manager has an
@@ -250,7 +231,8 @@ public final class PairingAgent: Sendable {
     do {
       return try await register(
         on: central.objects.connection, capability: capability, policy: policy,
-        asDefault: asDefault, events: events)
+        asDefault: asDefault, callerCheck: BluetoothdCallerCheck(following: central.objects),
+        events: events)
     } catch {
       throw BluetoothError(error)
     }
@@ -300,7 +282,6 @@ public final class PairingAgent: Sendable {
       let error = await registration.unregister()
       failure.withLock { $0 = error }
     }
-    if ownsCallerCheck { callerCheck.stop() }
     if !finished {
       return BluetoothError(
         .timeout, "bluetoothd did not confirm unregistering the agent in \(limit)")

@@ -24,7 +24,7 @@ extension PeripheralManager {
   /// ```
   public func connectionEvents() async throws(BluetoothError) -> AsyncStream<CentralConnectionEvent>
   {
-    let tree = try await startFollower("following connections on \(adapterName)")
+    let tree = try follower()
     // The manager's shared tree: it outlives this stream (stopped when the manager closes).
     let links = ConnectionEventRelay.events(on: adapterPath, in: tree)
     // Unbounded, as the links it relays: no connection change may be lost.

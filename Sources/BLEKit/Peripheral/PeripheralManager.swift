@@ -21,6 +21,12 @@ import Synchronization
 /// ObjectManager at its root); exported objects answer only bluetoothd. ``close()``
 /// unregisters everything; call it on every exit path, also after Ctrl-C: it finishes even
 /// in a cancelled task.
+// A class with its state behind a Mutex, where CentralManager is an actor: bluetoothd's calls
+// to the exported characteristics (ReadValue, WriteValue, AcquireNotify) are answered on the
+// D-Bus connection's queue, and what they touch of the manager (its channels, its event queue
+// and counters) is used there without a hop to another executor; CoreBluetooth's synchronous
+// calls (updateValue(_:for:) returning a Bool, isSubscribed, maximumUpdateValueLength) stay
+// synchronous. The lock guards dictionary updates only, never an await or a user's closure.
 public final class PeripheralManager: Sendable {
   /// The adapter's name, e.g. `hci1`.
   public let adapterName: String
@@ -45,6 +51,11 @@ public final class PeripheralManager: Sendable {
   public var droppedWriteEvents: Int { eventQueue.dropped }
 
   let connection: DBusConnection
+  /// The manager's one follower of bluetoothd: its objects, its running or not, its bus name.
+  /// Started at open, stopped at close; connection and state streams, the supervision, the
+  /// re-advertising follower and the caller check all read it.
+  package let objects: BlueZObjectTree
+  /// Admits calls from the owner of `org.bluez` as ``objects`` follows it.
   let callerCheck: BluetoothdCallerCheck
   /// What the running bluetoothd does with notify sockets (from its release, read at open).
   package let bluetoothd: BluetoothdFeatures
@@ -72,23 +83,20 @@ public final class PeripheralManager: Sendable {
     var extendedAdvertising = false
     var nextApplication = 0
     var nextAdvertisement = 0
-    /// The one tree of bluetoothd's objects that ``connectionEvents()``, ``stateUpdates()``
-    /// and the re-advertising follower share (started by the first of them), stopped on close.
-    var followers: [BlueZObjectTree] = []
     var closed = false
   }
   let state = Mutex(State())
 
   private init(
-    adapterName: String, adapterPath: ObjectPath, connection: DBusConnection,
-    ownsConnection: Bool, callerCheck: BluetoothdCallerCheck, bluetoothd: BluetoothdFeatures,
-    eventLimit: Int
+    adapterName: String, adapterPath: ObjectPath, objects: BlueZObjectTree,
+    ownsConnection: Bool, bluetoothd: BluetoothdFeatures, eventLimit: Int
   ) {
     self.adapterName = adapterName
     self.adapterPath = adapterPath
-    self.connection = connection
+    self.connection = objects.connection
+    self.objects = objects
     self.ownsConnection = ownsConnection
-    self.callerCheck = callerCheck
+    self.callerCheck = BluetoothdCallerCheck(following: objects)
     self.bluetoothd = bluetoothd
     // Bounded: a central can write as fast as the link goes, an app can stop reading (its
     // output blocked); writes beyond the bound are refused or dropped, and counted.
@@ -123,26 +131,28 @@ public final class PeripheralManager: Sendable {
       throw .bluez(
         BlueZError(.bus, "cannot connect to the system bus: \(error.description)"))
     }
+    var tree: BlueZObjectTree?
     do {
-      let (name, path) = try await findAdapter(adapter, on: bus)
-      let check = try await BluetoothdCallerCheck.start(on: bus)
+      let objects = try await BlueZObjectTree.start(connection: bus)
+      tree = objects
+      let (name, path) = try await findAdapter(adapter, in: objects)
       var features = bluetoothd
       if features == nil { features = await BluetoothdFeatures.read(on: bus) }
       return PeripheralManager(
-        adapterName: name, adapterPath: path, connection: bus, ownsConnection: connection == nil,
-        callerCheck: check, bluetoothd: features ?? BluetoothdFeatures(version: nil),
-        eventLimit: eventLimit)
+        adapterName: name, adapterPath: path, objects: objects, ownsConnection: connection == nil,
+        bluetoothd: features ?? BluetoothdFeatures(version: nil), eventLimit: eventLimit)
     } catch {
+      tree?.stop()
       if connection == nil { bus.close() }
       throw .bluez(error)
     }
   }
 
-  /// Looks the adapter up in bluetoothd's object tree and checks it can serve.
-  static func findAdapter(_ name: String?, on bus: DBusConnection) async throws(BlueZError)
+  /// Looks the adapter up in bluetoothd's objects and checks it can serve.
+  static func findAdapter(_ name: String?, in tree: BlueZObjectTree) async throws(BlueZError)
     -> (String, ObjectPath)
   {
-    let adapters = try await BlueZObjectTree.managedObjects(on: bus).filter {
+    let adapters = try await currentObjects(of: tree).filter {
       $0.value[Adapter1.interface] != nil
     }
     guard let path = CentralManager.chooseAdapter(name, among: Array(adapters.keys)),
@@ -165,6 +175,14 @@ public final class PeripheralManager: Sendable {
       throw BlueZError(.notSupported, "adapter \(adapterName) has no GATT server (GattManager1)")
     }
     return (adapterName, path)
+  }
+
+  /// bluetoothd's objects as `tree` holds them. While the tree holds none (bluetoothd absent,
+  /// the bus refusing, the tree's snapshot still being fetched), one `GetManagedObjects` gives
+  /// the bus's own answer: the objects, or the error that says why there are none.
+  static func currentObjects(of tree: BlueZObjectTree) async throws(BlueZError) -> BlueZObjects {
+    if tree.isServiceRunning { return tree.objects }
+    return try await BlueZObjectTree.managedObjects(on: tree.connection)
   }
 
   // MARK: - Services
@@ -294,34 +312,13 @@ public final class PeripheralManager: Sendable {
     return channel
   }
 
-  /// The manager's one tree of bluetoothd's objects, started by the first follower (a stream
-  /// or a task of the manager's) and shared by every later one, until the manager closes (it
-  /// is stopped then): one GetManagedObjects and one set of signal matches per manager, not
-  /// one per stream. `purpose` says what for in the error, e.g. "following connections on
-  /// hci1". Followers never stop it themselves.
-  func startFollower(_ purpose: String) async throws(BluetoothError) -> BlueZObjectTree {
-    let (closed, shared) = state.withLock { ($0.closed, $0.followers.first) }
-    if closed { throw BluetoothError(.closed, "the peripheral manager is closed") }
-    if let shared { return shared }
-    let tree: BlueZObjectTree
-    do throws(BlueZError) {
-      tree = try await BlueZObjectTree.start(connection: connection)
-    } catch {
-      throw BluetoothError(error, while: purpose)
-    }
-    // Two first followers may have started a tree at once: the one stored first is kept.
-    let kept: BlueZObjectTree? = state.withLock { state in
-      if state.closed { return nil }
-      if let first = state.followers.first { return first }
-      state.followers.append(tree)
-      return tree
-    }
-    guard let kept else {
-      tree.stop()
-      throw BluetoothError(.closed, "the peripheral manager is closed")
-    }
-    if kept !== tree { tree.stop() }
-    return kept
+  /// The manager's tree (``objects``) for a new follower (a stream or a task of the
+  /// manager's): one GetManagedObjects and one set of signal matches per manager, not one per
+  /// stream. Followers never stop it themselves; the manager stops it when it closes.
+  /// - Throws: ``BluetoothError/Code/closed`` once the manager is closed.
+  func follower() throws(BluetoothError) -> BlueZObjectTree {
+    if isClosed { throw BluetoothError(.closed, "the peripheral manager is closed") }
+    return objects
   }
 
   // MARK: - Closing
@@ -342,27 +339,25 @@ public final class PeripheralManager: Sendable {
   public static let closeLimit: Duration = .seconds(10)
 
   private func closeNow() async {
-    let (services, advertisement, followers, wasClosed) = state.withLock { state in
+    let (services, advertisement, wasClosed) = state.withLock { state in
       defer {
         state.closed = true
         state.services.removeAll()
         state.channels.removeAll()
         state.advertisement = nil
         state.connectableAdvertisement = nil
-        state.followers.removeAll()
       }
-      return (
-        Array(state.services.values), state.advertisement, state.followers, state.closed
-      )
+      return (Array(state.services.values), state.advertisement, state.closed)
     }
     if wasClosed { return }
-    for tree in followers { tree.stop() }
+    // Followers end first. The stopped tree keeps bluetoothd's name, so the caller check
+    // still admits bluetoothd's calls (`Release`) while the registrations are withdrawn.
+    objects.stop()
     await advertisement?.unregister()
     for published in services {
       for channel in published.channels { channel.close() }
       await published.registration.unregister()
     }
-    callerCheck.stop()
     eventContinuation.finish()
     if ownsConnection { connection.close() }
   }

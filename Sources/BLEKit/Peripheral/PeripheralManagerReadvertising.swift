@@ -22,7 +22,7 @@ extension PeripheralManager {
     guard first else { return }
     let tree: BlueZObjectTree
     do {
-      tree = try await startFollower("following connections on \(adapterName)")
+      tree = try follower()
     } catch {
       state.withLock { $0.followsLinksForAdvertising = false }
       throw error

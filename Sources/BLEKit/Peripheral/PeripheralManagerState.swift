@@ -18,7 +18,7 @@ extension PeripheralManager {
   /// Only the states matter here: ``supervise(returnWithin:)`` is what registers services
   /// again after a bluetoothd restart.
   public func stateUpdates() async throws(BluetoothError) -> AsyncStream<PeripheralManagerState> {
-    let tree = try await startFollower("following the state of \(adapterName)")
+    let tree = try follower()
     let (snapshot, running, events) = tree.subscribe(where: { $0.concernsCentralState })
     let initial = PeripheralStateTracker(
       adapter: adapterPath, powered: Self.powered(snapshot[adapterPath]?[Adapter1.interface]),

@@ -1,5 +1,6 @@
 // Keeping a PeripheralManager's registrations alive: when bluetoothd restarts, every service
-// and the advertisement are registered again with the new one; a power-off is reported.
+// and the advertisement are registered again with the new one; a power-off is reported. All of
+// it follows the manager's object tree, the one follower of bluetoothd on its connection.
 import BlueZ
 import DBus
 
@@ -10,7 +11,10 @@ private enum AdapterPresence {
 
 /// The inputs the supervisor reacts to, in arrival order.
 private enum SupervisionInput: Sendable {
-  case owner(BusName?)
+  /// bluetoothd left the bus (the tree reported every object removed).
+  case stopped
+  /// A bluetoothd is on the bus and the tree holds its objects.
+  case started
   case poweredOff
   case powerCheck
   case deadline(Int)
@@ -28,8 +32,7 @@ extension PeripheralManager {
   /// When bluetoothd leaves, the exported objects stay; when it returns within `returnWithin`
   /// and the adapter is powered again, every published service and the current advertisement
   /// are registered again. The stream ends after a terminal event (power-off, removal, no return,
-  /// failed registration, the bus lost), or when the iteration ends; ending it removes its
-  /// match rules.
+  /// failed registration, the bus lost), when the manager closes, or when the iteration ends.
   public func supervise(returnWithin: Duration = .seconds(30)) async throws(BluetoothError)
     -> AsyncStream<BluetoothdInterruption>
   {
@@ -40,24 +43,27 @@ extension PeripheralManager {
   func supervise(returnWithin: Duration, powerOffGrace: Duration) async throws(BluetoothError)
     -> AsyncStream<BluetoothdInterruption>
   {
-    let watched: AsyncStream<BluetoothdEvent>
-    do throws(BlueZError) {
-      watched = try await BluetoothdWatcher.events(on: connection, adapter: adapterPath)
-    } catch {
-      throw .bluez(error)
-    }
+    let tree = try follower()
+    let adapter = adapterPath
     // Unbounded: a handful of owner and power changes, each of which must be acted on.
     let (inputs, input) = AsyncStream.makeStream(
       of: SupervisionInput.self, bufferingPolicy: .unbounded)
-    let feed = Task {
-      for await event in watched {
-        switch event {
-        case .owner(let owner): input.yield(.owner(owner))
-        case .adapterPoweredOff, .adapterRemoved: input.yield(.poweredOff)
-        case .busLost: input.yield(.busLost)
-        }
+    // The manager's tree reports bluetoothd's leaving and return and the adapter's changes,
+    // in the order it heard them; its handler runs under the tree's lock and only forwards.
+    let observation = tree.observe { event in
+      switch event {
+      case .serviceStopped: input.yield(.stopped)
+      case .serviceStarted: input.yield(.started)
+      case .connectionLost: input.yield(.busLost)
+      case .propertiesChanged(adapter, Adapter1.interface, let changed, _, _):
+        if changed[Adapter1.powered.name]?.boolValue == false { input.yield(.poweredOff) }
+      case .interfacesRemoved(adapter, let names):
+        if names.contains(Adapter1.interface) { input.yield(.poweredOff) }
+      default:
+        break
       }
     }
+    observation.onEnd { input.finish() }
     // Unbounded: a few events per bluetoothd restart; none may be lost.
     let (events, output) = AsyncStream.makeStream(
       of: BluetoothdInterruption.self, bufferingPolicy: .unbounded)
@@ -69,11 +75,11 @@ extension PeripheralManager {
       defer { for timer in timers { timer.cancel() } }
       for await next in inputs {
         switch next {
-        case .owner(nil):
+        case .stopped:
           guard !stopped else { continue }
           // A bus daemon that stops drops its clients one by one: bluetoothd's leaving can be
           // heard just before the loss of the connection. The daemon answers only if it stays.
-          if await BluetoothdWatcher.busIsLost(connection) {
+          if await tree.busLoss() != nil {
             output.yield(.busLost)
             output.finish()
             return
@@ -87,12 +93,11 @@ extension PeripheralManager {
               try? await Task.sleep(for: returnWithin)
               input.yield(.deadline(current))
             })
-        case .owner(let name?):
+        case .started:
           guard stopped else { continue }
           stopped = false
           generation += 1
-          let remaining = returnWithin
-          if let failure = await registerAgain(owner: name, within: remaining) {
+          if let failure = await registerAgain(within: returnWithin) {
             output.yield(.resumeFailed(failure))
             output.finish()
             return
@@ -113,8 +118,8 @@ extension PeripheralManager {
           // Still owned, the adapter still there and off: a real power-off; still owned and
           // the adapter gone: a removal (bluetoothd on its way out powers its adapters off and
           // removes them first, then leaves the bus).
-          if await BluetoothdWatcher.owner(on: connection) == nil { continue }
-          switch await adapterPresence() {
+          if tree.owner == nil { continue }
+          switch adapterPresence() {
           case .poweredOff: output.yield(.adapterPoweredOff)
           case .absent: output.yield(.adapterRemoved)
           case .poweredOn, .unknown: continue
@@ -136,43 +141,49 @@ extension PeripheralManager {
     }
     output.onTermination = { _ in
       loop.cancel()
-      feed.cancel()
+      observation.cancel()
       input.finish()
     }
     return events
   }
 
-  /// Whether the adapter object exists, and whether it is powered.
-  private func adapterPresence() async -> AdapterPresence {
-    do {
-      _ = try await Self.findAdapter(adapterName, on: connection)
-      return .poweredOn
-    } catch {
-      switch error.code {
-      case .notReady: return .poweredOff
-      case .adapterNotFound: return .absent
-      default: return .unknown
-      }
+  /// Whether the adapter object exists, and whether it is powered, as the tree holds it.
+  private func adapterPresence() -> AdapterPresence {
+    guard objects.isServiceRunning else { return .unknown }
+    guard let properties = objects.objects[adapterPath]?[Adapter1.interface] else {
+      return .absent
     }
+    return Self.powered(properties) == true ? .poweredOn : .poweredOff
   }
 
-  /// Whether the adapter is powered now (false when it cannot be read).
-  private func adapterIsPowered() async -> Bool {
-    (try? await Self.findAdapter(adapterName, on: connection)) != nil
-  }
-
-  /// Waits until the new bluetoothd has the adapter powered (and the caller check follows the
-  /// new owner), then registers every service and the advertisement again.
+  /// Waits until the returned bluetoothd has the adapter powered (the tree's snapshot, then
+  /// its changes to the adapter), then registers every service and the advertisement again.
   /// - Returns: nil on success, else why it failed.
-  private func registerAgain(owner: BusName, within limit: Duration) async -> String? {
-    let deadline = ContinuousClock.now + limit
-    while true {
-      if Task.isCancelled || isClosed || connection.isClosed { return "the peripheral closed" }
-      if callerCheck.currentOwner == owner, await adapterIsPowered() { break }
-      if ContinuousClock.now >= deadline {
-        return "adapter \(adapterName) was not powered within \(limit) after bluetoothd returned"
+  private func registerAgain(within limit: Duration) async -> String? {
+    let adapter = adapterPath
+    let (snapshot, _, changes) = objects.subscribe(where: { event in
+      switch event {
+      case .propertiesChanged(adapter, Adapter1.interface, _, _, _): true
+      case .interfacesAdded(adapter, let interfaces): interfaces[Adapter1.interface] != nil
+      default: false
       }
-      try? await Task.sleep(for: .milliseconds(250))
+    })
+    var powered = Self.powered(snapshot[adapter]?[Adapter1.interface]) == true
+    if !powered {
+      powered =
+        await firstMatch(in: changes, within: limit) { event -> Bool? in
+          switch event {
+          case .propertiesChanged(_, _, _, _, let current):
+            Self.powered(current) == true ? true : nil
+          case .interfacesAdded(_, let interfaces):
+            Self.powered(interfaces[Adapter1.interface]) == true ? true : nil
+          default: nil
+          }
+        } ?? false
+    }
+    if Task.isCancelled || isClosed || connection.isClosed { return "the peripheral closed" }
+    guard powered else {
+      return "adapter \(adapterName) was not powered within \(limit) after bluetoothd returned"
     }
     let (applications, advertisement) = state.withLock { state in
       (state.services.values.map(\.registration), state.advertisement)

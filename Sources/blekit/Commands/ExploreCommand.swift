@@ -1,10 +1,10 @@
-// `blekit explore`: connect, walk every service, characteristic and descriptor, read each value
-// (seeds 001 and 002), optionally listen to every notifying characteristic.
+// `blekit explore`: connect, walk every service, characteristic and descriptor, read each
+// value, optionally listen to every notifying characteristic.
 
 import ArgumentParsing
 import BLEKit
 
-/// Dumps a device's whole GATT tree with its values, as the seed explorers do.
+/// Dumps a device's whole GATT tree with its values, as GATT explorer apps do.
 struct ExploreCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     name: "explore",

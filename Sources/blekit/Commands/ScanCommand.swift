@@ -9,7 +9,7 @@ import Synchronization
   import Glibc
 #endif
 
-/// Scans for LE peripherals, as the seed apps' `scanForPeripherals(withServices:options:)`.
+/// Scans for LE peripherals, as CoreBluetooth's `scanForPeripherals(withServices:options:)`.
 struct ScanCommand: ParsableCommand {
   static let configuration = CommandConfiguration(
     name: "scan",
