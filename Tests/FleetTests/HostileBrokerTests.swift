@@ -5,6 +5,7 @@
 // with --json on a pipe, its resident memory read from /proc.
 
 import Foundation
+import JSON
 import MQTT
 import TestSupport
 import Testing
@@ -177,7 +178,7 @@ import Testing
     #expect(run.status == 0 && !run.killed, "status \(run.status): \(run.errorText)")
     Self.expectSafe(run.output, "in --json output")
     Self.expectSafe(run.error, "on standard error")
-    let rows = run.outputText.split(separator: "\n").map { FleetJSON.parse(String($0)) }
+    let rows = run.outputText.split(separator: "\n").map { parseJSON(String($0)) }
     #expect(!rows.isEmpty && rows.allSatisfy { $0 != nil }, "\(run.outputText)")
     // The payload's strings come back exactly, escaped in the JSON text.
     let hostileRow = rows.compactMap { $0 }.first { $0["id"]?.stringValue == Self.hostile }
@@ -219,7 +220,7 @@ import Testing
     #expect(counts["gateways forgotten"] == max(0, (counts["statuses"] ?? 0) - 1024))
     let longest = lines.map(\.utf8.count).max() ?? 0
     #expect(longest < 8_000, "longest --json line \(longest) bytes")
-    let last = lines.last.flatMap { FleetJSON.parse(String($0)) }
+    let last = lines.last.flatMap { parseJSON(String($0)) }
     guard case .array(let gateways)? = last?["gateways"] else {
       Issue.record("no gateways in the last row")
       return
