@@ -40,10 +40,11 @@ import Testing
 
   static func sighting(
     gateway: String, id: String?, address: String = "00:AA:01:01:00:01",
-    timestamp: String = "1796220000.125", rssi: String = "-61", extra: String = ""
+    timestamp: String = "1796220000.125", rssi: String = "-61", seq: String = "1",
+    extra: String = ""
   ) -> String {
-    "{\"type\":\"sighting\",\"gateway\":\(quoted(gateway)),\"seq\":1,\"timestamp\":\(timestamp),"
-      + "\"id\":\(id.map(quoted) ?? "null"),\"address\":\(quoted(address)),\"rssi\":\(rssi)"
+    "{\"type\":\"sighting\",\"gateway\":\(quoted(gateway)),\"seq\":\(seq),"
+      + "\"timestamp\":\(timestamp),\"id\":\(id.map(quoted) ?? "null"),\"address\":\(quoted(address)),\"rssi\":\(rssi)"
       + extra + "}"
   }
 
@@ -63,7 +64,7 @@ import Testing
           "blekit/num\(index)/ids/n\(index)",
           sighting(
             gateway: "num\(index)", id: "n\(index)", timestamp: number, rssi: number,
-            extra: ",\"seq\":\(number)")
+            seq: number)
         ))
     }
     // Deep nesting: refused past 32 levels, accepted below.
@@ -81,6 +82,10 @@ import Testing
     {
       messages.append(("blekit/tiny\(index)/ids/t", payload))
     }
+    // A key given twice: which one counts is the reader's guess (ours took the first, others
+    // the last), so the payload is unreadable.
+    messages.append(
+      ("blekit/dup/ids/dup", sighting(gateway: "dup", id: "dup", extra: ",\"id\":\"other\"")))
     // Controls and bidi characters in every field, and in topics.
     messages.append(
       ("blekit/h1/ids/h1", sighting(gateway: hostile, id: hostile, address: hostile)))
@@ -183,6 +188,7 @@ import Testing
     // The payload's strings come back exactly, escaped in the JSON text.
     let hostileRow = rows.compactMap { $0 }.first { $0["id"]?.stringValue == Self.hostile }
     #expect(hostileRow?["address"]?.stringValue == Self.hostile)
+    #expect(!rows.contains { ["dup", "other"].contains($0?["id"]?.stringValue) })
     #expect(run.errorText.contains("unreadable"), "\(run.errorText)")
   }
 
