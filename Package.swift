@@ -51,12 +51,15 @@ let package = Package(
     // table (the `monitor` command's and the gateways' model, not part of BLEKit's core).
     .target(name: "Sightings", dependencies: ["BLEKit"], swiftSettings: strict),
     .target(
-      name: "Fleet", dependencies: ["BLEKit", "Bluetooth", "MQTT", "Sightings"],
+      name: "Fleet", dependencies: ["BLEKit", "Bluetooth", "JSON", "MQTT", "Sightings"],
       swiftSettings: strict),
+    // JSON values, their one writer and one parser (the CLI's output, fleet payloads, serve's
+    // profiles); no Foundation.
+    .target(name: "JSON", swiftSettings: strict),
     // A small typed command-line parser (swift-argument-parser cannot be fetched here).
     .target(name: "ArgumentParsing", swiftSettings: strict),
     .executableTarget(
-      name: "blekit", dependencies: ["BLEKit", "ArgumentParsing", "Fleet", "Sightings"],
+      name: "blekit", dependencies: ["BLEKit", "ArgumentParsing", "Fleet", "JSON", "Sightings"],
       swiftSettings: strict),
     // Examples/: small programs against BLEKit's public API (its tutorial and compile-time check).
     .executableTarget(
@@ -78,14 +81,17 @@ let package = Package(
       name: "BLEKitTests", dependencies: ["BLEKit", "BlueZ", "Bluetooth", "DBus", "TestSupport"]),
     .testTarget(
       name: "BLEKitTestingTests", dependencies: ["BLEKitTesting", "BLEKit", "Bluetooth"]),
+    .testTarget(name: "JSONTests", dependencies: ["JSON"]),
     .testTarget(name: "ArgumentParsingTests", dependencies: ["ArgumentParsing", "TestSupport"]),
     .testTarget(name: "SightingsTests", dependencies: ["Sightings", "BLEKit", "TestSupport"]),
     .testTarget(
-      name: "FleetTests", dependencies: ["Fleet", "MQTT", "BLEKit", "Bluetooth", "TestSupport"]),
+      name: "FleetTests",
+      dependencies: ["Fleet", "JSON", "MQTT", "BLEKit", "Bluetooth", "TestSupport"]),
     .testTarget(
       name: "BlekitCLITests",
       dependencies: [
-        "blekit", "BLEKit", "BlueZ", "Bluetooth", "DBus", "ArgumentParsing", "Fleet", "Sightings",
+        "blekit", "BLEKit", "BlueZ", "Bluetooth", "DBus", "ArgumentParsing", "Fleet", "JSON",
+        "Sightings",
         "TestSupport",
       ]),
   ]

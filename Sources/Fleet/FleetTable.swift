@@ -1,6 +1,8 @@
 // FleetTable: the aggregator's merged view: per ID (or address), which gateways saw it, the
 // best RSSI and when it was last seen, in bounded memory.
 
+import JSON
+
 /// One sighting as the aggregator reads it from a gateway's payload.
 public struct FleetSighting: Sendable, Hashable {
   /// The monitored ID, or the address when the payload has none.
@@ -36,12 +38,21 @@ public struct FleetSighting: Sendable, Hashable {
   /// for a sighting whose key, gateway or address is empty or longer than
   /// ``maximumTextLength``. An RSSI outside -128...127 (HCI's range) reads as unknown.
   public init?(payload: [UInt8]) {
-    guard let json = FleetJSON.parse(payload) else { return nil }
+    guard let json = FleetSighting.parsePayload(payload) else { return nil }
     self.init(json: json)
   }
 
+  /// How deep a payload read from the broker may nest: 32 levels (a sighting has 2).
+  public static let maximumDepth = 32
+
+  /// A payload as JSON; `nil` when it is not one JSON value or nests deeper than
+  /// ``maximumDepth`` (see `JSONValue.parse(_:maximumDepth:)` for what else is refused).
+  public static func parsePayload(_ payload: [UInt8]) -> JSONValue? {
+    try? JSONValue.parse(payload, maximumDepth: maximumDepth)
+  }
+
   /// Reads a parsed sighting payload (see ``init(payload:)``).
-  public init?(json: FleetJSON) {
+  public init?(json: JSONValue) {
     guard json["type"]?.stringValue == "sighting",
       let gateway = json["gateway"]?.stringValue, let address = json["address"]?.stringValue,
       let timestamp = json["timestamp"]?.doubleValue, timestamp.isFinite
@@ -196,7 +207,7 @@ public struct FleetTable: Sendable {
 
   /// A row as one JSON object: key, address, best RSSI, last seen, and per gateway its best
   /// RSSI, last seen and count; `droppedGateways` says how many gateways the row let go.
-  public static func json(_ row: Row) -> FleetJSON {
+  public static func json(_ row: Row) -> JSONValue {
     .object([
       .init("id", .string(row.key)),
       .init("address", .string(row.lastAddress)),

@@ -1,6 +1,6 @@
 // FleetUpdate: what one message under the aggregator's topic filter says (a sighting, a
 // gateway's availability, a summary, or nothing it reads), decided from its topic and payload
-// alone (no MQTT types, so that the fuzz target compiles it with FleetJSON and FleetTable).
+// alone (no MQTT types, so that the fuzz target compiles it with FleetTable and the JSON module).
 
 /// What the aggregator receives.
 public enum FleetUpdate: Sendable, Hashable {

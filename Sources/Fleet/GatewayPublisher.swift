@@ -2,6 +2,7 @@
 // limited per device, with retained availability, a last will and Home Assistant discovery.
 
 import BLEKit
+import JSON
 import MQTT
 import Sightings
 import Synchronization
@@ -136,7 +137,7 @@ public final class GatewayPublisher: Sendable {
     clearHomeAssistantConfigs(cleared)
     guard publish else { return false }
     if announce, let id { publishHomeAssistantConfig(id: id) }
-    let payload: FleetJSON =
+    let payload: JSONValue =
       switch settings.topics.layout {
       case .blekit:
         SightingPayload.sighting(
@@ -243,7 +244,8 @@ public final class GatewayPublisher: Sendable {
           while let message = await client.nextMessage() {
             guard message.retain, !message.payload.isEmpty, message.topic.hasPrefix(prefix),
               message.payload.count <= 4096,
-              FleetJSON.parse(message.payload)?["availability_topic"]?.stringValue == availability
+              FleetSighting.parsePayload(message.payload)?["availability_topic"]?.stringValue
+                == availability
             else { continue }
             self?.adoptHomeAssistantConfig(message.topic)
           }

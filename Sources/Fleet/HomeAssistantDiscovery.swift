@@ -1,11 +1,13 @@
 // HomeAssistantDiscovery: the retained config Home Assistant's MQTT integration reads to
 // create a sensor per monitored ID (its "MQTT discovery").
 
+import JSON
+
 /// Home Assistant discovery payloads.
 public enum HomeAssistantDiscovery {
   /// The config of an RSSI sensor for a monitored ID: state from the ID's sighting topic,
   /// availability from the gateway's, unavailable after `expireAfter` silent seconds.
-  public static func sensorConfig(id: String, topics: TopicLayout, expireAfter: Int) -> FleetJSON {
+  public static func sensorConfig(id: String, topics: TopicLayout, expireAfter: Int) -> JSONValue {
     let objectID = topics.homeAssistantObjectID(id)
     return .object([
       .init("name", .string("RSSI at \(topics.gateway)")),

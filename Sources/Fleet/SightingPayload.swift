@@ -3,6 +3,7 @@
 
 import BLEKit
 import Bluetooth
+import JSON
 import Sightings
 
 #if canImport(Glibc)
@@ -36,7 +37,7 @@ public enum SightingPayload {
   public static func sighting(
     _ report: AdvertisementReport, id: String?, origin: GatewayOrigin, sequence: Int,
     unixTime: Double
-  ) -> FleetJSON {
+  ) -> JSONValue {
     .object([
       .init("type", .string("sighting")),
       .init("gateway", .string(origin.gateway)),
@@ -69,9 +70,9 @@ public enum SightingPayload {
   public static func summary(
     _ entry: SightingTable<ContinuousClock.Instant>.Entry, origin: GatewayOrigin, sequence: Int,
     start: ContinuousClock.Instant, startUnix: Double, now: ContinuousClock.Instant
-  ) -> FleetJSON {
+  ) -> JSONValue {
     let stats = entry.statistics
-    func unix(_ instant: ContinuousClock.Instant) -> FleetJSON {
+    func unix(_ instant: ContinuousClock.Instant) -> JSONValue {
       .number(startUnix + seconds(instant - start))
     }
     return .object([
@@ -96,8 +97,8 @@ public enum SightingPayload {
   /// Theengs Gateway's BTtoMQTT object: `id` (the address), `mac_type` (0 public, 1 random),
   /// `name`, `rssi`, `txpower`, `manufacturerdata` (the company ID little-endian, then the
   /// data, as one hex string), `servicedata` and `servicedatauuid` (the first service data).
-  public static func theengs(_ report: AdvertisementReport, id: String?) -> FleetJSON {
-    var fields: [FleetJSON.Field] = [.init("id", .string(report.address))]
+  public static func theengs(_ report: AdvertisementReport, id: String?) -> JSONValue {
+    var fields: [JSONValue.Field] = [.init("id", .string(report.address))]
     if let type = report.addressType {
       fields.append(.init("mac_type", .int(type.rawValue == "random" ? 1 : 0)))
     }

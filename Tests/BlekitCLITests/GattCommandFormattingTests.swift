@@ -4,6 +4,7 @@
 import ArgumentParsing
 import BlueZ
 import Foundation
+import JSON
 import Testing
 
 @testable import BLEKit
@@ -217,6 +218,18 @@ import Testing
     address: try! BluetoothAddress("00:AA:01:01:00:01"), name: "blekit-peer", adapter: "hci0",
     mtu: 517)
 
+  /// A peer's name is anyone's: its bidi override, zero-width space and line separator reach
+  /// a terminal escaped, in the text header and in --json, as fleet's payloads always were.
+  @Test func namesWithFormatCharactersAreEscaped() throws {
+    let device = ExploreCommand.ExploredDevice(
+      address: try BluetoothAddress("00:AA:01:01:00:01"), name: "ab\u{202E}cd\u{200B}\u{2028}e",
+      adapter: "hci0", mtu: nil)
+    let head = ExploreCommand.text(device: device, tree: []).split(separator: "\n").first
+    #expect(head == #"00:AA:01:01:00:01  "ab\u202ecd\u200b\u2028e"  via hci0"#)
+    let json = ExploreCommand.json(device: device, tree: []).text
+    #expect(json.contains(#""name":"ab\u202ecd\u200b\u2028e""#), "\(json)")
+  }
+
   @Test func textShowsNamesValuesAndErrorsOnTheirOwnLines() {
     let lines = ExploreCommand.text(device: Self.info, tree: Self.tree())
       .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
@@ -288,7 +301,7 @@ import Testing
       lines.last.map(String.init)
         == "1 value not read: 1 dropped the link when read (it may need pairing: blekit pair "
         + "00:AA:01:01:00:01)")
-    let json = JSON.text(ExploreCommand.json(device: Self.info, tree: tree))
+    let json = ExploreCommand.json(device: Self.info, tree: tree).text
     let object = try #require(
       try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
     #expect(object["unread"] as? Int == 1)
@@ -314,14 +327,14 @@ import Testing
       AttributeReadFailure(errorName: "org.bluez.Error.NotPermitted", message: "Not paired"))
     #expect(
       ExploreCommand.Unread(tree).failure(address: address)?.exitStatus == .permissionDenied)
-    let json = JSON.text(ExploreCommand.json(device: Self.info, tree: tree))
+    let json = ExploreCommand.json(device: Self.info, tree: tree).text
     let object = try #require(
       try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
     #expect(object["unread"] as? Int == 2)
   }
 
   @Test func jsonIsOneObjectWithTheWholeTree() throws {
-    let text = JSON.text(ExploreCommand.json(device: Self.info, tree: Self.tree()))
+    let text = ExploreCommand.json(device: Self.info, tree: Self.tree()).text
     #expect(!text.contains("\n"))
     let object = try #require(
       try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
@@ -363,7 +376,7 @@ import Testing
         + "  68 65 6c 6c 6f  \"hello\"")
     let object = try #require(
       try JSONSerialization.jsonObject(
-        with: Data(JSON.text(ExploreCommand.notificationJSON(heard)).utf8)) as? [String: Any])
+        with: Data(ExploreCommand.notificationJSON(heard).text.utf8)) as? [String: Any])
     #expect(object["type"] as? String == "notification")
     #expect(object["value"] as? String == "68656c6c6f")
     #expect(object["text"] as? String == "hello")

@@ -4,6 +4,7 @@
 
 import ArgumentParsing
 import Foundation
+import JSON
 import TestSupport
 import Testing
 
@@ -111,13 +112,13 @@ private func scratchDirectory() throws -> URL {
   }
 
   @Test func adapterNamesComeFromTheAdaptersJSON() throws {
-    let adapter = { (name: String, alias: String) -> JSON.Value in
+    let adapter = { (name: String, alias: String) -> JSONValue in
       .object([
-        ("name", .string(name)), ("path", .string("/org/bluez/\(name)")),
-        ("alias", .string(alias)), ("powered", .bool(true)), ("roles", .array([])),
+        .init("name", .string(name)), .init("path", .string("/org/bluez/\(name)")),
+        .init("alias", .string(alias)), .init("powered", .bool(true)), .init("roles", .array([])),
       ])
     }
-    let json = JSON.text(.array([adapter("hci0", "gateway"), adapter("hci1", "\"name\":\"x\"")]))
+    let json = JSONValue.array([adapter("hci0", "gateway"), adapter("hci1", "\"name\":\"x\"")]).text
     let names = try candidates(
       ShellCompletionSources.adapterNames,
       fakes: ["blekit": "printf '%s\\n' '\(json.replacingOccurrences(of: "'", with: "'\\''"))'"])

@@ -3,6 +3,7 @@
 
 import Fleet
 import Foundation
+import JSON
 import MQTT
 import Synchronization
 import Testing
@@ -90,7 +91,7 @@ import Testing
     let config = try #require(
       topics["homeassistant/sensor/blekit_gw-a_0102030405060708090a0b0c0d0e0f10/config"])
     #expect(
-      FleetJSON.parse(config)?["state_topic"]?.stringValue
+      parseJSON(config)?["state_topic"]?.stringValue
         == "blekit/gw-a/ids/0102030405060708090a0b0c0d0e0f10")
     await late.close()
   }

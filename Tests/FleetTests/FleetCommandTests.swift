@@ -3,6 +3,7 @@
 
 import Fleet
 import Foundation
+import JSON
 import TestSupport
 import Testing
 
@@ -65,7 +66,7 @@ import Testing
     for (publisher, _) in publishers { _ = await publisher.close() }
     let run = try await fleet.value
     #expect(run.status == 0)
-    let rows = run.output.split(separator: "\n").compactMap { FleetJSON.parse(String($0)) }
+    let rows = run.output.split(separator: "\n").compactMap { parseJSON(String($0)) }
     let last = try #require(rows.last)
     #expect(last["id"]?.stringValue == "0102030405060708090a0b0c0d0e0f10")
     #expect(last["bestRSSI"]?.intValue == -55)

@@ -5,6 +5,7 @@
 // with --json on a pipe, its resident memory read from /proc.
 
 import Foundation
+import JSON
 import MQTT
 import TestSupport
 import Testing
@@ -39,10 +40,11 @@ import Testing
 
   static func sighting(
     gateway: String, id: String?, address: String = "00:AA:01:01:00:01",
-    timestamp: String = "1796220000.125", rssi: String = "-61", extra: String = ""
+    timestamp: String = "1796220000.125", rssi: String = "-61", seq: String = "1",
+    extra: String = ""
   ) -> String {
-    "{\"type\":\"sighting\",\"gateway\":\(quoted(gateway)),\"seq\":1,\"timestamp\":\(timestamp),"
-      + "\"id\":\(id.map(quoted) ?? "null"),\"address\":\(quoted(address)),\"rssi\":\(rssi)"
+    "{\"type\":\"sighting\",\"gateway\":\(quoted(gateway)),\"seq\":\(seq),"
+      + "\"timestamp\":\(timestamp),\"id\":\(id.map(quoted) ?? "null"),\"address\":\(quoted(address)),\"rssi\":\(rssi)"
       + extra + "}"
   }
 
@@ -62,7 +64,7 @@ import Testing
           "blekit/num\(index)/ids/n\(index)",
           sighting(
             gateway: "num\(index)", id: "n\(index)", timestamp: number, rssi: number,
-            extra: ",\"seq\":\(number)")
+            seq: number)
         ))
     }
     // Deep nesting: refused past 32 levels, accepted below.
@@ -80,6 +82,10 @@ import Testing
     {
       messages.append(("blekit/tiny\(index)/ids/t", payload))
     }
+    // A key given twice: which one counts is the reader's guess (ours took the first, others
+    // the last), so the payload is unreadable.
+    messages.append(
+      ("blekit/dup/ids/dup", sighting(gateway: "dup", id: "dup", extra: ",\"id\":\"other\"")))
     // Controls and bidi characters in every field, and in topics.
     messages.append(
       ("blekit/h1/ids/h1", sighting(gateway: hostile, id: hostile, address: hostile)))
@@ -177,11 +183,12 @@ import Testing
     #expect(run.status == 0 && !run.killed, "status \(run.status): \(run.errorText)")
     Self.expectSafe(run.output, "in --json output")
     Self.expectSafe(run.error, "on standard error")
-    let rows = run.outputText.split(separator: "\n").map { FleetJSON.parse(String($0)) }
+    let rows = run.outputText.split(separator: "\n").map { parseJSON(String($0)) }
     #expect(!rows.isEmpty && rows.allSatisfy { $0 != nil }, "\(run.outputText)")
     // The payload's strings come back exactly, escaped in the JSON text.
     let hostileRow = rows.compactMap { $0 }.first { $0["id"]?.stringValue == Self.hostile }
     #expect(hostileRow?["address"]?.stringValue == Self.hostile)
+    #expect(!rows.contains { ["dup", "other"].contains($0?["id"]?.stringValue) })
     #expect(run.errorText.contains("unreadable"), "\(run.errorText)")
   }
 
@@ -219,7 +226,7 @@ import Testing
     #expect(counts["gateways forgotten"] == max(0, (counts["statuses"] ?? 0) - 1024))
     let longest = lines.map(\.utf8.count).max() ?? 0
     #expect(longest < 8_000, "longest --json line \(longest) bytes")
-    let last = lines.last.flatMap { FleetJSON.parse(String($0)) }
+    let last = lines.last.flatMap { parseJSON(String($0)) }
     guard case .array(let gateways)? = last?["gateways"] else {
       Issue.record("no gateways in the last row")
       return

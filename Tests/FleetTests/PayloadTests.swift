@@ -1,6 +1,7 @@
 import BLEKit
 import Bluetooth
 import Fleet
+import JSON
 import Testing
 
 @Suite struct PayloadTests {
@@ -23,7 +24,7 @@ import Testing
     let origin = GatewayOrigin(gateway: "room-1", adapter: "hci0")
     let json = SightingPayload.sighting(
       Self.report, id: Self.report.folkBearsID, origin: origin, sequence: 7, unixTime: 1.5)
-    let parsed = try #require(FleetJSON.parse(json.text))
+    let parsed = try #require(parseJSON(json.text))
     #expect(parsed == json)
     #expect(parsed["type"]?.stringValue == "sighting")
     #expect(parsed["gateway"]?.stringValue == "room-1")
@@ -69,45 +70,48 @@ import Testing
   }
 
   @Test func jsonEscapesAndRejects() {
-    let value = FleetJSON.object([.init("a\n", .string("\u{1}\u{7F}é\"\\"))])
+    let value = JSONValue.object([.init("a\n", .string("\u{1}\u{7F}é\"\\"))])
     #expect(value.text == #"{"a\n":"\u0001\u007fé\"\\"}"#)
-    #expect(FleetJSON.parse(value.text) == value)
-    #expect(FleetJSON.parse("{\"a\":1,}") == nil)
-    #expect(FleetJSON.parse("[1 2]") == nil)
-    #expect(FleetJSON.parse("{\"a\":tru}") == nil)
-    #expect(FleetJSON.parse(String(repeating: "[", count: 100)) == nil)
-    #expect(FleetJSON.parse(" {\"n\": -1.25e2 } ")?["n"]?.doubleValue == -125)
+    #expect(parseJSON(value.text) == value)
+    #expect(parseJSON("{\"a\":1,}") == nil)
+    #expect(parseJSON("[1 2]") == nil)
+    #expect(parseJSON("{\"a\":tru}") == nil)
+    #expect(parseJSON(String(repeating: "[", count: 100)) == nil)
+    #expect(parseJSON(" {\"n\": -1.25e2 } ")?["n"]?.doubleValue == -125)
   }
 
   /// Numbers as RFC 8259 writes them, and nothing else; none beyond Double's range.
   @Test func jsonNumbersFollowTheGrammar() {
     for good in ["0", "-0", "1e300", "-1e300", "4.9e-324", "1E+2", "0.5", "12345678901234567890"] {
-      #expect(FleetJSON.parse(good)?.doubleValue?.isFinite == true, "\(good)")
+      #expect(parseJSON(good)?.doubleValue?.isFinite == true, "\(good)")
     }
     for bad in [
       "1e400", "-1e400", "+1", "01", "1.", ".5", "1e", "1e+", "-", "--1", "0x10", "NaN",
       "Infinity", "1.5.2", "inf",
     ] {
-      #expect(FleetJSON.parse(bad) == nil, "\(bad)")
+      #expect(parseJSON(bad) == nil, "\(bad)")
     }
-    #expect(FleetJSON.parse("9223372036854775807") == .int(.max))
-    #expect(FleetJSON.parse("9223372036854775808") == .number(9_223_372_036_854_775_808))
-    #expect(FleetJSON.number(1e300).text == "1e+300")
-    #expect(FleetJSON.parse(FleetJSON.number(-1.7976931348623157e308).text) != nil)
+    #expect(parseJSON("9223372036854775807") == .int(.max))
+    #expect(parseJSON("9223372036854775808") == .number(9_223_372_036_854_775_808))
+    #expect(JSONValue.number(1e300).text == "1e+300")
+    #expect(parseJSON(JSONValue.number(-1.7976931348623157e308).text) != nil)
   }
 
   /// What JSON allows raw but a terminal must not get raw is written escaped; escapes read
   /// back, surrogate pairs included.
   @Test func jsonTextIsTerminalSafe() {
     let hostile = "\u{1B}[2J\u{9B}\u{202E}\u{2066}\u{200B}\u{2028}\u{E0041}😀"
-    let text = FleetJSON.string(hostile).text
+    let text = JSONValue.string(hostile).text
     #expect(text == #""\u001b[2J\u009b\u202e\u2066\u200b\u2028\udb40\udc41😀""#)
-    #expect(FleetJSON.parse(text) == .string(hostile))
-    #expect(FleetJSON.parse(#""\ud83d\ude00""#) == .string("😀"))
-    #expect(FleetJSON.parse(#""\ud83d""#) == .string("\u{FFFD}"))
-    #expect(FleetJSON.parse(#""\u+123""#) == nil)
-    #expect(FleetJSON.parse(#""\q""#) == nil)
-    #expect(FleetJSON.parse(#""\/""#) == .string("/"))
+    #expect(parseJSON(text) == .string(hostile))
+    #expect(parseJSON(#""\ud83d\ude00""#) == .string("😀"))
+    // A lone surrogate, a key twice, bytes that are not UTF-8: unreadable, not guessed at.
+    #expect(parseJSON(#""\ud83d""#) == nil)
+    #expect(parseJSON(#"{"type":"sighting","type":"status"}"#) == nil)
+    #expect(FleetSighting.parsePayload([0x22, 0xC0, 0x80, 0x22]) == nil)
+    #expect(parseJSON(#""\u+123""#) == nil)
+    #expect(parseJSON(#""\q""#) == nil)
+    #expect(parseJSON(#""\/""#) == .string("/"))
   }
 
   /// A sighting whose numbers mean nothing never traps; texts are bounded.

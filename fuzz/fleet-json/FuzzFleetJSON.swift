@@ -1,7 +1,9 @@
 // libFuzzer target: what `blekit fleet` reads from a broker. The input is a message,
-// `TOPIC NUL PAYLOAD` (no NUL: a payload under a sighting topic), read as FleetJSON, as a
+// `TOPIC NUL PAYLOAD` (no NUL: a payload under a sighting topic), read as JSON, as a
 // FleetUpdate (sighting, status, summary) and merged into a small FleetTable, then each line of
 // the payload as a further message of its own. Built by scripts/fuzz.
+
+import JSON
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzFleetJSON(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
@@ -35,7 +37,8 @@ public func fuzzFleetJSON(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
       let row = table.record(sighting)
       fuzzCheck(row.gateways.count <= table.gatewaysPerRow, "a row holds too many gateways")
       let text = FleetTable.json(row).text
-      fuzzCheck(FleetJSON.parse(text) != nil, "a row's JSON does not parse")
+      fuzzCheck(
+        FleetSighting.parsePayload(Array(text.utf8)) != nil, "a row's JSON does not parse")
       for now in [0, 1.8e9, -1e300, 1e300, sighting.timestamp] {
         _ = FleetTable.age(of: row.lastSeen, now: now)
       }
@@ -57,15 +60,15 @@ public func fuzzFleetJSON(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
 /// Whatever parses writes as JSON that parses to the same text again (numbers are rounded
 /// once, on the first writing), with nothing a terminal would act on left raw.
 func checkJSON(_ payload: [UInt8]) {
-  guard let value = FleetJSON.parse(payload) else { return }
+  guard let value = FleetSighting.parsePayload(payload) else { return }
   let text = value.text
-  guard let again = FleetJSON.parse(text) else {
+  guard let again = FleetSighting.parsePayload(Array(text.utf8)) else {
     fuzzCheck(false, "written JSON does not parse: \(text)")
     return
   }
   fuzzCheck(again.text == text, "writing is not stable: \(text) then \(again.text)")
   for scalar in text.unicodeScalars {
-    fuzzCheck(!FleetJSON.escapedInText(scalar), "raw U+\(String(scalar.value, radix: 16)) written")
+    fuzzCheck(!JSONValue.escapedInText(scalar), "raw U+\(String(scalar.value, radix: 16)) written")
   }
   fuzzCheck(!text.utf8.contains(0x1B), "raw ESC written")
 }

@@ -1,10 +1,11 @@
 // libFuzzer target: a `blekit serve` profile (a file that may come from anyone: a download, a
-// shared repository). The input is read by `ProfileJSON.parse` and by `ServeProfile.decode`
-// (Sources/blekit/Serve/ServeJSON.swift, ServeProfile.swift, ServeProfileDecoding.swift, with the
-// BLEKit and ArgumentParsing types they use). Built by scripts/fuzz.
+// shared repository). The input is read by `JSONValue.parse` (the JSON module) and by
+// `ServeProfile.decode` (Sources/blekit/Serve/ServeProfile.swift, ServeProfileDecoding.swift,
+// with the BLEKit and ArgumentParsing types they use). Built by scripts/fuzz.
 
 import ArgumentParsing
 import BLEKit
+import JSON
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzProfileJSON(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
@@ -13,10 +14,10 @@ public func fuzzProfileJSON(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt
   // The reader: a document reads back the same once written out; a syntax error points
   // inside the input.
   do {
-    let json = try ProfileJSON.parse(bytes)
+    let json = try JSONValue.parse(bytes, maximumDepth: ServeProfile.maximumDepth)
     let written = Array(profileJSONText(json).utf8)
     do {
-      let again = try ProfileJSON.parse(written)
+      let again = try JSONValue.parse(written, maximumDepth: ServeProfile.maximumDepth)
       fuzzCheck(again == json, "a written document reads back differently")
     } catch {
       fuzzCheck(false, "a written document does not parse: \(error.reason)")
@@ -109,11 +110,13 @@ func checkSource(_ source: ServeProfile.ValueSource) {
 }
 
 /// JSON text for a document: strings with every scalar below U+0020, `"` and `\` escaped,
-/// numbers as they were written.
-func profileJSONText(_ json: ProfileJSON) -> String {
+/// numbers exactly (an integer as it is, any other in Swift's shortest round-trip form, not
+/// the writer's 3 decimals).
+func profileJSONText(_ json: JSONValue) -> String {
   switch json {
   case .string(let text): return quoted(text)
-  case .number(let text): return text
+  case .int(let number): return String(number)
+  case .number(let number): return "\(number)"
   case .bool(let flag): return flag ? "true" : "false"
   case .null: return "null"
   case .array(let items): return "[" + items.map(profileJSONText).joined(separator: ",") + "]"

@@ -2,6 +2,7 @@
 
 import ArgumentParsing
 import BLEKit
+import JSON
 
 /// Lists bluetoothd's adapters with their address and state, or powers one on or off.
 struct AdaptersCommand: ParsableCommand {
@@ -74,7 +75,7 @@ struct AdaptersCommand: ParsableCommand {
           adapter: adapter, advertising: manager.advertisingCapabilities(of: adapter),
           passive: manager.supportsPassiveScanning(adapter))
       }
-      printLine(json ? JSON.text(.array(rows.map(Self.json))) : Self.table(rows))
+      printLine(json ? JSONValue.array(rows.map(Self.json)).text : Self.table(rows))
     } catch {
       await manager.close()
       throw exitError(error)
@@ -134,39 +135,41 @@ struct AdaptersCommand: ParsableCommand {
   }
 
   /// One adapter as a JSON object.
-  static func json(_ row: Row) -> JSON.Value {
+  static func json(_ row: Row) -> JSONValue {
     let adapter = row.adapter
     let advertising = row.advertising
     return .object([
-      ("name", .string(adapter.name)),
-      ("path", .string(adapter.objectPath)),
-      ("address", adapter.address.map { .string($0.rawValue) } ?? .null),
-      ("addressType", adapter.addressType.map { .string($0.rawValue) } ?? .null),
-      ("alias", adapter.alias.map { .string($0) } ?? .null),
-      ("powered", .bool(adapter.isPowered)),
-      ("powerState", adapter.powerState.map { .string($0) } ?? .null),
-      ("discovering", .bool(adapter.isDiscovering)),
-      ("discoverable", adapter.isDiscoverable.map { .bool($0) } ?? .null),
-      ("pairable", adapter.isPairable.map { .bool($0) } ?? .null),
-      ("roles", .array(adapter.roles.map { .string($0) })),
-      ("passiveScanning", .bool(row.passive)),
-      (
+      .init("name", .string(adapter.name)),
+      .init("path", .string(adapter.objectPath)),
+      .init("address", adapter.address.map { .string($0.rawValue) } ?? .null),
+      .init("addressType", adapter.addressType.map { .string($0.rawValue) } ?? .null),
+      .init("alias", adapter.alias.map { .string($0) } ?? .null),
+      .init("powered", .bool(adapter.isPowered)),
+      .init("powerState", adapter.powerState.map { .string($0) } ?? .null),
+      .init("discovering", .bool(adapter.isDiscovering)),
+      .init("discoverable", adapter.isDiscoverable.map { .bool($0) } ?? .null),
+      .init("pairable", adapter.isPairable.map { .bool($0) } ?? .null),
+      .init("roles", .array(adapter.roles.map { .string($0) })),
+      .init("passiveScanning", .bool(row.passive)),
+      .init(
         "secondaryChannels",
         .array((advertising?.secondaryChannels ?? []).map { .string($0.rawValue) })
       ),
-      ("maxAdvertisingLength", advertising?.maxAdvertisingDataLength.map { .int($0) } ?? .null),
-      ("advertisingLimit", advertising.map { .int($0.advertisingDataLimit) } ?? .null),
-      (
+      .init(
+        "maxAdvertisingLength", advertising?.maxAdvertisingDataLength.map { .int($0) } ?? .null),
+      .init("advertisingLimit", advertising.map { .int($0.advertisingDataLimit) } ?? .null),
+      .init(
         "maxScanResponseLength", advertising?.maxScanResponseLength.map { .int($0) } ?? .null
       ),
-      ("txPowerMin", advertising?.txPowerRange.map { .int($0.lowerBound) } ?? .null),
-      ("txPowerMax", advertising?.txPowerRange.map { .int($0.upperBound) } ?? .null),
-      (
+      .init("txPowerMin", advertising?.txPowerRange.map { .int($0.lowerBound) } ?? .null),
+      .init("txPowerMax", advertising?.txPowerRange.map { .int($0.upperBound) } ?? .null),
+      .init(
         "advertisingInstances",
         advertising.map { .int($0.supportedInstances + $0.activeInstances) } ?? .null
       ),
-      ("supportedIncludes", .array((advertising?.supportedIncludes ?? []).map { .string($0) })),
-      ("advertisingFeatures", .array((advertising?.features ?? []).map { .string($0) })),
+      .init(
+        "supportedIncludes", .array((advertising?.supportedIncludes ?? []).map { .string($0) })),
+      .init("advertisingFeatures", .array((advertising?.features ?? []).map { .string($0) })),
     ])
   }
 }

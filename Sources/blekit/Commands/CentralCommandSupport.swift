@@ -1,5 +1,5 @@
-// Shared by the central-side commands: opening a powered central, JSON text, wall-clock time,
-// and writing to standard error.
+// Shared by the central-side commands: opening a powered central, wall-clock time, and
+// writing to standard error.
 
 import ArgumentParsing
 import BLEKit
@@ -127,82 +127,3 @@ func unixTime() -> Double {
 func seconds(_ duration: Duration) -> Double {
   Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
 }
-
-/// A tiny JSON writer for one object per line (no Foundation).
-enum JSON {
-  /// A JSON value.
-  indirect enum Value {
-    case string(String)
-    case number(Double)
-    case int(Int)
-    case bool(Bool)
-    case null
-    case array([Value])
-    case object([(String, Value)])
-  }
-
-  static func text(_ value: Value) -> String {
-    switch value {
-    case .string(let text): return quoted(text)
-    case .number(let number):
-      let scaled = (number * 1000).rounded() / 1000
-      return scaled == scaled.rounded() ? String(Int(scaled)) : String(scaled)
-    case .int(let number): return String(number)
-    case .bool(let flag): return flag ? "true" : "false"
-    case .null: return "null"
-    case .array(let items): return "[" + items.map(text).joined(separator: ",") + "]"
-    case .object(let fields):
-      return "{" + fields.map { quoted($0.0) + ":" + text($0.1) }.joined(separator: ",") + "}"
-    }
-  }
-
-  /// `text` as a JSON string literal.
-  static func quoted(_ text: String) -> String {
-    var out: [UInt8] = []
-    out.reserveCapacity(text.utf8.count + 2)
-    appendQuoted(text, to: &out)
-    return String(decoding: out, as: UTF8.self)
-  }
-
-  /// Appends `text` as a JSON string literal, as UTF-8 (the live table builds its lines as
-  /// bytes). Quotes, backslashes and every control character (C0, DEL and C1, U+0080-U+009F)
-  /// are escaped; everything else, other non-ASCII included, is copied as it is.
-  static func appendQuoted(_ text: String, to out: inout [UInt8]) {
-    out.append(UInt8(ascii: "\""))
-    var pendingC2 = false  // a 0xC2 lead byte held back: it may start a C1 control
-    for byte in text.utf8 {
-      if pendingC2 {
-        pendingC2 = false
-        if (0x80...0x9F).contains(byte) {
-          appendEscape(byte, to: &out)
-          continue
-        }
-        out.append(0xC2)
-      }
-      switch byte {
-      case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-      case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-      case UInt8(ascii: "\n"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-      case UInt8(ascii: "\r"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-      case UInt8(ascii: "\t"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-      case 0..<0x20, 0x7F: appendEscape(byte, to: &out)
-      case 0xC2: pendingC2 = true
-      default: out.append(byte)
-      }
-    }
-    if pendingC2 { out.append(0xC2) }
-    out.append(UInt8(ascii: "\""))
-  }
-
-  /// Appends `\u00HH` for a code point below U+0100.
-  private static func appendEscape(_ value: UInt8, to out: inout [UInt8]) {
-    out.append(contentsOf: [
-      UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-    ])
-    out.append(lowercaseHexDigits[Int(value >> 4)])
-    out.append(lowercaseHexDigits[Int(value & 0x0F)])
-  }
-}
-
-/// ASCII `0`-`9`, `a`-`f`, indexed by value.
-let lowercaseHexDigits: [UInt8] = Array("0123456789abcdef".utf8)

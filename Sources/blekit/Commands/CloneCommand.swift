@@ -106,7 +106,7 @@ struct CloneCommand: ParsableCommand {
     let profile = try CloneProfile(
       source: source, tree: tree, advertisement: advertisement, recorded: recorded
     ).profile()
-    let text = JSON.indented(profile)
+    let text = profile.indentedText()
     // What serve would refuse is a mistake here, not a profile to hand out.
     do throws(ProfileError) {
       _ = try ServeProfile.decode(Array(text.utf8), file: "the clone of \(source)")

@@ -3,6 +3,7 @@
 
 import ArgumentParsing
 import BLEKit
+import JSON
 
 /// Builds a serve profile from what a walk read.
 struct CloneProfile {
@@ -46,7 +47,7 @@ struct CloneProfile {
   }
 
   /// The profile, or why there is nothing to serve.
-  func profile() throws(CLIError) -> JSON.Value {
+  func profile() throws(CLIError) -> JSONValue {
     var notes = ["cloned from \(source) by blekit clone"]
     let genericAccess = BluetoothUUID(uint16: 0x1800)
     if !tree.contains(where: { $0.service.uuid == genericAccess }) {
@@ -56,7 +57,7 @@ struct CloneProfile {
         "service 1800 not shown by bluetoothd: the twin's Generic Access is the serving "
           + "bluetoothd's own (the device name is that adapter's alias)")
     }
-    var services: [JSON.Value] = []
+    var services: [JSONValue] = []
     for explored in tree {
       let uuid = explored.service.uuid
       if Self.bluezServices.contains(uuid) {
@@ -72,7 +73,7 @@ struct CloneProfile {
           "service 180a with only PnP ID left out: bluetoothd serves it itself (DeviceID)")
         continue
       }
-      var characteristics: [JSON.Value] = []
+      var characteristics: [JSONValue] = []
       for item in explored.characteristics {
         if let json = characteristic(item, in: uuid) {
           characteristics.append(json)
@@ -87,10 +88,12 @@ struct CloneProfile {
         notes.append("service \(uuidLabel(uuid)) left out: it has no characteristics")
         continue
       }
-      var fields: [(String, JSON.Value)] = [("uuid", .string(uuidLabel(uuid)))]
-      if let name = AssignedNumbers.serviceName(uuid) { fields.append(("name", .string(name))) }
-      if !explored.service.isPrimary { fields.append(("primary", .bool(false))) }
-      fields.append(("characteristics", .array(characteristics)))
+      var fields: [JSONValue.Field] = [.init("uuid", .string(uuidLabel(uuid)))]
+      if let name = AssignedNumbers.serviceName(uuid) {
+        fields.append(.init("name", .string(name)))
+      }
+      if !explored.service.isPrimary { fields.append(.init("primary", .bool(false))) }
+      fields.append(.init("characteristics", .array(characteristics)))
       services.append(.object(fields))
     }
     guard !services.isEmpty else {
@@ -101,30 +104,30 @@ struct CloneProfile {
     let (advertise, left) = advertiseFields(services: services)
     notes += left
     return .object([
-      ("notes", .array(notes.map { .string($0) })), ("advertise", .object(advertise)),
-      ("services", .array(services)),
+      .init("notes", .array(notes.map { .string($0) })), .init("advertise", .object(advertise)),
+      .init("services", .array(services)),
     ])
   }
 
   /// The characteristic's profile entry; nil when it has none of the properties serve
   /// publishes (e.g. only `broadcast` or `authenticated-signed-writes`).
-  func characteristic(_ item: ExploredCharacteristic, in service: BluetoothUUID) -> JSON.Value? {
+  func characteristic(_ item: ExploredCharacteristic, in service: BluetoothUUID) -> JSONValue? {
     let characteristic = item.characteristic
     guard Self.servedProperties.contains(where: { characteristic.properties.contains($0.1) })
     else { return nil }
-    var fields: [(String, JSON.Value)] = [("uuid", .string(uuidLabel(characteristic.uuid)))]
+    var fields: [JSONValue.Field] = [.init("uuid", .string(uuidLabel(characteristic.uuid)))]
     if let name = AssignedNumbers.characteristicName(characteristic.uuid) {
-      fields.append(("name", .string(name)))
+      fields.append(.init("name", .string(name)))
     }
     let properties = characteristic.properties
     fields.append(
-      (
+      .init(
         "properties",
         .array(Self.servedProperties.filter { properties.contains($0.1) }.map { .string($0.0) })
       ))
     let permissions = Self.permissionFlags.filter(characteristic.flags.contains)
     if !permissions.isEmpty {
-      fields.append(("permissions", .array(permissions.map { .string($0) })))
+      fields.append(.init("permissions", .array(permissions.map { .string($0) })))
     }
     var notes: [String] = []
     let dropped = characteristic.flags.filter { flag in
@@ -138,30 +141,32 @@ struct CloneProfile {
       switch item.read {
       case .value(let bytes):
         readValue = Array(bytes.prefix(ServeProfile.maximumValueLength))
-        fields.append(("value", Self.value(readValue)))
+        fields.append(.init("value", Self.value(readValue)))
       case .failed(let failure):
         let error = Self.readError(failure)
-        fields.append(("readError", .string(error.name)))
+        fields.append(.init("readError", .string(error.name)))
         notes.append("reading it failed: \(failure.description)")
       case .notRead:
-        fields.append(("value", Self.value([])))
+        fields.append(.init("value", Self.value([])))
         notes.append("not read")
       }
     }
     if properties.contains(.notify) || properties.contains(.indicate) {
       let heard = recorded[Self.key(service: service, characteristic: characteristic.uuid)] ?? []
       if let (notifier, note) = Self.replaying(heard) {
-        fields.append(("notifier", notifier))
+        fields.append(.init("notifier", notifier))
         notes.append(note)
       } else {
         fields.append(
-          (
+          .init(
             "notifier",
-            .object([("every", .int(Self.notifyInterval)), ("value", Self.value(readValue))])
+            .object([
+              .init("every", .int(Self.notifyInterval)), .init("value", Self.value(readValue)),
+            ])
           ))
       }
     }
-    var descriptors: [JSON.Value] = []
+    var descriptors: [JSONValue] = []
     var seen = Set<BluetoothUUID>()
     for explored in item.descriptors {
       let uuid = explored.descriptor.uuid
@@ -170,27 +175,27 @@ struct CloneProfile {
         notes.append("a second descriptor \(uuidLabel(uuid)) left out")
         continue
       }
-      var descriptor: [(String, JSON.Value)] = [("uuid", .string(uuidLabel(uuid)))]
+      var descriptor: [JSONValue.Field] = [.init("uuid", .string(uuidLabel(uuid)))]
       switch explored.read {
       case .value(let bytes):
         descriptor.append(
-          ("value", Self.value(Array(bytes.prefix(ServeProfile.maximumValueLength)))))
+          .init("value", Self.value(Array(bytes.prefix(ServeProfile.maximumValueLength)))))
       case .failed(let failure):
-        descriptor.append(("value", Self.value([])))
-        descriptor.append(("note", .string("reading it failed: \(failure.description)")))
+        descriptor.append(.init("value", Self.value([])))
+        descriptor.append(.init("note", .string("reading it failed: \(failure.description)")))
       case .notRead:
-        descriptor.append(("value", Self.value([])))
+        descriptor.append(.init("value", Self.value([])))
       }
       descriptors.append(.object(descriptor))
     }
-    if !descriptors.isEmpty { fields.append(("descriptors", .array(descriptors))) }
-    if !notes.isEmpty { fields.append(("note", .string(notes.joined(separator: "; ")))) }
+    if !descriptors.isEmpty { fields.append(.init("descriptors", .array(descriptors))) }
+    if !notes.isEmpty { fields.append(.init("note", .string(notes.joined(separator: "; ")))) }
     return .object(fields)
   }
 
   /// A notifier replaying what was heard (at most a cycle's worth), one value per mean gap
   /// between them (1 s for a single value); nil when nothing was heard.
-  static func replaying(_ heard: [GattWalk.Heard]) -> (JSON.Value, String)? {
+  static func replaying(_ heard: [GattWalk.Heard]) -> (JSONValue, String)? {
     guard let first = heard.first, let last = heard.last else { return nil }
     let kept = Array(heard.prefix(ProfileDecoder.maximumCycleLength))
     var interval = 1.0
@@ -201,17 +206,20 @@ struct CloneProfile {
     let values = kept.map { value(Array($0.value.prefix(ServeProfile.maximumValueLength))) }
     let cut = heard.count > kept.count ? " (the first \(kept.count) kept)" : ""
     return (
-      .object([("every", .number(interval)), ("value", .object([("cycle", .array(values))]))]),
+      .object([
+        .init("every", .number(interval)),
+        .init("value", .object([.init("cycle", .array(values))])),
+      ]),
       "replays the \(heard.count) notifications heard\(cut), one every \(interval) s"
     )
   }
 
   /// `{"text": ...}` when the bytes are printable UTF-8, else `{"hex": ...}`.
-  static func value(_ bytes: [UInt8]) -> JSON.Value {
+  static func value(_ bytes: [UInt8]) -> JSONValue {
     if let text = printableText(bytes), Array(text.utf8) == bytes {
-      return .object([("text", .string(text))])
+      return .object([.init("text", .string(text))])
     }
-    return .object([("hex", .string(HexBytes.format(bytes)))])
+    return .object([.init("hex", .string(HexBytes.format(bytes)))])
   }
 
   /// The ATT error behind bluetoothd's answer to a read (see BlueZ's gatt-client.c: each ATT
@@ -245,7 +253,7 @@ struct CloneProfile {
 
   /// The `advertise` object: what bluetoothd holds of the device's advertisement, cut down to
   /// what fits a legacy advertisement (serve refuses more), and notes on what was cut.
-  func advertiseFields(services: [JSON.Value]) -> ([(String, JSON.Value)], [String]) {
+  func advertiseFields(services: [JSONValue]) -> ([JSONValue.Field], [String]) {
     var notes: [String] = []
     let alias = advertisement.alias.flatMap { alias in
       alias.replacingDashes == source ? nil : alias
@@ -284,23 +292,25 @@ struct CloneProfile {
         notes.append("advertised service \(uuidLabel(payload.services[0])) left out: too long")
         payload.services = []
       } else if let name = payload.name {
-        notes.append("advertised name \(JSON.quoted(name)) left out: too long")
+        notes.append("advertised name \(JSONValue.quoted(name)) left out: too long")
         payload.name = nil
       } else {
         break
       }
     }
-    var fields: [(String, JSON.Value)] = []
-    if let name = payload.name { fields.append(("name", .string(name))) }
-    fields.append(("services", .array(payload.services.map { .string(uuidLabel($0)) })))
-    if let appearance = payload.appearance { fields.append(("appearance", .int(Int(appearance)))) }
+    var fields: [JSONValue.Field] = []
+    if let name = payload.name { fields.append(.init("name", .string(name))) }
+    fields.append(.init("services", .array(payload.services.map { .string(uuidLabel($0)) })))
+    if let appearance = payload.appearance {
+      fields.append(.init("appearance", .int(Int(appearance))))
+    }
     if !payload.manufacturerData.isEmpty {
       fields.append(
-        (
+        .init(
           "manufacturerData",
           .object(
             payload.manufacturerData.sorted { $0.key < $1.key }.map { company, bytes in
-              (
+              JSONValue.Field(
                 HexBytes.format([UInt8(company >> 8), UInt8(company & 0xFF)]),
                 .string(HexBytes.format(bytes))
               )
@@ -309,11 +319,11 @@ struct CloneProfile {
     }
     if !payload.serviceData.isEmpty {
       fields.append(
-        (
+        .init(
           "serviceData",
           .object(
             payload.serviceData.sorted { $0.key.uuidString < $1.key.uuidString }.map {
-              (uuidLabel($0.key), .string(HexBytes.format($0.value)))
+              JSONValue.Field(uuidLabel($0.key), .string(HexBytes.format($0.value)))
             })
         ))
     }
@@ -325,40 +335,5 @@ extension String {
   /// `00-AA-01-00-00-01` as `00:AA:01:00:00:01` (bluetoothd's alias for a nameless device).
   fileprivate var replacingDashes: String {
     String(map { $0 == "-" ? ":" : $0 })
-  }
-}
-
-// MARK: - Pretty JSON
-
-extension JSON {
-  /// The longest array kept on one line (a list of UUIDs or properties; notes go one a line).
-  static let inlineLimit = 80
-
-  /// `value` as indented JSON, for a file a person edits: objects and arrays holding objects or
-  /// arrays, and arrays longer than ``inlineLimit`` on one line, take a line per member; the
-  /// rest stays on one line.
-  static func indented(_ value: Value, indent: String = "") -> String {
-    let inner = indent + "  "
-    switch value {
-    case .object(let fields) where fields.contains(where: { $0.1.isContainer }):
-      let lines = fields.map { inner + quoted($0.0) + ": " + indented($0.1, indent: inner) }
-      return "{\n" + lines.joined(separator: ",\n") + "\n" + indent + "}"
-    case .array(let items)
-    where items.contains(where: \.isContainer) || text(value).count > inlineLimit:
-      let lines = items.map { inner + indented($0, indent: inner) }
-      return "[\n" + lines.joined(separator: ",\n") + "\n" + indent + "]"
-    default:
-      return text(value)
-    }
-  }
-}
-
-extension JSON.Value {
-  fileprivate var isContainer: Bool {
-    switch self {
-    case .object(let fields): !fields.isEmpty
-    case .array(let items): !items.isEmpty
-    default: false
-    }
   }
 }

@@ -3,6 +3,7 @@
 
 import ArgumentParsing
 import BLEKit
+import JSON
 
 /// Dumps a device's whole GATT tree with its values, as GATT explorer apps do.
 struct ExploreCommand: ParsableCommand {
@@ -86,7 +87,7 @@ struct ExploreCommand: ParsableCommand {
       let unread = Unread(tree)
       printLine(
         json
-          ? JSON.text(Self.json(device: device, tree: tree, unread: unread))
+          ? Self.json(device: device, tree: tree, unread: unread).text
           : Self.text(device: device, tree: tree, unread: unread))
       if let listen {
         try await Self.listen(
@@ -203,7 +204,7 @@ struct ExploreCommand: ParsableCommand {
   {
     var lines: [String] = []
     var head = device.address.rawValue
-    if let name = device.name { head += "  " + JSON.quoted(name) }
+    if let name = device.name { head += "  " + JSONValue.quoted(name) }
     head += "  via \(device.adapter)"
     if let mtu = device.mtu { head += "  MTU \(mtu)" }
     lines.append(head)
@@ -252,7 +253,7 @@ struct ExploreCommand: ParsableCommand {
       return ["\(indent)error  \(failureText(failure, address: address))"]
     case .value(let bytes):
       if bytes.isEmpty { return ["\(indent)value  (empty)"] }
-      let text = printableText(bytes).map(JSON.quoted)
+      let text = printableText(bytes).map(JSONValue.quoted)
       if bytes.count <= hexBytesPerLine {
         return ["\(indent)value  \(spacedHex(bytes))" + (text.map { "  " + $0 } ?? "")]
       }
@@ -292,37 +293,37 @@ struct ExploreCommand: ParsableCommand {
 
   /// The whole tree as one JSON object.
   static func json(device: ExploredDevice, tree: [ExploredService], unread: Unread? = nil)
-    -> JSON.Value
+    -> JSONValue
   {
     let unread = unread ?? Unread(tree)
     return .object([
-      ("type", .string("explore")),
-      ("address", .string(device.address.rawValue)),
-      ("name", device.name.map { .string($0) } ?? .null),
-      ("adapter", .string(device.adapter)),
-      ("mtu", device.mtu.map { .int($0) } ?? .null),
-      (
+      .init("type", .string("explore")),
+      .init("address", .string(device.address.rawValue)),
+      .init("name", device.name.map { .string($0) } ?? .null),
+      .init("adapter", .string(device.adapter)),
+      .init("mtu", device.mtu.map { .int($0) } ?? .null),
+      .init(
         "services",
         .array(
           tree.map { explored in
             .object(
               uuidFields(explored.service.uuid, AssignedNumbers.serviceName) + [
-                ("primary", .bool(explored.service.isPrimary)),
-                ("characteristics", .array(explored.characteristics.map(json))),
+                .init("primary", .bool(explored.service.isPrimary)),
+                .init("characteristics", .array(explored.characteristics.map(json))),
               ])
           })
       ),
-      ("unread", .int(unread.total)),
+      .init("unread", .int(unread.total)),
     ])
   }
 
-  static func json(_ item: ExploredCharacteristic) -> JSON.Value {
+  static func json(_ item: ExploredCharacteristic) -> JSONValue {
     .object(
       uuidFields(item.characteristic.uuid, AssignedNumbers.characteristicName)
-        + [("flags", .array(item.characteristic.flags.map { .string($0) }))]
+        + [.init("flags", .array(item.characteristic.flags.map { .string($0) }))]
         + valueFields(item.read)
         + [
-          (
+          .init(
             "descriptors",
             .array(
               item.descriptors.map { descriptor in
@@ -345,39 +346,41 @@ struct ExploreCommand: ParsableCommand {
   /// `uuid` (full form), `shortUUID`, `name` (or null).
   static func uuidFields(
     _ uuid: BluetoothUUID, _ name: (BluetoothUUID) -> String?
-  ) -> [(String, JSON.Value)] {
+  ) -> [JSONValue.Field] {
     [
-      ("uuid", .string(uuid.uuidString)),
-      ("shortUUID", .string(uuid.shortString)),
-      ("name", name(uuid).map { .string($0) } ?? .null),
+      .init("uuid", .string(uuid.uuidString)),
+      .init("shortUUID", .string(uuid.shortString)),
+      .init("name", name(uuid).map { .string($0) } ?? .null),
     ]
   }
 
   /// `value` (hex or null), `text` (printable text or null), `error` (object or null: the
   /// BlueZ error's `name` and `message`, and `droppedLink`), `needs` (`"pairing"`,
   /// `"authorization"` or null: what the device wants before it gives the value).
-  static func valueFields(_ read: AttributeReadResult) -> [(String, JSON.Value)] {
+  static func valueFields(_ read: AttributeReadResult) -> [JSONValue.Field] {
     switch read {
     case .notRead:
-      return [("value", .null), ("text", .null), ("error", .null), ("needs", .null)]
+      return [
+        .init("value", .null), .init("text", .null), .init("error", .null), .init("needs", .null),
+      ]
     case .value(let bytes):
       return [
-        ("value", .string(HexBytes.format(bytes))),
-        ("text", printableText(bytes).map { .string($0) } ?? .null),
-        ("error", .null), ("needs", .null),
+        .init("value", .string(HexBytes.format(bytes))),
+        .init("text", printableText(bytes).map { .string($0) } ?? .null),
+        .init("error", .null), .init("needs", .null),
       ]
     case .failed(let failure):
       return [
-        ("value", .null), ("text", .null),
-        (
+        .init("value", .null), .init("text", .null),
+        .init(
           "error",
           .object([
-            ("name", failure.errorName.map { .string($0) } ?? .null),
-            ("message", .string(failure.message)),
-            ("droppedLink", .bool(failure.droppedLink)),
+            .init("name", failure.errorName.map { .string($0) } ?? .null),
+            .init("message", .string(failure.message)),
+            .init("droppedLink", .bool(failure.droppedLink)),
           ])
         ),
-        ("needs", failure.requirement.map { .string(needsName($0)) } ?? .null),
+        .init("needs", failure.requirement.map { .string(needsName($0)) } ?? .null),
       ]
     }
   }

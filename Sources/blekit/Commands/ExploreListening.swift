@@ -4,6 +4,7 @@
 
 import ArgumentParsing
 import BLEKit
+import JSON
 
 extension ExploreCommand {
   /// One value heard while listening.
@@ -21,11 +22,11 @@ extension ExploreCommand {
       subscribeFailed: { characteristic, error in
         printLine(
           json
-            ? JSON.text(subscribeErrorJSON(characteristic, error))
+            ? subscribeErrorJSON(characteristic, error).text
             : "notify  \(uuidLabel(characteristic.uuid))  error  \(error.message)")
       },
       heard: { heard in
-        printLine(json ? JSON.text(notificationJSON(heard)) : notificationText(heard))
+        printLine(json ? notificationJSON(heard).text : notificationText(heard))
       })
   }
 
@@ -36,32 +37,32 @@ extension ExploreCommand {
       line += "  \(name)"
     }
     line += heard.value.isEmpty ? "  (empty)" : "  \(spacedHex(heard.value))"
-    if let text = printableText(heard.value) { line += "  " + JSON.quoted(text) }
+    if let text = printableText(heard.value) { line += "  " + JSONValue.quoted(text) }
     return line
   }
 
-  static func notificationJSON(_ heard: Heard) -> JSON.Value {
+  static func notificationJSON(_ heard: Heard) -> JSONValue {
     .object([
-      ("type", .string("notification")),
-      ("seconds", .number(heard.seconds)),
-      ("service", .string(heard.service.uuidString)),
-      ("characteristic", .string(heard.characteristic.uuidString)),
-      (
+      .init("type", .string("notification")),
+      .init("seconds", .number(heard.seconds)),
+      .init("service", .string(heard.service.uuidString)),
+      .init("characteristic", .string(heard.characteristic.uuidString)),
+      .init(
         "name",
         AssignedNumbers.characteristicName(heard.characteristic).map { .string($0) } ?? .null
       ),
-      ("value", .string(HexBytes.format(heard.value))),
-      ("text", printableText(heard.value).map { .string($0) } ?? .null),
+      .init("value", .string(HexBytes.format(heard.value))),
+      .init("text", printableText(heard.value).map { .string($0) } ?? .null),
     ])
   }
 
   static func subscribeErrorJSON(_ characteristic: RemoteCharacteristic, _ error: BluetoothError)
-    -> JSON.Value
+    -> JSONValue
   {
     .object([
-      ("type", .string("subscribeError")),
-      ("characteristic", .string(characteristic.uuid.uuidString)),
-      ("error", .string(error.message)),
+      .init("type", .string("subscribeError")),
+      .init("characteristic", .string(characteristic.uuid.uuidString)),
+      .init("error", .string(error.message)),
     ])
   }
 }

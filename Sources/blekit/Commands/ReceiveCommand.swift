@@ -3,6 +3,7 @@
 import ArgumentParsing
 import BLEKit
 import Glibc
+import JSON
 import Synchronization
 
 /// Finds a peripheral advertising the transfer service, receives its message, prints it.
@@ -174,7 +175,7 @@ struct ReceiveCommand: ParsableCommand {
       progress.finish()
       if json {
         let cpu = Self.processorTime() - cpuAtSubscription.withLock { $0 }
-        try StandardOutput.write(Array((JSON.text(Self.json(received, cpu: cpu)) + "\n").utf8))
+        try StandardOutput.write(Array((Self.json(received, cpu: cpu).text + "\n").utf8))
       } else if nul {
         guard !received.bytes.contains(0) else {
           throw CLIError(
@@ -193,25 +194,25 @@ struct ReceiveCommand: ParsableCommand {
   /// (`"encoding":"utf-8"`), else their base64 (`"encoding":"base64"`). `cpuSeconds` is the
   /// process's CPU time (user and system, all threads) from the subscription until the receive
   /// returned: the transfer's span (`seconds`) plus the reply and the unsubscribing.
-  static func json(_ received: TransferCentral.Received, cpu: Duration) -> JSON.Value {
+  static func json(_ received: TransferCentral.Received, cpu: Duration) -> JSONValue {
     let text = received.text
     return .object([
-      ("message", .string(text ?? Base64.encode(received.bytes))),
-      ("encoding", .string(text == nil ? "base64" : "utf-8")),
-      ("bytes", .int(received.byteCount)),
-      ("peer", .string(received.peripheral.address.rawValue)),
-      ("framing", .string(received.framing.rawValue)),
-      ("order", .string(received.order.name)),
-      ("orderReason", .string(received.order.reason)),
-      ("method", .string(Self.describe(received.method))),
-      ("seconds", .number(seconds(received.duration))),
-      (
+      .init("message", .string(text ?? Base64.encode(received.bytes))),
+      .init("encoding", .string(text == nil ? "base64" : "utf-8")),
+      .init("bytes", .int(received.byteCount)),
+      .init("peer", .string(received.peripheral.address.rawValue)),
+      .init("framing", .string(received.framing.rawValue)),
+      .init("order", .string(received.order.name)),
+      .init("orderReason", .string(received.order.reason)),
+      .init("method", .string(Self.describe(received.method))),
+      .init("seconds", .number(seconds(received.duration))),
+      .init(
         "bytesPerSecond",
         .number(Double(received.byteCount) / max(seconds(received.duration), 0.001))
       ),
-      ("cpuSeconds", .number(seconds(cpu))),
-      ("framesOutOfOrder", .int(received.framesOutOfOrder)),
-      ("socketBacklogPeak", received.socketBacklogPeak.map { .int($0) } ?? .null),
+      .init("cpuSeconds", .number(seconds(cpu))),
+      .init("framesOutOfOrder", .int(received.framesOutOfOrder)),
+      .init("socketBacklogPeak", received.socketBacklogPeak.map { .int($0) } ?? .null),
     ])
   }
 

@@ -3,6 +3,7 @@
 
 import ArgumentParsing
 import BLEKit
+import JSON
 
 extension ReceiveCommand {
   /// Finds the transfer peripheral (or --from), connects, reads its PSM characteristic, opens
@@ -61,27 +62,26 @@ extension ReceiveCommand {
     if json {
       try StandardOutput.write(
         Array(
-          (JSON.text(
-            .object([
-              (
-                "message",
-                .string(String(validating: message, as: UTF8.self) ?? Base64.encode(message))
-              ),
-              (
-                "encoding",
-                .string(String(validating: message, as: UTF8.self) == nil ? "base64" : "utf-8")
-              ),
-              ("bytes", .int(message.count)),
-              ("peer", .string(peer.address.rawValue)),
-              ("framing", .string("l2cap")),
-              ("seconds", .number(seconds(duration))),
-              (
-                "bytesPerSecond",
-                .number(Double(message.count) / max(seconds(duration), 0.001))
-              ),
-              ("sendMTU", .int(mtus.send)),
-              ("receiveMTU", .int(mtus.receive)),
-            ])) + "\n").utf8))
+          (JSONValue.object([
+            .init(
+              "message",
+              .string(String(validating: message, as: UTF8.self) ?? Base64.encode(message))
+            ),
+            .init(
+              "encoding",
+              .string(String(validating: message, as: UTF8.self) == nil ? "base64" : "utf-8")
+            ),
+            .init("bytes", .int(message.count)),
+            .init("peer", .string(peer.address.rawValue)),
+            .init("framing", .string("l2cap")),
+            .init("seconds", .number(seconds(duration))),
+            .init(
+              "bytesPerSecond",
+              .number(Double(message.count) / max(seconds(duration), 0.001))
+            ),
+            .init("sendMTU", .int(mtus.send)),
+            .init("receiveMTU", .int(mtus.receive)),
+          ]).text + "\n").utf8))
     } else if nul {
       guard !message.contains(0) else {
         throw CLIError(

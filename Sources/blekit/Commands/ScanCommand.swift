@@ -3,6 +3,7 @@
 import ArgumentParsing
 import BLEKit
 import Fleet
+import JSON
 import Synchronization
 
 #if canImport(Glibc)
@@ -211,7 +212,7 @@ struct ScanCommand: ParsableCommand {
     } else {
       parts.append(options.rssi.minimum == nil ? "rssi ?" : "rssi ? (unknown, kept)")
     }
-    if let name = discovery.name { parts.append(JSON.quoted(name)) }
+    if let name = discovery.name { parts.append(JSONValue.quoted(name)) }
     if let txPower = discovery.txPower { parts.append("tx \(txPower)") }
     if !discovery.serviceUUIDs.isEmpty {
       parts.append(
@@ -241,37 +242,39 @@ struct ScanCommand: ParsableCommand {
       case .belowThreshold: "belowThreshold"
       case .excludedUnknown: "excludedUnknown"
       }
-    let fields: [(String, JSON.Value)] = [
-      ("timestamp", .number(unixTime())),
-      ("address", .string(discovery.address.rawValue)),
-      ("addressType", discovery.addressType.map { .string($0.rawValue) } ?? .null),
-      ("name", discovery.name.map { .string($0) } ?? .null),
-      ("rssi", discovery.rssi.map { .int($0) } ?? .null),
-      ("reportedRSSI", discovery.reportedRSSI.map { .int($0) } ?? .null),
-      ("rssiFilter", .string(decision)),
-      ("txPower", discovery.txPower.map { .int($0) } ?? .null),
-      ("serviceUUIDs", .array(discovery.serviceUUIDs.map { .string($0.uuidString) })),
-      (
+    let fields: [JSONValue.Field] = [
+      .init("timestamp", .number(unixTime())),
+      .init("address", .string(discovery.address.rawValue)),
+      .init("addressType", discovery.addressType.map { .string($0.rawValue) } ?? .null),
+      .init("name", discovery.name.map { .string($0) } ?? .null),
+      .init("rssi", discovery.rssi.map { .int($0) } ?? .null),
+      .init("reportedRSSI", discovery.reportedRSSI.map { .int($0) } ?? .null),
+      .init("rssiFilter", .string(decision)),
+      .init("txPower", discovery.txPower.map { .int($0) } ?? .null),
+      .init("serviceUUIDs", .array(discovery.serviceUUIDs.map { .string($0.uuidString) })),
+      .init(
         "manufacturerData",
         .array(
           discovery.manufacturerData.sorted(by: { $0.key < $1.key }).map {
             .object([
-              ("companyID", .int(Int($0.key))), ("data", .string(HexBytes.format($0.value))),
+              .init("companyID", .int(Int($0.key))),
+              .init("data", .string(HexBytes.format($0.value))),
             ])
           })
       ),
-      (
+      .init(
         "serviceData",
         .array(
           discovery.serviceData.sorted(by: { $0.key < $1.key }).map {
             .object([
-              ("uuid", .string($0.key.uuidString)), ("data", .string(HexBytes.format($0.value))),
+              .init("uuid", .string($0.key.uuidString)),
+              .init("data", .string(HexBytes.format($0.value))),
             ])
           })
       ),
-      ("connected", .bool(discovery.isConnected)),
+      .init("connected", .bool(discovery.isConnected)),
     ]
-    return JSON.text(.object(fields))
+    return JSONValue.object(fields).text
   }
 }
 

@@ -2,6 +2,7 @@
 // (a table, or one JSON object) at the end.
 
 import BLEKit
+import JSON
 import Sightings
 
 /// The text and JSON forms of a monitoring run.
@@ -33,43 +34,40 @@ enum MonitorOutput {
 
   /// The first JSON line, once discovery runs: what is monitored, where, since when.
   static func startJSON(target: MonitorTarget, adapter: String, unixTime: Double) -> String {
-    JSON.text(
-      .object([
-        ("type", .string("start")),
-        ("timestamp", .number(unixTime)),
-        ("target", .string(target.description)),
-        ("adapter", .string(adapter)),
-      ]))
+    JSONValue.object([
+      .init("type", .string("start")),
+      .init("timestamp", .number(unixTime)),
+      .init("target", .string(target.description)),
+      .init("adapter", .string(adapter)),
+    ]).text
   }
 
   /// One JSON line per sighting.
   static func sightingJSON(
     id: String, address: String, rssi: Int?, count: Int, unixTime: Double
   ) -> String {
-    JSON.text(
-      .object([
-        ("type", .string("sighting")),
-        ("timestamp", .number(unixTime)),
-        ("id", .string(id)),
-        ("address", .string(address)),
-        ("rssi", rssi.map { .int($0) } ?? .null),
-        ("count", .int(count)),
-      ]))
+    JSONValue.object([
+      .init("type", .string("sighting")),
+      .init("timestamp", .number(unixTime)),
+      .init("id", .string(id)),
+      .init("address", .string(address)),
+      .init("rssi", rssi.map { .int($0) } ?? .null),
+      .init("count", .int(count)),
+    ]).text
   }
 
   /// One JSON line per malformed payload skipped.
   static func malformedJSON(_ payload: MalformedPayload, address: String, unixTime: Double)
     -> String
   {
-    JSON.text(
-      .object([
-        ("type", .string("malformed")),
-        ("timestamp", .number(unixTime)),
-        ("address", .string(address)),
-        ("reason", .string(payload.reason.rawValue)),
-        ("length", .int(payload.length)),
-        ("detail", .string(payload.detail)),
-      ]))
+    JSONValue.object([
+      .init("type", .string("malformed")),
+      .init("timestamp", .number(unixTime)),
+      .init("address", .string(address)),
+      .init("reason", .string(payload.reason.rawValue)),
+      .init("length", .int(payload.length)),
+      .init("detail", .string(payload.detail)),
+    ]).text
   }
 
   /// The summary as text: a header line, one row per ID, and the skipped payloads.
@@ -111,39 +109,39 @@ enum MonitorOutput {
 
   /// The summary as one JSON object.
   static func summaryJSON(_ table: Table, run: Run) -> String {
-    func unix(_ instant: ContinuousClock.Instant) -> JSON.Value {
+    func unix(_ instant: ContinuousClock.Instant) -> JSONValue {
       .number(run.startUnix + seconds(instant - run.start))
     }
-    let ids: [JSON.Value] = table.entries.map { entry in
+    let ids: [JSONValue] = table.entries.map { entry in
       let stats = entry.statistics
       return .object([
-        ("id", .string(entry.id)),
-        ("address", .string(entry.lastAddress)),
-        ("count", .int(stats.count)),
-        ("firstSeen", unix(stats.firstSeen)),
-        ("lastSeen", unix(stats.lastSeen)),
-        ("rssiMin", stats.minimumRSSI.map { .int($0) } ?? .null),
-        ("rssiMean", stats.meanRSSI.map { .number($0) } ?? .null),
-        ("rssiMax", stats.maximumRSSI.map { .int($0) } ?? .null),
-        ("perMinute", stats.sightingsPerMinute(over: run.duration).map { .number($0) } ?? .null),
+        .init("id", .string(entry.id)),
+        .init("address", .string(entry.lastAddress)),
+        .init("count", .int(stats.count)),
+        .init("firstSeen", unix(stats.firstSeen)),
+        .init("lastSeen", unix(stats.lastSeen)),
+        .init("rssiMin", stats.minimumRSSI.map { .int($0) } ?? .null),
+        .init("rssiMean", stats.meanRSSI.map { .number($0) } ?? .null),
+        .init("rssiMax", stats.maximumRSSI.map { .int($0) } ?? .null),
+        .init(
+          "perMinute", stats.sightingsPerMinute(over: run.duration).map { .number($0) } ?? .null),
       ])
     }
-    let malformed: [(String, JSON.Value)] = table.malformed.sorted { $0.key < $1.key }.map {
-      ($0.key.rawValue, .int($0.value))
+    let malformed: [JSONValue.Field] = table.malformed.sorted { $0.key < $1.key }.map {
+      JSONValue.Field($0.key.rawValue, .int($0.value))
     }
-    return JSON.text(
-      .object([
-        ("type", .string("summary")),
-        ("target", .string(run.target.description)),
-        ("adapter", .string(run.adapter)),
-        ("start", .number(run.startUnix)),
-        ("duration", .number(seconds(run.duration))),
-        ("sightings", .int(table.sightings)),
-        ("ids", .array(ids)),
-        ("malformed", .object(malformed)),
-        ("malformedTotal", .int(table.malformedTotal)),
-        ("evictedIDs", .int(table.evictedIDs)),
-      ]))
+    return JSONValue.object([
+      .init("type", .string("summary")),
+      .init("target", .string(run.target.description)),
+      .init("adapter", .string(run.adapter)),
+      .init("start", .number(run.startUnix)),
+      .init("duration", .number(seconds(run.duration))),
+      .init("sightings", .int(table.sightings)),
+      .init("ids", .array(ids)),
+      .init("malformed", .object(malformed)),
+      .init("malformedTotal", .int(table.malformedTotal)),
+      .init("evictedIDs", .int(table.evictedIDs)),
+    ]).text
   }
 
   /// `-70/-65.5/-60`, or `?` when no sighting had a known RSSI.

@@ -4,6 +4,7 @@
 
 import BLEKit
 import Dispatch
+import JSON
 import Synchronization
 
 #if canImport(Glibc)
@@ -271,7 +272,7 @@ final class ScanLiveTable: Sendable {
       }
     }
     out.append(UInt8(ascii: " "))
-    if let name = row.name { JSON.appendQuoted(name, to: &out) }
+    if let name = row.name { JSONValue.appendQuoted(name, to: &out) }
   }
 
   /// Runs `write`, then pads what it wrote with spaces to `width` bytes (the padded columns

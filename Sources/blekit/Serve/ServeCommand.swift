@@ -3,6 +3,7 @@
 
 import ArgumentParsing
 import BLEKit
+import JSON
 
 #if canImport(Glibc)
   import Glibc
@@ -110,8 +111,8 @@ struct ServeCommand: ParsableCommand {
       "serving \(profilePath) on \(manager.adapterName): \(profile.services.count) services, "
         + "advertising \(profile.advertisement.services.map(\.shortString).joined(separator: ", "))",
       fields: [
-        ("adapter", .string(manager.adapterName)),
-        ("services", .array(profile.services.map { .string($0.uuid.shortString) })),
+        .init("adapter", .string(manager.adapterName)),
+        .init("services", .array(profile.services.map { .string($0.uuid.shortString) })),
       ])
     if let (fed, format) = runtime.standardInputFed {
       tasks.append(
@@ -157,8 +158,8 @@ struct ServeCommand: ParsableCommand {
           "subscribed",
           "\(central?.description ?? "a central") subscribed to \(served.profile.uuid.shortString)",
           fields: [
-            ("characteristic", .string(served.profile.uuid.shortString)),
-            ("central", central.map { .string($0.description) } ?? .null),
+            .init("characteristic", .string(served.profile.uuid.shortString)),
+            .init("central", central.map { .string($0.description) } ?? .null),
           ])
         if let pushes = served.pushes, case .periodic(let interval, _) = served.profile.notifier {
           pushers[ObjectIdentifier(characteristic)]?.cancel()
@@ -175,8 +176,8 @@ struct ServeCommand: ParsableCommand {
           "\(central?.description ?? "the last central") unsubscribed from "
             + served.profile.uuid.shortString,
           fields: [
-            ("characteristic", .string(served.profile.uuid.shortString)),
-            ("central", central.map { .string($0.description) } ?? .null),
+            .init("characteristic", .string(served.profile.uuid.shortString)),
+            .init("central", central.map { .string($0.description) } ?? .null),
           ])
       case .write(let request):
         guard
@@ -194,7 +195,7 @@ struct ServeCommand: ParsableCommand {
           "advertising-paused",
           "advertising paused while a central is connected (\(reason)); other centrals can "
             + "connect once it leaves",
-          fields: [("reason", .string(reason))])
+          fields: [.init("reason", .string(reason))])
       }
     }
     for pusher in pushers.values { pusher.cancel() }
@@ -284,8 +285,8 @@ struct ServeCommand: ParsableCommand {
     output: ServeOutput
   ) async throws(BluetoothError) {
     let uuid = served.profile.uuid.shortString
-    let fields: [(String, JSON.Value)] = [
-      ("characteristic", .string(uuid)), ("hex", .string(HexBytes.format(value))),
+    let fields: [JSONValue.Field] = [
+      .init("characteristic", .string(uuid)), .init("hex", .string(HexBytes.format(value))),
     ]
     let properties = served.characteristic.properties
     if properties.contains(.indicate) && !properties.contains(.notify) {
@@ -297,7 +298,7 @@ struct ServeCommand: ParsableCommand {
         + Int(took.components.attoseconds / 1_000_000_000_000_000)
       output.status(
         "confirmed", "indicated \(HexBytes.format(value)) on \(uuid): confirmed",
-        fields: fields + [("milliseconds", .int(milliseconds))])
+        fields: fields + [.init("milliseconds", .int(milliseconds))])
     } else {
       try await manager.send(value, for: served.characteristic)
       output.status("notified", "sent \(HexBytes.format(value)) on \(uuid)", fields: fields)
@@ -312,12 +313,13 @@ struct ServeCommand: ParsableCommand {
       switch link {
       case .connected(let central):
         output.status(
-          "connected", "\(central) connected", fields: [("central", .string(central.description))])
+          "connected", "\(central) connected",
+          fields: [.init("central", .string(central.description))])
       case .disconnected(let central):
         runtime.forget(central.identifier)
         output.status(
           "disconnected", "\(central) disconnected",
-          fields: [("central", .string(central.description))])
+          fields: [.init("central", .string(central.description))])
       }
     }
   }
@@ -338,7 +340,7 @@ struct ServeCommand: ParsableCommand {
     let advertised = profile.advertisement.services.map(\.shortString).joined(separator: ", ")
     lines.append(
       "advertise \(advertised)"
-        + (profile.advertisement.name.map { " as \(JSON.quoted($0))" } ?? ""))
+        + (profile.advertisement.name.map { " as \(JSONValue.quoted($0))" } ?? ""))
     return lines.joined(separator: "\n")
   }
 }

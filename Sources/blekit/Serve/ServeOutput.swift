@@ -2,6 +2,7 @@
 // standard error.
 
 import BLEKit
+import JSON
 
 /// The printer of one `blekit serve` run.
 struct ServeOutput: Sendable {
@@ -21,10 +22,12 @@ struct ServeOutput: Sendable {
         "write", service: service, characteristic: request.characteristic,
         descriptor: request.descriptor, central: request.central, mtu: request.mtu,
         link: request.link, offset: request.offset)
-      fields.append(("withoutResponse", .bool(request.withoutResponse)))
-      fields.append(("hex", .string(HexBytes.format(request.value))))
-      if let text = HexBytes.printableText(request.value) { fields.append(("text", .string(text))) }
-      printLine(JSON.text(.object(fields)))
+      fields.append(.init("withoutResponse", .bool(request.withoutResponse)))
+      fields.append(.init("hex", .string(HexBytes.format(request.value))))
+      if let text = HexBytes.printableText(request.value) {
+        fields.append(.init("text", .string(text)))
+      }
+      printLine(JSONValue.object(fields).text)
       return
     }
     switch output {
@@ -58,14 +61,14 @@ struct ServeOutput: Sendable {
       "read", service: service, characteristic: request.characteristic,
       descriptor: request.descriptor, central: request.central, mtu: request.mtu,
       link: request.link, offset: request.offset)
-    fields.append(("length", .int(length)))
-    printLine(JSON.text(.object(fields)))
+    fields.append(.init("length", .int(length)))
+    printLine(JSONValue.object(fields).text)
   }
 
   /// A status event: `event` names it in JSON; `text` is the line on standard error.
-  func status(_ event: String, _ text: String, fields: [(String, JSON.Value)] = []) {
+  func status(_ event: String, _ text: String, fields: [JSONValue.Field] = []) {
     if json {
-      printLine(JSON.text(.object([("event", .string(event))] + fields)))
+      printLine(JSONValue.object([.init("event", .string(event))] + fields).text)
     } else {
       writeStandardError(text + "\n")
     }
@@ -74,16 +77,16 @@ struct ServeOutput: Sendable {
   static func requestFields(
     _ event: String, service: BluetoothUUID, characteristic: BluetoothUUID,
     descriptor: BluetoothUUID?, central: Central?, mtu: Int?, link: LinkType?, offset: Int
-  ) -> [(String, JSON.Value)] {
+  ) -> [JSONValue.Field] {
     [
-      ("event", .string(event)),
-      ("service", .string(service.shortString)),
-      ("characteristic", .string(characteristic.shortString)),
-      ("descriptor", descriptor.map { .string($0.shortString) } ?? .null),
-      ("central", central.map { .string($0.description) } ?? .null),
-      ("mtu", mtu.map { .int($0) } ?? .null),
-      ("link", link.map { .string($0.rawValue) } ?? .null),
-      ("offset", .int(offset)),
+      .init("event", .string(event)),
+      .init("service", .string(service.shortString)),
+      .init("characteristic", .string(characteristic.shortString)),
+      .init("descriptor", descriptor.map { .string($0.shortString) } ?? .null),
+      .init("central", central.map { .string($0.description) } ?? .null),
+      .init("mtu", mtu.map { .int($0) } ?? .null),
+      .init("link", link.map { .string($0.rawValue) } ?? .null),
+      .init("offset", .int(offset)),
     ]
   }
 }

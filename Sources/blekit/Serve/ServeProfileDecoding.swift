@@ -3,6 +3,7 @@
 
 import ArgumentParsing
 import BLEKit
+import JSON
 
 /// Why a profile was refused: `FILE: PATH: REASON` on one line, exit status 2.
 struct ProfileError: Error, Equatable, CustomStringConvertible, ExitStatusError {
@@ -22,11 +23,14 @@ struct ProfileError: Error, Equatable, CustomStringConvertible, ExitStatusError 
 }
 
 extension ServeProfile {
+  /// How deep a profile may nest: 64 levels (the schema uses 5).
+  static let maximumDepth = 64
+
   /// Decodes and checks a profile; `file` names it in errors.
   static func decode(_ bytes: [UInt8], file: String) throws(ProfileError) -> ServeProfile {
-    let json: ProfileJSON
+    let json: JSONValue
     do {
-      json = try ProfileJSON.parse(bytes)
+      json = try JSONValue.parse(bytes, maximumDepth: maximumDepth)
     } catch {
       throw ProfileError(
         file: file, path: "line \(error.line), column \(error.column)",
@@ -52,7 +56,7 @@ struct ProfileDecoder {
   static let maximumCycleLength = 1024
   // MARK: - Objects
 
-  func profile(_ json: ProfileJSON) throws(ProfileIssue) -> ServeProfile {
+  func profile(_ json: JSONValue) throws(ProfileIssue) -> ServeProfile {
     let root = try object(json, at: "", keys: ["services", "advertise", "notes"])
     let servicesJSON = try array(required(root, "services", at: ""), at: "services")
     guard !servicesJSON.isEmpty else {
@@ -75,7 +79,7 @@ struct ProfileDecoder {
     return ServeProfile(services: services, advertisement: advertisement)
   }
 
-  func service(_ json: ProfileJSON, at path: String) throws(ProfileIssue) -> ServeProfile.Service {
+  func service(_ json: JSONValue, at path: String) throws(ProfileIssue) -> ServeProfile.Service {
     let fields = try object(json, at: path, keys: ["uuid", "primary", "characteristics", "name"])
     let uuid = try self.uuid(required(fields, "uuid", at: path), at: "\(path).uuid")
     let primary = try fields["primary"].map { json throws(ProfileIssue) in
@@ -95,7 +99,7 @@ struct ProfileDecoder {
       uuid: uuid, primary: primary ?? true, characteristics: characteristics)
   }
 
-  func characteristic(_ json: ProfileJSON, at path: String) throws(ProfileIssue)
+  func characteristic(_ json: JSONValue, at path: String) throws(ProfileIssue)
     -> ServeProfile.Characteristic
   {
     let fields = try object(
@@ -201,7 +205,7 @@ struct ProfileDecoder {
     )
   }
 
-  func descriptor(_ json: ProfileJSON, at path: String) throws(ProfileIssue)
+  func descriptor(_ json: JSONValue, at path: String) throws(ProfileIssue)
     -> ServeProfile.Descriptor
   {
     let fields = try object(json, at: path, keys: ["uuid", "value", "writable", "note"])
@@ -222,7 +226,7 @@ struct ProfileDecoder {
     return ServeProfile.Descriptor(uuid: uuid, value: bytes, writable: writable ?? false)
   }
 
-  func advertisement(_ json: ProfileJSON?, services: [ServeProfile.Service]) throws(ProfileIssue)
+  func advertisement(_ json: JSONValue?, services: [ServeProfile.Service]) throws(ProfileIssue)
     -> ServeProfile.Advertisement
   {
     let primary = services.first(where: \.primary)?.uuid ?? services[0].uuid
@@ -247,7 +251,8 @@ struct ProfileDecoder {
     }
     var manufacturerData: [UInt16: [UInt8]] = [:]
     if let json = fields["manufacturerData"] {
-      for (key, value) in try object(json, at: "advertise.manufacturerData", keys: nil).members {
+      for field in try object(json, at: "advertise.manufacturerData", keys: nil).members {
+        let (key, value) = (field.key, field.value)
         let at = "advertise.manufacturerData.\(key)"
         guard key.count == 4, let company = UInt16(key, radix: 16) else {
           throw ProfileIssue(
@@ -258,7 +263,8 @@ struct ProfileDecoder {
     }
     var serviceData: [BluetoothUUID: [UInt8]] = [:]
     if let json = fields["serviceData"] {
-      for (key, value) in try object(json, at: "advertise.serviceData", keys: nil).members {
+      for field in try object(json, at: "advertise.serviceData", keys: nil).members {
+        let (key, value) = (field.key, field.value)
         let at = "advertise.serviceData.\(key)"
         serviceData[try uuid(.string(key), at: at)] = try hexString(value, at: at)
       }
@@ -278,7 +284,7 @@ struct ProfileDecoder {
 
   /// `{"text": ..}`, `{"hex": ..}`, `{"uint8"|"uint16"|"uint32"|"sint8"|"sint16"|"sint32": n}`,
   /// `{"file": PATH}`, `{"command": SHELL}`, `{"counter": {..}}`, or a plain string (text).
-  func valueSource(_ json: ProfileJSON, at path: String) throws(ProfileIssue)
+  func valueSource(_ json: JSONValue, at path: String) throws(ProfileIssue)
     -> ServeProfile.ValueSource
   {
     if case .string(let text) = json {
@@ -291,7 +297,7 @@ struct ProfileDecoder {
         "text", "hex", "uint8", "uint16", "uint32", "sint8", "sint16", "sint32", "file",
         "command", "counter", "cycle",
       ])
-    guard fields.count == 1, let (key, value) = fields.first else {
+    guard fields.count == 1, let only = fields.first else {
       throw ProfileIssue(
         path: path,
         reason: fields.isEmpty
@@ -299,6 +305,7 @@ struct ProfileDecoder {
           : "give one source, not \(fields.count) (\(fields.map(\.key).joined(separator: ", ")))"
       )
     }
+    let (key, value) = (only.key, only.value)
     let at = "\(path).\(key)"
     switch key {
     case "text":
@@ -359,7 +366,7 @@ struct ProfileDecoder {
     }
   }
 
-  func counter(_ json: ProfileJSON, at path: String) throws(ProfileIssue) -> ServeProfile.Counter {
+  func counter(_ json: JSONValue, at path: String) throws(ProfileIssue) -> ServeProfile.Counter {
     let fields = try object(json, at: path, keys: ["from", "to", "step", "width", "prefix"])
     let width =
       try fields["width"].map { json throws(ProfileIssue) in
@@ -400,7 +407,7 @@ struct ProfileDecoder {
     return ServeProfile.Counter(from: from, to: to, step: step, width: width, prefix: prefix)
   }
 
-  func notifier(_ json: ProfileJSON, at path: String) throws(ProfileIssue)
+  func notifier(_ json: JSONValue, at path: String) throws(ProfileIssue)
     -> ServeProfile.Notifier
   {
     let fields = try object(json, at: path, keys: ["every", "value", "stdin"])
@@ -427,7 +434,7 @@ struct ProfileDecoder {
     return .periodic(interval: .milliseconds(Int64((seconds * 1000).rounded())), value: value)
   }
 
-  func properties(_ json: ProfileJSON, at path: String) throws(ProfileIssue)
+  func properties(_ json: JSONValue, at path: String) throws(ProfileIssue)
     -> CharacteristicProperties
   {
     let names: [(String, CharacteristicProperties)] = [
@@ -451,7 +458,7 @@ struct ProfileDecoder {
     return properties
   }
 
-  func permissions(_ json: ProfileJSON, at path: String) throws(ProfileIssue)
+  func permissions(_ json: JSONValue, at path: String) throws(ProfileIssue)
     -> AttributePermissions
   {
     let names: [(String, AttributePermissions)] = [
@@ -474,7 +481,7 @@ struct ProfileDecoder {
     return permissions
   }
 
-  func presentationFormat(_ json: ProfileJSON, at path: String) throws(ProfileIssue)
+  func presentationFormat(_ json: JSONValue, at path: String) throws(ProfileIssue)
     -> PresentationFormat
   {
     let fields = try object(json, at: path, keys: ["type", "exponent", "unit", "description"])
@@ -512,7 +519,7 @@ struct ProfileDecoder {
   // MARK: - Scalars
 
   /// An object whose keys are all among `keys` (any key when `keys` is nil).
-  func object(_ json: ProfileJSON, at path: String, keys: [String]?) throws(ProfileIssue)
+  func object(_ json: JSONValue, at path: String, keys: [String]?) throws(ProfileIssue)
     -> Fields
   {
     guard case .object(let fields) = json else {
@@ -528,7 +535,7 @@ struct ProfileDecoder {
   }
 
   func required(_ fields: Fields, _ key: String, at path: String) throws(ProfileIssue)
-    -> ProfileJSON
+    -> JSONValue
   {
     guard let value = fields[key] else {
       throw ProfileIssue(path: path.isEmpty ? key : "\(path).\(key)", reason: "missing")
@@ -536,42 +543,51 @@ struct ProfileDecoder {
     return value
   }
 
-  func array(_ json: ProfileJSON, at path: String) throws(ProfileIssue) -> [ProfileJSON] {
+  func array(_ json: JSONValue, at path: String) throws(ProfileIssue) -> [JSONValue] {
     guard case .array(let items) = json else {
       throw ProfileIssue(path: path, reason: "expected an array, found \(json.kind)")
     }
     return items
   }
 
-  func string(_ json: ProfileJSON, at path: String) throws(ProfileIssue) -> String {
+  func string(_ json: JSONValue, at path: String) throws(ProfileIssue) -> String {
     guard case .string(let text) = json else {
       throw ProfileIssue(path: path, reason: "expected a string, found \(json.kind)")
     }
     return text
   }
 
-  func bool(_ json: ProfileJSON, at path: String) throws(ProfileIssue) -> Bool {
+  func bool(_ json: JSONValue, at path: String) throws(ProfileIssue) -> Bool {
     guard case .bool(let flag) = json else {
       throw ProfileIssue(path: path, reason: "expected true or false, found \(json.kind)")
     }
     return flag
   }
 
-  func number(_ json: ProfileJSON, at path: String) throws(ProfileIssue) -> Double {
-    guard case .number(let text) = json, let value = Double(text) else {
+  func number(_ json: JSONValue, at path: String) throws(ProfileIssue) -> Double {
+    guard let value = json.doubleValue else {
       throw ProfileIssue(path: path, reason: "expected a number, found \(json.kind)")
     }
     return value
   }
 
-  func integer(_ json: ProfileJSON, at path: String, in range: ClosedRange<Int64>)
+  func integer(_ json: JSONValue, at path: String, in range: ClosedRange<Int64>)
     throws(ProfileIssue) -> Int64
   {
-    guard case .number(let text) = json else {
+    let value: Int64
+    switch json {
+    case .int(let whole): value = Int64(whole)
+    case .number(let number) where number == number.rounded():
+      // Whole but not an `Int`: beyond 64 bits, or written with a fraction or an exponent.
+      throw ProfileIssue(
+        path: path,
+        reason: abs(number) >= 0x1p63
+          ? "\(number) is out of range (\(range.lowerBound)...\(range.upperBound))"
+          : "\(number) is not an integer (write it without a fraction or an exponent)")
+    case .number(let number):
+      throw ProfileIssue(path: path, reason: "\(number) is not an integer")
+    default:
       throw ProfileIssue(path: path, reason: "expected an integer, found \(json.kind)")
-    }
-    guard let value = Int64(text) else {
-      throw ProfileIssue(path: path, reason: "\(text) is not an integer")
     }
     guard range.contains(value) else {
       throw ProfileIssue(
@@ -580,7 +596,7 @@ struct ProfileDecoder {
     return value
   }
 
-  func uuid(_ json: ProfileJSON, at path: String) throws(ProfileIssue) -> BluetoothUUID {
+  func uuid(_ json: JSONValue, at path: String) throws(ProfileIssue) -> BluetoothUUID {
     let text = try string(json, at: path)
     do {
       return try BluetoothUUID(text)
@@ -593,7 +609,7 @@ struct ProfileDecoder {
   }
 
   /// A string of hex digits (spaces allowed) as bytes, at most 512.
-  func hexString(_ json: ProfileJSON, at path: String) throws(ProfileIssue) -> [UInt8] {
+  func hexString(_ json: JSONValue, at path: String) throws(ProfileIssue) -> [UInt8] {
     let text = try string(json, at: path)
     let bytes: [UInt8]
     do {
@@ -606,7 +622,7 @@ struct ProfileDecoder {
   }
 
   /// `insufficient-encryption` and the other named ATT errors, or an ATT code (`0x80`).
-  func readError(_ json: ProfileJSON, at path: String) throws(ProfileIssue)
+  func readError(_ json: JSONValue, at path: String) throws(ProfileIssue)
     -> ServeProfile.ReadError
   {
     let text = try string(json, at: path)
@@ -638,13 +654,27 @@ struct ProfileDecoder {
 
   /// An object's members by key, in file order.
   struct Fields {
-    let members: [(key: String, value: ProfileJSON)]
-    init(_ members: [(key: String, value: ProfileJSON)]) { self.members = members }
-    subscript(key: String) -> ProfileJSON? { members.first { $0.key == key }?.value }
+    let members: [JSONValue.Field]
+    init(_ members: [JSONValue.Field]) { self.members = members }
+    subscript(key: String) -> JSONValue? { members.first { $0.key == key }?.value }
     var count: Int { members.count }
     var isEmpty: Bool { members.isEmpty }
-    var first: (key: String, value: ProfileJSON)? { members.first }
-    func map<T>(_ body: ((key: String, value: ProfileJSON)) -> T) -> [T] { members.map(body) }
+    var first: JSONValue.Field? { members.first }
+    func map<T>(_ body: (JSONValue.Field) -> T) -> [T] { members.map(body) }
+  }
+}
+
+extension JSONValue {
+  /// What the value is, for messages ("a string", "an object").
+  var kind: String {
+    switch self {
+    case .string: "a string"
+    case .number, .int: "a number"
+    case .bool: "a boolean"
+    case .null: "null"
+    case .array: "an array"
+    case .object: "an object"
+    }
   }
 }
 

@@ -1,51 +1,30 @@
-// The JSON reader behind `blekit serve`'s profiles: objects keep their key order and syntax
-// errors say line and column (no Foundation).
+// Reading JSON text (RFC 8259) from bytes that may come from anyone (a broker, a downloaded
+// profile): strict, bounded in depth, and a refusal says line, column and why.
 
-/// A JSON value as a profile file holds it.
-indirect enum ProfileJSON: Equatable, Sendable {
-  case string(String)
-  /// A number, kept as written so integers stay exact.
-  case number(String)
-  case bool(Bool)
-  case null
-  case array([ProfileJSON])
-  case object([(key: String, value: ProfileJSON)])
-
-  static func == (lhs: ProfileJSON, rhs: ProfileJSON) -> Bool {
-    switch (lhs, rhs) {
-    case (.string(let a), .string(let b)): a == b
-    case (.number(let a), .number(let b)): a == b
-    case (.bool(let a), .bool(let b)): a == b
-    case (.null, .null): true
-    case (.array(let a), .array(let b)): a == b
-    case (.object(let a), .object(let b)):
-      a.count == b.count && zip(a, b).allSatisfy { $0.key == $1.key && $0.value == $1.value }
-    default: false
+extension JSONValue {
+  /// Why a text is not one JSON value, at a line and column (both from 1; a column counts
+  /// UTF-8 sequences, not bytes).
+  public struct SyntaxError: Error, Equatable, Sendable {
+    public var line: Int
+    public var column: Int
+    public var reason: String
+    public init(line: Int, column: Int, reason: String) {
+      self.line = line
+      self.column = column
+      self.reason = reason
     }
   }
 
-  /// What the value is, for messages ("a string", "an object").
-  var kind: String {
-    switch self {
-    case .string: "a string"
-    case .number: "a number"
-    case .bool: "a boolean"
-    case .null: "null"
-    case .array: "an array"
-    case .object: "an object"
-    }
-  }
-
-  /// A syntax error at a line and column (both from 1).
-  struct SyntaxError: Error, Equatable {
-    var line: Int
-    var column: Int
-    var reason: String
-  }
-
-  /// Parses one JSON document (RFC 8259), nesting at most 64 deep.
-  static func parse(_ bytes: [UInt8]) throws(SyntaxError) -> ProfileJSON {
-    var reader = Reader(bytes: bytes)
+  /// Parses one JSON value (RFC 8259), with space around it allowed. Refused besides what the
+  /// grammar refuses: a value nested more than `maximumDepth` levels deep (the outermost value
+  /// is level 1, what an array or object holds one level deeper than it); a key given
+  /// twice in one object (readers disagree on which one counts); a number beyond `Double`'s
+  /// range (`1e400`: every number read is finite); a string that is not UTF-8, or whose
+  /// `\u` escapes leave a surrogate unpaired. An integer that fits `Int` reads as `.int`,
+  /// any other number as `.number`. Strings are decoded as they are (`"\u001b"` is U+001B):
+  /// what shows them on a terminal escapes them there.
+  public static func parse(_ bytes: [UInt8], maximumDepth: Int) throws(SyntaxError) -> JSONValue {
+    var reader = Reader(bytes: bytes, maximumDepth: maximumDepth)
     reader.skipSpace()
     let value = try reader.value(depth: 0)
     reader.skipSpace()
@@ -53,10 +32,22 @@ indirect enum ProfileJSON: Equatable, Sendable {
     return value
   }
 
+  /// Parses JSON text (see ``parse(_:maximumDepth:)-([UInt8],_)``).
+  public static func parse(_ text: String, maximumDepth: Int) throws(SyntaxError) -> JSONValue {
+    try parse(Array(text.utf8), maximumDepth: maximumDepth)
+  }
+
   private struct Reader {
     let bytes: [UInt8]
+    let maximumDepth: Int
     var index = 0
 
+    init(bytes: [UInt8], maximumDepth: Int) {
+      self.bytes = bytes
+      self.maximumDepth = maximumDepth
+    }
+
+    /// A refusal at the current position.
     func error(_ reason: String) -> SyntaxError {
       var line = 1
       var column = 1
@@ -84,9 +75,10 @@ indirect enum ProfileJSON: Equatable, Sendable {
       index += 1
     }
 
-    mutating func value(depth: Int) throws(SyntaxError) -> ProfileJSON {
-      guard depth < 64 else { throw error("nested more than 64 deep") }
-      guard let byte = current else { throw error("unexpected end of file") }
+    /// A value inside `depth` arrays and objects.
+    mutating func value(depth: Int) throws(SyntaxError) -> JSONValue {
+      guard depth < maximumDepth else { throw error("nested more than \(maximumDepth) deep") }
+      guard let byte = current else { throw error("unexpected end of text") }
       switch byte {
       case UInt8(ascii: "{"): return try object(depth: depth)
       case UInt8(ascii: "["): return try array(depth: depth)
@@ -99,19 +91,21 @@ indirect enum ProfileJSON: Equatable, Sendable {
       }
     }
 
-    mutating func literal(_ word: String, _ value: ProfileJSON) throws(SyntaxError)
-      -> ProfileJSON
+    mutating func literal(_ word: StaticString, _ value: JSONValue) throws(SyntaxError)
+      -> JSONValue
     {
-      let word = Array(word.utf8)
-      guard bytes.count - index >= word.count, Array(bytes[index..<index + word.count]) == word
+      let count = word.utf8CodeUnitCount
+      guard bytes.count - index >= count,
+        word.withUTF8Buffer({ bytes[index..<index + count].elementsEqual($0) })
       else { throw error("expected a value") }
-      index += word.count
+      index += count
       return value
     }
 
-    mutating func object(depth: Int) throws(SyntaxError) -> ProfileJSON {
+    mutating func object(depth: Int) throws(SyntaxError) -> JSONValue {
       index += 1
-      var fields: [(key: String, value: ProfileJSON)] = []
+      var fields: [Field] = []
+      var keys: Set<String> = []
       skipSpace()
       if current == UInt8(ascii: "}") {
         index += 1
@@ -122,14 +116,14 @@ indirect enum ProfileJSON: Equatable, Sendable {
         guard current == UInt8(ascii: "\"") else { throw error("expected a key in quotes") }
         let keyStart = index
         let key = try string()
-        if fields.contains(where: { $0.key == key }) {
+        guard keys.insert(key).inserted else {
           index = keyStart
           throw error("key '\(key)' given twice")
         }
         skipSpace()
         try expect(UInt8(ascii: ":"), "':' after the key")
         skipSpace()
-        fields.append((key, try value(depth: depth + 1)))
+        fields.append(Field(key, try value(depth: depth + 1)))
         skipSpace()
         if current == UInt8(ascii: ",") {
           index += 1
@@ -140,9 +134,9 @@ indirect enum ProfileJSON: Equatable, Sendable {
       }
     }
 
-    mutating func array(depth: Int) throws(SyntaxError) -> ProfileJSON {
+    mutating func array(depth: Int) throws(SyntaxError) -> JSONValue {
       index += 1
-      var items: [ProfileJSON] = []
+      var items: [JSONValue] = []
       skipSpace()
       if current == UInt8(ascii: "]") {
         index += 1
@@ -161,31 +155,48 @@ indirect enum ProfileJSON: Equatable, Sendable {
       }
     }
 
-    mutating func number() throws(SyntaxError) -> ProfileJSON {
+    /// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`: an integer that fits `Int` as
+    /// `.int`, any other finite number as `.number`.
+    mutating func number() throws(SyntaxError) -> JSONValue {
       let start = index
+      var integral = true
       if current == UInt8(ascii: "-") { index += 1 }
-      func digits(_ reader: inout Reader) -> Int {
-        var count = 0
-        while let byte = reader.current, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
-          reader.index += 1
-          count += 1
-        }
-        return count
+      if current == UInt8(ascii: "0") {
+        index += 1
+      } else {
+        guard digits() > 0 else { throw error("expected a digit") }
       }
-      guard digits(&self) > 0 else { throw error("expected a digit") }
       if current == UInt8(ascii: ".") {
         index += 1
-        guard digits(&self) > 0 else { throw error("expected a digit after '.'") }
+        integral = false
+        guard digits() > 0 else { throw error("expected a digit after '.'") }
       }
       if current == UInt8(ascii: "e") || current == UInt8(ascii: "E") {
         index += 1
+        integral = false
         if current == UInt8(ascii: "+") || current == UInt8(ascii: "-") { index += 1 }
-        guard digits(&self) > 0 else { throw error("expected a digit in the exponent") }
+        guard digits() > 0 else { throw error("expected a digit in the exponent") }
       }
-      return .number(String(decoding: bytes[start..<index], as: UTF8.self))
+      let text = String(decoding: bytes[start..<index], as: UTF8.self)
+      if integral, let whole = Int(text) { return .int(whole) }
+      guard let value = Double(text), value.isFinite else {
+        index = start
+        throw error("number out of range")
+      }
+      return .number(value)
+    }
+
+    /// Skips ASCII digits; returns how many.
+    mutating func digits() -> Int {
+      let start = index
+      while let byte = current, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) {
+        index += 1
+      }
+      return index - start
     }
 
     mutating func string() throws(SyntaxError) -> String {
+      let start = index
       index += 1
       var out: [UInt8] = []
       while true {
@@ -193,7 +204,11 @@ indirect enum ProfileJSON: Equatable, Sendable {
         index += 1
         switch byte {
         case UInt8(ascii: "\""):
-          return String(decoding: out, as: UTF8.self)
+          guard let text = String(validating: out, as: UTF8.self) else {
+            index = start
+            throw error("a string that is not UTF-8")
+          }
+          return text
         case UInt8(ascii: "\\"):
           guard let escaped = current else { throw error("unterminated string") }
           index += 1
@@ -205,18 +220,26 @@ indirect enum ProfileJSON: Equatable, Sendable {
           case UInt8(ascii: "r"): out.append(0x0D)
           case UInt8(ascii: "t"): out.append(0x09)
           case UInt8(ascii: "u"):
-            var scalar = try hex4()
-            if (0xD800..<0xDC00).contains(scalar) {
-              guard current == UInt8(ascii: "\\") else { throw error("lone surrogate") }
-              index += 1
-              try expect(UInt8(ascii: "u"), "a low surrogate")
+            let escapeStart = index - 2
+            var unit = try hex4()
+            // A high surrogate and a low one after it are one scalar beyond the BMP; a half
+            // alone is no character at all.
+            if (0xD800..<0xDC00).contains(unit), current == UInt8(ascii: "\\"),
+              index + 1 < bytes.count, bytes[index + 1] == UInt8(ascii: "u")
+            {
+              index += 2
               let low = try hex4()
-              guard (0xDC00..<0xE000).contains(low) else { throw error("bad surrogate pair") }
-              scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+              if (0xDC00..<0xE000).contains(low) {
+                unit = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
+              }
             }
-            guard let unicode = Unicode.Scalar(scalar) else { throw error("bad \\u escape") }
-            out.append(contentsOf: Array(String(Character(unicode)).utf8))
+            guard let scalar = Unicode.Scalar(unit) else {
+              index = escapeStart
+              throw error("lone surrogate")
+            }
+            out.append(contentsOf: String(scalar).utf8)
           default:
+            index -= 2
             throw error("unknown escape '\\\(Character(Unicode.Scalar(escaped)))'")
           }
         case 0..<0x20:
@@ -228,6 +251,7 @@ indirect enum ProfileJSON: Equatable, Sendable {
       }
     }
 
+    /// Four hex digits after `\u`, as a UTF-16 code unit.
     mutating func hex4() throws(SyntaxError) -> UInt32 {
       var value: UInt32 = 0
       for _ in 0..<4 {
