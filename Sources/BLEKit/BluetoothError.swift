@@ -132,7 +132,7 @@ public struct BluetoothError: Error, Hashable, Sendable, CustomStringConvertible
   /// (``Code/lengthMismatch``).
   public var limit: Int?
   /// Where in the input the problem starts: a byte offset (``Code/invalidUTF8``, an AD
-  /// structure's offset) or a character position in text (``Code/invalidHexBytes``).
+  /// structure's offset), or in text's UTF-8 (``Code/invalidHexBytes``).
   public var offset: Int?
   /// For ``Code/checksumMismatch``: the sender's CRC-32 and the received bytes'.
   public var checksums: ChecksumMismatch?
@@ -141,6 +141,13 @@ public struct BluetoothError: Error, Hashable, Sendable, CustomStringConvertible
   public var messageNumber: UInt8?
   /// For ``Code/advertisementTooLarge``: the advertisement's sizes, field by field.
   public var advertisingPayloadSize: AdvertisingPayloadSize?
+  /// What was being parsed when the error is about text (``Code/invalidHexBytes``).
+  public var input: String?
+  /// The field of advertising data the error is about (``Code/advertisingFieldTooShort``),
+  /// e.g. `manufacturer data`.
+  public var field: String?
+  /// The AD type that did not carry what was asked for (``Code/unexpectedADType``).
+  public var adType: UInt8?
   /// The framing version a peer used that this side does not know
   /// (``Code/unsupportedVersion``).
   public var framingVersion: UInt8?

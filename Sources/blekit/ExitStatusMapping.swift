@@ -72,6 +72,13 @@ enum ExitStatusMapping {
     .messageTooLarge: .status(.failure),
     .invalidUTF8: .status(.failure),
     .tooManyMessagesInFlight: .status(.failure),
+    // Bytes or text BLEKit could not decode (the commands report bad input as usage errors
+    // before this table).
+    .advertisingFieldTooShort: .status(.failure),
+    .truncatedADStructure: .status(.failure),
+    .unexpectedADType: .status(.failure),
+    .invalidUUIDLength: .status(.failure),
+    .invalidHexBytes: .status(.failure),
     .cancelled: .cancelled,
     .closed: .cancelled,
   ]

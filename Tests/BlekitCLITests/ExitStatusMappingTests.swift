@@ -96,6 +96,12 @@ extension ExitRow {
     .bluetooth(.messageTooLarge, .failure),
     .bluetooth(.invalidUTF8, .failure),
     .bluetooth(.tooManyMessagesInFlight, .failure),
+    // Advertising bytes and hex text.
+    .bluetooth(.advertisingFieldTooShort, .failure),
+    .bluetooth(.truncatedADStructure, .failure),
+    .bluetooth(.unexpectedADType, .failure),
+    .bluetooth(.invalidUUIDLength, .failure),
+    .bluetooth(.invalidHexBytes, .failure),
     // Stopped: the signal's status, 130 when there was none.
     .bluetooth(.cancelled, .interrupted),
     .bluetooth(.closed, .interrupted),
@@ -157,6 +163,13 @@ extension ExitRow {
     .made(.tooManyMessagesInFlight(limit: 4), .failure),
     .made(.orderNotGuaranteed("EATT"), .unverified),
     .made(.chunksMayBeLost("full"), .unverified),
+    // Former AdvertisingDecodingError and HexBytes.ParseError: no status of their own before
+    // (any error's 1).
+    .made(.tooShort(field: "manufacturer data", count: 1, needed: 2), .failure),
+    .made(.truncatedStructure(offset: 3, declaredLength: 9, available: 2), .failure),
+    .made(.unexpectedType(0xFF), .failure),
+    .made(.invalidUUIDLength(3), .failure),
+    .made(.invalidHexBytes("0g", offset: 1), .failure),
     // A reassembler's report of a message cut short (no command ends with it) is a cut
     // transfer like any other.
     .made(.incomplete(bytesReceived: 1, chunksReceived: 1), .disconnected),
@@ -211,7 +224,7 @@ extension ExitRow {
   /// falling silently to the table's default.
   @Test func everyDeclaredCodeHasARow() throws {
     let declared = try Self.declaredCodes()
-    #expect(declared.count >= 44)
+    #expect(declared.count >= 49)
     #expect(Set(ExitStatusMapping.bluetooth.keys.map(\.rawValue)) == declared)
     #expect(
       Set(ExitRow.bluetoothCodes.map { ($0.error as! BluetoothError).code.rawValue }) == declared)
