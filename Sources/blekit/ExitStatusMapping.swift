@@ -87,6 +87,34 @@ enum ExitStatusMapping {
   /// answer.
   static let unlistedBluetoothCode = ExitOutcome.status(.remoteError)
 
+  /// The EXIT STATUS section of `--help` and of the manual: ExitStatus's documented table,
+  /// and in the manual each status followed by the ``BluetoothError`` codes this table gives
+  /// it, so the page cannot disagree with the table.
+  static var helpSection: HelpSection {
+    var manualText: [String: String] = [:]
+    for (status, meaning) in ExitStatus.documented {
+      let codes = codes(for: status)
+      if !codes.isEmpty {
+        manualText[String(status.rawValue)] =
+          "\(meaning) BLEKit error codes: \(codes.joined(separator: ", "))."
+      }
+    }
+    return HelpSection(
+      title: ExitStatus.helpSection.title, rows: ExitStatus.helpSection.rows,
+      manualText: manualText)
+  }
+
+  /// The codes the table gives `status`, by name; a cancellation's codes go with 130, the
+  /// status of a cancellation without a signal.
+  static func codes(for status: ExitStatus) -> [String] {
+    bluetooth.compactMap { code, outcome in
+      switch outcome {
+      case .status(let given): given == status ? code.rawValue : nil
+      case .cancelled: status == .interrupted ? code.rawValue : nil
+      }
+    }.sorted()
+  }
+
   /// The status `code` ends a command with (a cancellation's when it stands for one).
   static func status(for code: BluetoothError.Code) -> ExitStatus {
     switch bluetooth[code] ?? unlistedBluetoothCode {

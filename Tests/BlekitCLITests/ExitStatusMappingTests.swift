@@ -249,7 +249,7 @@ extension ExitRow {
 
   /// `blekit --help` and `blekit --generate-manual` print ExitStatus.documented, row by row.
   @Test func helpAndManualListTheDocumentedTable() {
-    #expect(Blekit.configuration.extraSections == [ArgumentParsing.ExitStatus.helpSection])
+    #expect(Blekit.configuration.extraSections == [ExitStatusMapping.helpSection])
     let help = HelpFormatter.help(for: Blekit.self, path: ["blekit"])
     let page = ManualPage.page(for: Blekit.self)
     #expect(help.contains("EXIT STATUS:"))
@@ -262,6 +262,30 @@ extension ExitRow {
         "help lacks \(label)")
       #expect(page.contains(".TP\n\\fB\(label)\\fR\n"), "manual lacks \(label)")
     }
+  }
+
+  /// The manual's EXIT STATUS comes from the table: each status's paragraph lists exactly the
+  /// codes the table gives it (a row moved to another status moves in the page too), and help
+  /// keeps the short documented lines.
+  @Test func theManualListsEachCodeUnderItsStatus() {
+    let page = ManualPage.page(for: Blekit.self).split(separator: "\n").map(String.init)
+    let help = HelpFormatter.help(for: Blekit.self, path: ["blekit"])
+    var listed: [String: ArgumentParsing.ExitStatus] = [:]
+    for (status, _) in ArgumentParsing.ExitStatus.documented {
+      guard let at = page.firstIndex(of: "\\fB\(status.rawValue)\\fR"), at + 1 < page.count,
+        let range = page[at + 1].range(of: "BLEKit error codes: ")
+      else { continue }
+      let names = page[at + 1][range.upperBound...].dropLast().split(separator: ", ")
+      for name in names { listed[String(name)] = status }
+    }
+    #expect(listed.count == ExitStatusMapping.bluetooth.count)
+    for row in ExitRow.bluetoothCodes {
+      let code = (row.error as! BluetoothError).code
+      #expect(
+        listed[code.rawValue] == row.status,
+        "manual: \(code) under \(listed[code.rawValue].map { "\($0)" } ?? "nothing")")
+    }
+    #expect(!help.contains("BLEKit error codes"))
   }
 
   /// The special lines stay: one line for a lost bus, whatever noticed it.
