@@ -157,12 +157,15 @@ public struct BluetoothError: Error, Hashable, Sendable, CustomStringConvertible
   public var underlyingName: String? { bluez?.name }
   /// bluetoothd's or the bus's own text for the error, when there was one.
   public var underlyingMessage: String? { bluez?.message }
-  /// The ATT error code the peripheral answered a read or write with, when bluetoothd passed
-  /// one on (e.g. `0x0b`, Attribute Not Long); `nil` otherwise. bluetoothd turns some ATT
+  /// The ATT error code: the one a handler answers with (``Code/attError``), or the one the
+  /// peripheral answered a read or write with, when bluetoothd passed one on (e.g. `0x0b`,
+  /// Attribute Not Long); `nil` otherwise. bluetoothd turns some ATT
   /// errors into codes of its own instead (Read Not Permitted is ``Code/notPermitted``,
   /// Request Not Supported ``Code/notSupported``); the others keep their ATT code here, with
   /// ``Code/bluez``.
-  public var attErrorCode: UInt8? { bluez?.attErrorCode }
+  public var attErrorCode: UInt8? { att?.rawValue ?? bluez?.attErrorCode }
+  /// For ``Code/attError``: the ATT code a handler answers with (``att(_:_:)``).
+  public var att: ATTCode?
 
   /// An error with a code and a one-line message.
   public init(_ code: Code, _ message: String) {

@@ -58,6 +58,8 @@ enum ExitStatusMapping {
     .checksumMismatch: .status(.unverified),
     // bluetoothd's own answers.
     .bluez: .status(.remoteError),
+    // A handler's ATT answer (a peripheral's; the central side's ATT errors come as bluez).
+    .attError: .status(.remoteError),
     .connectionFailed: .status(.remoteError),
     // blekit's own checks and the adapter's state: no more specific status.
     .poweredOff: .status(.failure),
