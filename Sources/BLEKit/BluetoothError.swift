@@ -148,6 +148,8 @@ public struct BluetoothError: Error, Hashable, Sendable, CustomStringConvertible
   public var field: String?
   /// The AD type that did not carry what was asked for (``Code/unexpectedADType``).
   public var adType: UInt8?
+  /// Whether an exploration already reported this as its link's loss (it is not wrapped again).
+  package var lostDuringExploration = false
   /// The framing version a peer used that this side does not know
   /// (``Code/unsupportedVersion``).
   public var framingVersion: UInt8?
