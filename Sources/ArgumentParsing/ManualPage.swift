@@ -79,7 +79,8 @@ public enum ManualPage {
     for section in configuration.extraSections {
       lines.append(".SH \(quoted(section.title))")
       for row in section.rows {
-        lines += [".TP", "\\fB\(escaped(row.label))\\fR", escaped(row.text)]
+        let text = section.manualText[row.label] ?? row.text
+        lines += [".TP", "\\fB\(escaped(row.label))\\fR", escaped(text)]
       }
     }
     for section in configuration.manualSections {

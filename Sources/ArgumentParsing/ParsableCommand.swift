@@ -113,14 +113,21 @@ public struct HelpSection: Sendable, Equatable {
   public var title: String
   /// Rows of label and text.
   public var rows: [(label: String, text: String)]
+  /// The manual page's longer text for a row's label (e.g. a status with the error codes that
+  /// give it), where it has one; help shows ``rows`` as they are.
+  public var manualText: [String: String]
 
   /// Creates a section.
-  public init(title: String, rows: [(label: String, text: String)]) {
+  public init(
+    title: String, rows: [(label: String, text: String)], manualText: [String: String] = [:]
+  ) {
     self.title = title
     self.rows = rows
+    self.manualText = manualText
   }
 
   public static func == (lhs: HelpSection, rhs: HelpSection) -> Bool {
     lhs.title == rhs.title && lhs.rows.elementsEqual(rhs.rows) { $0 == $1 }
+      && lhs.manualText == rhs.manualText
   }
 }

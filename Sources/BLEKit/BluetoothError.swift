@@ -1,17 +1,20 @@
 // BluetoothError: BLEKit's one error type, with bluetoothd's own error kept underneath.
 import BlueZ
 
-/// An error from BLEKit: ``CentralManager``, ``Peripheral``, ``PeripheralManager``,
-/// ``PairingAgent`` and the transfer client (CoreBluetooth's `CBError`). A transfer's own
-/// protocol checks (a corrupt frame, a message over the size limit) throw ``TransferError``.
+/// BLEKit's one error type (CoreBluetooth's `CBError` and `CBATTError` in one): what
+/// ``CentralManager``, ``Peripheral``, ``PeripheralManager``, ``PairingAgent``, L2CAP channels,
+/// the transfer protocols and the advertising codecs throw.
 ///
 /// The ``code`` says what went wrong in BLEKit's terms; it is open (new codes can be added
 /// without breaking a `switch`, which needs a `default`). ``underlyingName`` and
 /// ``underlyingMessage`` keep bluetoothd's own error (e.g. `org.bluez.Error.InProgress`) or the
 /// bus's when there was one, for diagnosis. Match a code with
 /// `catch let error as BluetoothError where error.code == .timeout`, or with
-/// `catch BluetoothError.Code.timeout`.
-public struct BluetoothError: Error, Sendable, CustomStringConvertible {
+/// `catch BluetoothError.Code.timeout`. Codes of one area are declared beside it (L2CAP's in
+/// L2CAPErrors.swift, the transfer protocols' in TransferErrors.swift, ...); the typed detail
+/// a code carries (an errno, the sizes of a size check, an offset) is in the properties below,
+/// `nil` where it does not apply, so nothing needs the message's text.
+public struct BluetoothError: Error, Hashable, Sendable, CustomStringConvertible {
   /// What went wrong, as a stable code.
   public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public var rawValue: String
@@ -67,17 +70,43 @@ public struct BluetoothError: Error, Sendable, CustomStringConvertible {
   public struct InterruptedTransfer: Hashable, Sendable {
     /// Message bytes received before the cut.
     public var bytesReceived: Int
-    /// Data chunks (or frames) received before the cut.
+    /// Data chunks (frames, or an L2CAP message's SDUs) received before the cut; 0 for the
+    /// sender of an L2CAP message, whose ``bytesReceived`` are the bytes the receiver confirmed.
     public var chunksReceived: Int
     /// What ended it, when known (e.g. ``Code/disconnected``, ``Code/timeout``,
     /// ``Code/busLost``); `nil` when the notifications simply stopped.
     public var cause: Code?
+    /// The message's length as its sender announced it, when the protocol announces one (an
+    /// L2CAP message's header); `nil` otherwise (and before the header arrived).
+    public var bytesExpected: Int?
+    /// The ``TransferDeadlines`` limit that ended it, when one did (``cause`` is then
+    /// ``Code/timeout``).
+    public var expiry: TransferDeadlines.Expiry?
 
     /// How far a transfer got, and what cut it.
-    public init(bytesReceived: Int, chunksReceived: Int, cause: Code?) {
+    public init(
+      bytesReceived: Int, chunksReceived: Int, cause: Code?, bytesExpected: Int? = nil,
+      expiry: TransferDeadlines.Expiry? = nil
+    ) {
       self.bytesReceived = bytesReceived
       self.chunksReceived = chunksReceived
       self.cause = cause
+      self.bytesExpected = bytesExpected
+      self.expiry = expiry
+    }
+  }
+
+  /// The two CRC-32 values of a failed check (``Code/checksumMismatch``).
+  public struct ChecksumMismatch: Hashable, Sendable {
+    /// The sender's CRC-32, as its frame or header announced it.
+    public var expected: UInt32
+    /// The CRC-32 of the bytes that arrived.
+    public var actual: UInt32
+
+    /// The sender's CRC-32 and the received bytes'.
+    public init(expected: UInt32, actual: UInt32) {
+      self.expected = expected
+      self.actual = actual
     }
   }
 
@@ -90,18 +119,55 @@ public struct BluetoothError: Error, Sendable, CustomStringConvertible {
   /// For ``Code/transferInterrupted``: the bytes and chunks received before the cut, and its
   /// cause; `nil` for every other code.
   public var interruptedTransfer: InterruptedTransfer?
+  /// The kernel's errno behind a failed system call (an L2CAP socket's connect, bind, read,
+  /// ...), when there was one.
+  public var errno: Int32?
+  /// For a size check, the size found: the length of a message, an SDU or an advertisement,
+  /// an ATT MTU (``Code/mtuTooSmall``), the bytes a sequenced message has
+  /// (``Code/lengthMismatch``) or the bytes of undecodable text (``Code/invalidUTF8``).
+  public var size: Int?
+  /// For a size check, the bound it broke: the most accepted (``Code/messageTooLarge``,
+  /// ``Code/sduTooLarge``, ``Code/advertisementTooLarge``, ``Code/tooManyMessagesInFlight``
+  /// counts messages), the least (``Code/mtuTooSmall``), or the length announced
+  /// (``Code/lengthMismatch``).
+  public var limit: Int?
+  /// Where in the input the problem starts: a byte offset (``Code/invalidUTF8``, an AD
+  /// structure's offset), or in text's UTF-8 (``Code/invalidHexBytes``).
+  public var offset: Int?
+  /// For ``Code/checksumMismatch``: the sender's CRC-32 and the received bytes'.
+  public var checksums: ChecksumMismatch?
+  /// The sequenced transfer's message number the error is about
+  /// (``Code/lengthMismatch``, ``Code/checksumMismatch``), when it is one.
+  public var messageNumber: UInt8?
+  /// For ``Code/advertisementTooLarge``: the advertisement's sizes, field by field.
+  public var advertisingPayloadSize: AdvertisingPayloadSize?
+  /// What was being parsed when the error is about text (``Code/invalidHexBytes``).
+  public var input: String?
+  /// The field of advertising data the error is about (``Code/advertisingFieldTooShort``),
+  /// e.g. `manufacturer data`.
+  public var field: String?
+  /// The AD type that did not carry what was asked for (``Code/unexpectedADType``).
+  public var adType: UInt8?
+  /// Whether an exploration already reported this as its link's loss (it is not wrapped again).
+  package var lostDuringExploration = false
+  /// The framing version a peer used that this side does not know
+  /// (``Code/unsupportedVersion``).
+  public var framingVersion: UInt8?
 
   /// The D-Bus error name bluetoothd or the bus answered with, e.g.
   /// `org.bluez.Error.NotPermitted`, when there was one.
   public var underlyingName: String? { bluez?.name }
   /// bluetoothd's or the bus's own text for the error, when there was one.
   public var underlyingMessage: String? { bluez?.message }
-  /// The ATT error code the peripheral answered a read or write with, when bluetoothd passed
-  /// one on (e.g. `0x0b`, Attribute Not Long); `nil` otherwise. bluetoothd turns some ATT
+  /// The ATT error code: the one a handler answers with (``Code/attError``), or the one the
+  /// peripheral answered a read or write with, when bluetoothd passed one on (e.g. `0x0b`,
+  /// Attribute Not Long); `nil` otherwise. bluetoothd turns some ATT
   /// errors into codes of its own instead (Read Not Permitted is ``Code/notPermitted``,
   /// Request Not Supported ``Code/notSupported``); the others keep their ATT code here, with
   /// ``Code/bluez``.
-  public var attErrorCode: UInt8? { bluez?.attErrorCode }
+  public var attErrorCode: UInt8? { att?.rawValue ?? bluez?.attErrorCode }
+  /// For ``Code/attError``: the ATT code a handler answers with (``att(_:_:)``).
+  public var att: ATTCode?
 
   /// An error with a code and a one-line message.
   public init(_ code: Code, _ message: String) {
@@ -112,6 +178,12 @@ public struct BluetoothError: Error, Sendable, CustomStringConvertible {
     self.code = code
     self.message = message
     self.bluez = bluez
+  }
+
+  /// An error with the errno behind it (a system call's failure).
+  package init(_ code: Code, _ message: String, errno: Int32?) {
+    self.init(code, message, bluez: nil)
+    self.errno = errno
   }
 
   /// A transfer cut after `bytesReceived` bytes in `chunksReceived` chunks, by `cause` when it

@@ -5,7 +5,7 @@ import DBus
 ///
 /// Remote errors keep BlueZ's names: `org.bluez.Error.InProgress` becomes ``Code/inProgress``;
 /// a name blekit does not know is kept verbatim in ``name`` with the code ``Code/other``.
-public struct BlueZError: Error, Sendable, CustomStringConvertible {
+public struct BlueZError: Error, Hashable, Sendable, CustomStringConvertible {
   /// What went wrong, as a stable code.
   public struct Code: RawRepresentable, Hashable, Sendable {
     public var rawValue: String

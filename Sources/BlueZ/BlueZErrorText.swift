@@ -18,6 +18,41 @@ extension BlueZError {
     return UInt8(digits, radix: 16)
   }
 
+  /// The ATT error a refused GATT read or write stands for, from bluetoothd's error name and,
+  /// where several ATT errors share a name, its text (`create_gatt_dbus_error`, as for
+  /// ``attErrorCode``): `NotPermitted` "Read not permitted" is 0x02, "Write not permitted"
+  /// 0x03 and "Not paired" 0x05 (bluetoothd says the same for 0x0c and 0x0f); `NotAuthorized`
+  /// 0x08; `NotSupported` 0x06; `InvalidArguments` "Invalid offset" 0x07 and "Invalid Length"
+  /// 0x0d; `Failed` the code in its text. `nil` for any other error. Meaningful only for the
+  /// answer to a `ReadValue` or `WriteValue`.
+  public var gattATTErrorCode: UInt8? {
+    if let code = attErrorCode { return code }
+    let text = message.lowercased()
+    switch code {
+    case .notPermitted:
+      if text.contains("read not permitted") { return 0x02 }
+      if text.contains("write not permitted") { return 0x03 }
+      return text.contains("not paired") ? 0x05 : nil
+    case .notAuthorized: return 0x08
+    case .notSupported: return 0x06
+    case .invalidArguments:
+      if text.contains("invalid offset") { return 0x07 }
+      return text.contains("invalid length") ? 0x0D : nil
+    default: return nil
+    }
+  }
+
+  /// bluetoothd's error as its D-Bus name (`org.bluez.Error.NotPermitted`, or `nil` when there
+  /// was none) and its text, as an exploration's results keep it.
+  public init(name: String?, message: String) {
+    let suffix = name.flatMap {
+      $0.hasPrefix(Self.errorPrefix)
+        ? Code(rawValue: String($0.dropFirst(Self.errorPrefix.count))) : nil
+    }
+    self.init(
+      suffix.map { Self.knownCodes.contains($0) ? $0 : .other } ?? .other, message, name: name)
+  }
+
   /// The text before the ATT error code's two hex digits (see ``attErrorCode``).
   static let attErrorText = "Operation failed with ATT error: 0x"
 

@@ -18,7 +18,7 @@ struct Blekit: ParsableCommand {
       """,
     version: version,
     subcommands: CommandRegistry.commands,
-    extraSections: [ExitStatus.helpSection],
+    extraSections: [ExitStatusMapping.helpSection],
     valueCompletions: ShellCompletionSources.byArgument,
     manualSections: ManualSections.all
   )

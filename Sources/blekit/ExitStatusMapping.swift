@@ -14,32 +14,52 @@ enum ExitOutcome: Hashable, Sendable {
   case cancelled
 }
 
-/// The table, one part per error type, and ``exitError(_:)`` that applies it. A status chosen
-/// here follows ExitStatus's documentation, the same for every command.
+/// The table from ``BluetoothError``'s codes to exit statuses, and ``exitError(_:)`` that
+/// applies it. A status chosen here follows ExitStatus's documentation, the same for every
+/// command; the manual's EXIT STATUS section lists each status's codes from it
+/// (``ExitStatusMapping/codes(for:)``).
 enum ExitStatusMapping {
-  /// ``BluetoothError``'s codes, central and peripheral alike.
+  /// ``BluetoothError``'s codes, central, peripheral, L2CAP, transfer and advertising alike.
   static let bluetooth: [BluetoothError.Code: ExitOutcome] = [
     // bluetoothd is not there, or the bus under it failed or went away.
     .serviceUnavailable: .status(.bluetoothUnavailable),
     .busLost: .status(.bluetoothUnavailable),
     .bus: .status(.bluetoothUnavailable),
     .adapterNotFound: .status(.adapterNotFound),
+    // The kernel has no Bluetooth sockets, or no adapter with the address.
+    .l2capUnavailable: .status(.adapterNotFound),
     .unauthorized: .status(.permissionDenied),
     .notPermitted: .status(.permissionDenied),
+    .insufficientSecurity: .status(.permissionDenied),
     // Nothing found in time (bluetoothd does not know the device, or it vanished while
     // connecting), or an operation that timed out.
     .timeout: .status(.timedOut),
     .peripheralNotFound: .status(.timedOut),
     .notConfirmed: .status(.timedOut),
     .disconnected: .status(.disconnected),
+    .linkLost: .status(.disconnected),
+    .channelClosed: .status(.disconnected),
+    .notAcknowledged: .status(.disconnected),
     // Refined by its cause (``interruptionCauses``).
     .transferInterrupted: .status(.disconnected),
     .advertisementTooLarge: .status(.advertisementTooLarge),
     .attributeNotFound: .status(.notFound),
+    // Nothing listens on the PSM.
+    .channelRefused: .status(.notFound),
     .notSupported: .status(.notSupported),
     .passiveScanUnavailable: .status(.passiveScanUnavailable),
+    // A received message that cannot be vouched for.
+    .orderNotGuaranteed: .status(.unverified),
+    .chunksMayBeLost: .status(.unverified),
+    .notAMessage: .status(.unverified),
+    .malformedFrame: .status(.unverified),
+    .unsupportedVersion: .status(.unverified),
+    .lengthMismatch: .status(.unverified),
+    .checksumMismatch: .status(.unverified),
     // bluetoothd's own answers.
     .bluez: .status(.remoteError),
+    // A handler's ATT answer (a peripheral's; the central side's ATT errors come as bluez).
+    .attError: .status(.remoteError),
     .connectionFailed: .status(.remoteError),
     // blekit's own checks and the adapter's state: no more specific status.
     .poweredOff: .status(.failure),
@@ -48,6 +68,19 @@ enum ExitStatusMapping {
     .notSubscribed: .status(.failure),
     .valueTooLong: .status(.failure),
     .system: .status(.failure),
+    .addressInUse: .status(.failure),
+    .sduTooLarge: .status(.failure),
+    .mtuTooSmall: .status(.failure),
+    .messageTooLarge: .status(.failure),
+    .invalidUTF8: .status(.failure),
+    .tooManyMessagesInFlight: .status(.failure),
+    // Bytes or text BLEKit could not decode (the commands report bad input as usage errors
+    // before this table).
+    .advertisingFieldTooShort: .status(.failure),
+    .truncatedADStructure: .status(.failure),
+    .unexpectedADType: .status(.failure),
+    .invalidUUIDLength: .status(.failure),
+    .invalidHexBytes: .status(.failure),
     .cancelled: .cancelled,
     .closed: .cancelled,
   ]
@@ -55,6 +88,42 @@ enum ExitStatusMapping {
   /// A ``BluetoothError`` code without a row (one a later BLEKit adds): BlueZ's or the bus's
   /// answer.
   static let unlistedBluetoothCode = ExitOutcome.status(.remoteError)
+
+  /// The EXIT STATUS section of `--help` and of the manual: ExitStatus's documented table,
+  /// and in the manual each status followed by the ``BluetoothError`` codes this table gives
+  /// it, so the page cannot disagree with the table.
+  static var helpSection: HelpSection {
+    var manualText: [String: String] = [:]
+    for (status, meaning) in ExitStatus.documented {
+      let codes = codes(for: status)
+      if !codes.isEmpty {
+        manualText[String(status.rawValue)] =
+          "\(meaning) BLEKit error codes: \(codes.joined(separator: ", "))."
+      }
+    }
+    return HelpSection(
+      title: ExitStatus.helpSection.title, rows: ExitStatus.helpSection.rows,
+      manualText: manualText)
+  }
+
+  /// The codes the table gives `status`, by name; a cancellation's codes go with 130, the
+  /// status of a cancellation without a signal.
+  static func codes(for status: ExitStatus) -> [String] {
+    bluetooth.compactMap { code, outcome in
+      switch outcome {
+      case .status(let given): given == status ? code.rawValue : nil
+      case .cancelled: status == .interrupted ? code.rawValue : nil
+      }
+    }.sorted()
+  }
+
+  /// The status `code` ends a command with (a cancellation's when it stands for one).
+  static func status(for code: BluetoothError.Code) -> ExitStatus {
+    switch bluetooth[code] ?? unlistedBluetoothCode {
+    case .status(let status): status
+    case .cancelled: .interrupted
+    }
+  }
 
   /// A transfer cut by one of these causes exits as the cause says; by any other (the peer
   /// left or unsubscribed, the link went silent past a limit, unknown) it was cut short (7).
@@ -64,47 +133,6 @@ enum ExitStatusMapping {
     .adapterNotFound: .adapterNotFound,
   ]
 
-  /// ``L2CAPError``'s codes (the kernel's errno behind them).
-  static let l2cap: [L2CAPError.Code: ExitStatus] = [
-    .unavailable: .adapterNotFound,
-    .permissionDenied: .permissionDenied,
-    .insufficientSecurity: .permissionDenied,
-    .refused: .notFound,
-    .timedOut: .timedOut,
-    .linkLost: .disconnected,
-    .closed: .disconnected,
-    .addressInUse: .failure,
-    .tooLarge: .failure,
-    .system: .failure,
-  ]
-
-  /// An ``L2CAPError`` code without a row.
-  static let unlistedL2CAPCode = ExitStatus.failure
-
-  /// blekit's message over L2CAP; `nothingPrinted` when the receiver printed none of it (the
-  /// line says so).
-  static func l2capMessage(_ error: L2CAPMessageError) -> (status: ExitStatus, nothingPrinted: Bool)
-  {
-    switch error {
-    // A transfer a limit ended is cut short too, as a GATT transfer's silence is.
-    case .cut, .timedOut: (.disconnected, true)
-    case .notAMessage, .trailingBytes, .checksumMismatch: (.unverified, true)
-    case .tooLarge: (.failure, false)
-    case .notAcknowledged: (.disconnected, false)
-    }
-  }
-
-  /// The GATT transfer protocols' checks.
-  static func transfer(_ error: TransferError) -> ExitStatus {
-    switch error {
-    case .orderNotGuaranteed, .chunksMayBeLost, .lengthMismatch, .checksumMismatch,
-      .malformedFrame, .unsupportedVersion:
-      .unverified
-    case .mtuTooSmall, .incomplete, .invalidUTF8, .messageTooLarge, .tooManyMessagesInFlight:
-      .failure
-    }
-  }
-
   /// The MQTT broker (`--mqtt` of scan, monitor and fleet), with the line's prefix.
   static func fleet(_ code: FleetError.Code) -> (status: ExitStatus, prefix: String) {
     switch code {
@@ -113,9 +141,6 @@ enum ExitStatusMapping {
     case .unreachable, .refused: (.brokerUnavailable, "")
     }
   }
-
-  /// An advertisement that does not fit (checked before bluetoothd is asked).
-  static let advertisementTooLarge = ExitStatus.advertisementTooLarge
 
   /// `clone`: the device has only services bluetoothd serves itself (GAP, GATT).
   static let nothingToClone = ExitStatus.notFound
@@ -134,6 +159,15 @@ func droppedValuesError(_ line: String) -> CLIError {
   CLIError(ExitStatusMapping.droppedValues, line)
 }
 
+/// The error a command ends with for `error`, as ``exitError(_:)`` makes it, with `note` after
+/// its line (e.g. "nothing was printed", from a command that printed nothing of what failed).
+func exitError(_ error: any Error, note: String) -> any Error {
+  guard error is BluetoothError, let report = exitError(error) as? CLIError else {
+    return exitError(error)
+  }
+  return CLIError(report.exitStatus, "\(report.exitMessage); \(note)")
+}
+
 /// The error a command ends with for `error`: a ``CLIError`` with the table's status and the
 /// error's line, or `CancellationError` for a cancellation. Any other error (a ``CLIError``
 /// already, a usage error) goes on unchanged.
@@ -148,19 +182,9 @@ func exitError(_ error: any Error) -> any Error {
       // The same line whichever call or stream noticed first.
       return CLIError(status, error.code == .busLost ? busLostLine : error.message)
     }
-  case let error as L2CAPError:
-    return CLIError(
-      ExitStatusMapping.l2cap[error.code] ?? ExitStatusMapping.unlistedL2CAPCode, error.message)
-  case let error as L2CAPMessageError:
-    let (status, nothingPrinted) = ExitStatusMapping.l2capMessage(error)
-    return CLIError(status, nothingPrinted ? "\(error); nothing was printed" : error.description)
-  case let error as TransferError:
-    return CLIError(ExitStatusMapping.transfer(error), error.description)
   case let error as FleetError:
     let (status, prefix) = ExitStatusMapping.fleet(error.code)
     return CLIError(status, prefix + error.message)
-  case let error as AdvertisementTooLarge:
-    return CLIError(ExitStatusMapping.advertisementTooLarge, error.description)
   default:
     return error
   }

@@ -22,8 +22,8 @@ import Testing
     let control = MutableCharacteristic(
       type: Self.control, properties: [.write, .writeWithoutResponse],
       permissions: [.writeable],
-      onWrite: { request throws(ATTError) in
-        if request.value == [0xFF] { throw .writeNotPermitted }
+      onWrite: { request throws(BluetoothError) in
+        if request.value == [0xFF] { throw .att(.writeNotPermitted) }
       })
     try await manager.add(MutableService(type: Self.service, characteristics: [level, control]))
     try await bluetooth.waitUntilServicesRegistered()

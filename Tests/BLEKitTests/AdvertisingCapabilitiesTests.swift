@@ -44,13 +44,18 @@ import Testing
     #expect(capabilities.advertisingDataLimit == 31)
     #expect(capabilities.secondaryChannels.isEmpty)
     #expect(capabilities.txPowerRange == nil)
-    let error = #expect(throws: AdvertisementTooLarge.self) {
+    let error = #expect(throws: BluetoothError.self) {
       try Self.tooLargeForLegacy.validateLegacySize(limit: capabilities.advertisingDataLimit)
     }
     #expect(
       error?.description
         == "advertisement is 47 bytes, legacy limit is 31: flags 3, 128-bit service UUID 18, "
         + "manufacturer data 0xFFFF 26")
+    // The sizes stay typed: no caller needs the line's text.
+    #expect(error?.code == .advertisementTooLarge)
+    #expect(error?.size == 47)
+    #expect(error?.limit == 31)
+    #expect(error?.advertisingPayloadSize?.advertisingData.map(\.length) == [3, 18, 26])
   }
 
   @Test func maxAdvLenRaisesTheLimitAndTheBreakdownNamesIt() throws {
@@ -64,7 +69,7 @@ import Testing
     let size = try Self.tooLargeForLegacy.validateLegacySize(limit: 251)
     #expect(size.advertisingDataLength == 47)
     let huge = AdvertisingPayload(manufacturerData: [0xFFFF: Array(repeating: 7, count: 250)])
-    let error = #expect(throws: AdvertisementTooLarge.self) {
+    let error = #expect(throws: BluetoothError.self) {
       try huge.validateLegacySize(limit: 251)
     }
     #expect(
@@ -76,7 +81,7 @@ import Testing
   @Test func aFieldLongerThan31BytesDoesNotFitEvenWithMaxAdvLen() throws {
     // 40 bytes of manufacturer data: a 44-byte field, which bluetoothd 5.66 refuses.
     let one = AdvertisingPayload(manufacturerData: [0xFFFF: Array(repeating: 0, count: 40)])
-    let error = #expect(throws: AdvertisementTooLarge.self) {
+    let error = #expect(throws: BluetoothError.self) {
       try one.validateLegacySize(limit: 251)
     }
     #expect(
@@ -89,7 +94,7 @@ import Testing
       0xFFFF: Array(repeating: 0, count: 24), 0x1234: Array(repeating: 1, count: 20),
     ])
     #expect(try two.validateLegacySize(limit: 251).advertisingDataLength == 55)
-    #expect(throws: AdvertisementTooLarge.self) { try two.validateLegacySize() }
+    #expect(throws: BluetoothError.self) { try two.validateLegacySize() }
   }
 
   @Test func withoutInstanceCountsThereAreNoCapabilities() {

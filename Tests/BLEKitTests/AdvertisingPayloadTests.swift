@@ -17,7 +17,7 @@ import Testing
       size.description
         == "advertisement is 43 bytes, legacy limit is 31: flags 3, 128-bit service UUID 18, "
         + "manufacturer data 0xFFFF 22")
-    #expect(throws: AdvertisementTooLarge(size: size)) { try payload.validateLegacySize() }
+    #expect(throws: BluetoothError.advertisementTooLarge(size)) { try payload.validateLegacySize() }
   }
 
   @Test func twentyTwoBytesOfManufacturerDataAfterTheCompanyIDDoNotFitEither() {

@@ -24,9 +24,18 @@ import Testing
     #expect(try HexBytes.parse("0x") == [])
   }
 
-  @Test(arguments: ["0", "021", "0g", "0 2", "zz", "02,10", "0x0", " 0x02"])
-  func rejects(text: String) {
-    #expect(throws: HexBytes.ParseError(input: text)) { try HexBytes.parse(text) }
+  /// Each rejected text with the byte where it goes wrong (its end for an odd digit).
+  @Test(
+    arguments: [
+      ("0", 1), ("021", 3), ("0g", 1), ("0 2", 1), ("zz", 0), ("02,10", 2), ("0x0", 3),
+      (" 0x02", 2), ("日本", 0),
+    ] as [(String, Int)])
+  func rejects(text: String, offset: Int) {
+    let error = #expect(throws: BluetoothError.self) { try HexBytes.parse(text) }
+    #expect(error?.code == .invalidHexBytes)
+    #expect(error?.input == text)
+    #expect(error?.offset == offset)
+    #expect(error == .invalidHexBytes(text, offset: offset))
   }
 
   @Test func printableText() {

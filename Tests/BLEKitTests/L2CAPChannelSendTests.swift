@@ -58,8 +58,8 @@ import Testing
       close(peer)
     }
     let sent = Atomic(0)
-    let sender = Task { () -> L2CAPError? in
-      do throws(L2CAPError) {
+    let sender = Task { () -> BluetoothError? in
+      do throws(BluetoothError) {
         while true {
           try await channel.send([UInt8](repeating: 7, count: 4096))
           sent.add(1, ordering: .relaxed)
@@ -75,7 +75,7 @@ import Testing
     let cancelled = ContinuousClock.now
     sender.cancel()
     let error = await sender.value
-    #expect(error?.code == .closed)
+    #expect(error?.code == .channelClosed)
     #expect(ContinuousClock.now - cancelled < .seconds(3))
     #expect(Reactor.shared.pendingWaits(on: fd) == 1)
     // The peer reads one SDU: the channel, still open, takes another.
@@ -89,8 +89,8 @@ import Testing
     let (channel, _, peer) = try Self.channelToSilentPeer()
     defer { close(peer) }
     let sent = Atomic(0)
-    let sender = Task { () -> L2CAPError? in
-      do throws(L2CAPError) {
+    let sender = Task { () -> BluetoothError? in
+      do throws(BluetoothError) {
         while true {
           try await channel.send([UInt8](repeating: 7, count: 4096))
           sent.add(1, ordering: .relaxed)
@@ -103,7 +103,7 @@ import Testing
     let closed = ContinuousClock.now
     channel.close()
     let error = await sender.value
-    #expect(error?.code == .closed)
+    #expect(error?.code == .channelClosed)
     #expect(ContinuousClock.now - closed < .seconds(3))
     #expect(last > 0)
   }

@@ -27,11 +27,10 @@ import Testing
   }
 
   @Test func refusesAnythingButAHeader() {
-    #expect(throws: L2CAPMessageError.self) { try L2CAPMessageHeader(bytes: self.message) }
+    #expect(throws: BluetoothError.self) { try L2CAPMessageHeader(bytes: self.message) }
     var bytes = L2CAPMessageHeader(for: message).bytes
     bytes[4] = 3
-    #expect(throws: L2CAPMessageError.notAMessage("framing version 3; this receiver knows 1 to 2"))
-    {
+    #expect(throws: BluetoothError.notAMessage("framing version 3; this receiver knows 1 to 2")) {
       try L2CAPMessageHeader(bytes: bytes)
     }
   }
@@ -64,7 +63,7 @@ import Testing
       headerSDU: L2CAPMessageHeader(for: message).bytes, limit: 1000)
     try assembler.append(Array(message.prefix(10)))
     #expect(!assembler.isComplete)
-    #expect(throws: L2CAPMessageError.cut(received: 10, expected: 43)) {
+    #expect(throws: BluetoothError.cut(received: 10, sdus: 1, expected: 43)) {
       try assembler.verified()
     }
   }
@@ -75,25 +74,26 @@ import Testing
     var assembler = try L2CAPMessageAssembler(
       headerSDU: L2CAPMessageHeader(for: message).bytes, limit: 1000)
     try assembler.append(corrupt)
-    #expect(throws: L2CAPMessageError.self) { try assembler.verified() }
+    #expect(throws: BluetoothError.self) { try assembler.verified() }
     do {
       _ = try assembler.verified()
     } catch {
-      guard case .checksumMismatch(let expected, _) = error else {
+      guard error.code == .checksumMismatch, let checksums = error.checksums else {
         Issue.record("expected a checksum mismatch, got \(error)")
         return
       }
-      #expect(expected == 0x414F_A339)
+      #expect(checksums.expected == 0x414F_A339)
+      #expect(checksums.actual != checksums.expected)
     }
   }
 
   @Test func extraBytesAndOversizedMessagesAreRefused() throws {
     var assembler = try L2CAPMessageAssembler(
       headerSDU: L2CAPMessageHeader(for: message).bytes, limit: 1000)
-    #expect(throws: L2CAPMessageError.trailingBytes(expected: 43, received: 44)) {
+    #expect(throws: BluetoothError.trailingBytes(expected: 43, received: 44)) {
       try assembler.append(self.message + [0])
     }
-    #expect(throws: L2CAPMessageError.tooLarge(length: 43, limit: 42)) {
+    #expect(throws: BluetoothError.tooLarge(length: 43, limit: 42)) {
       try L2CAPMessageAssembler(headerSDU: L2CAPMessageHeader(for: self.message).bytes, limit: 42)
     }
   }

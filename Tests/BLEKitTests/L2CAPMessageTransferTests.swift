@@ -94,15 +94,20 @@ import Testing
     try await sender.send(L2CAPMessageHeader(for: message).bytes)
     try await sender.write(Array(message[..<10_000]))
     sender.close()
-    await #expect(throws: L2CAPMessageError.cut(received: 10_000, expected: 100_000)) {
+    let error = await #expect(throws: BluetoothError.self) {
       _ = try await L2CAPMessageTransfer.receive(over: receiver, limit: 1 << 24)
     }
+    #expect(error?.code == .transferInterrupted)
+    #expect(error?.interruptedTransfer?.bytesReceived == 10_000)
+    #expect(error?.interruptedTransfer?.bytesExpected == 100_000)
+    #expect(error?.interruptedTransfer?.cause == nil)
+    #expect(error?.message == "the channel ended after 10000 of 100000 bytes")
     receiver.close()
   }
 
   @Test func aSilentReceiverFailsTheSend() async throws {
     let (sender, receiver) = try Self.channels()
-    await #expect(throws: L2CAPMessageError.timedOut(.idle(.seconds(1)), done: 0, total: 100_000)) {
+    await #expect(throws: BluetoothError.timedOut(.idle(.seconds(1)), done: 0, total: 100_000)) {
       try await L2CAPMessageTransfer.send(
         Self.message(100_000), over: sender,
         deadlines: TransferDeadlines(deadline: .seconds(30), idleTimeout: .seconds(1)))
@@ -151,14 +156,15 @@ import Testing
     let (result, took) = await Self.bounded(.seconds(10), closing: [sender, receiver]) {
       try await L2CAPMessageTransfer.receive(over: receiver, limit: 1 << 24, deadlines: Self.short)
     }
-    guard
-      case .failure(L2CAPMessageError.timedOut(.deadline(.seconds(2)), let done, 1 << 20)) =
-        result
+    guard case .failure(let error as BluetoothError) = result,
+      let cut = error.interruptedTransfer, cut.expiry == .deadline(.seconds(2)),
+      cut.cause == .timeout, cut.bytesExpected == 1 << 20
     else {
       Issue.record("expected the deadline to end it, got \(result)")
       return
     }
-    #expect(done > 0)
+    #expect(cut.bytesReceived > 0)
+    #expect(cut.chunksReceived == cut.bytesReceived)
     #expect(took < .seconds(8))
     sender.close()
     receiver.close()
@@ -173,7 +179,8 @@ import Testing
         over: receiver, limit: 1 << 24,
         deadlines: TransferDeadlines(deadline: .seconds(30), idleTimeout: .seconds(1)))
     }
-    guard case .failure(L2CAPMessageError.timedOut(.idle(.seconds(1)), 3, 1 << 20)) = result
+    guard case .failure(let error as BluetoothError) = result,
+      error == .timedOut(.idle(.seconds(1)), done: 3, sdus: 1, total: 1 << 20)
     else {
       Issue.record("expected the idle timeout to end it, got \(result)")
       return
@@ -199,7 +206,8 @@ import Testing
         Self.message(100_000), over: sender,
         deadlines: TransferDeadlines(deadline: .seconds(30), idleTimeout: .seconds(1)))
     }
-    guard case .failure(L2CAPMessageError.timedOut(.idle(.seconds(1)), 0, 100_000)) = result
+    guard case .failure(let error as BluetoothError) = result,
+      error == .timedOut(.idle(.seconds(1)), done: 0, total: 100_000)
     else {
       Issue.record("expected the idle timeout to end it, got \(result)")
       return

@@ -17,7 +17,7 @@ import Testing
   @Test(arguments: [[], [0x4C]] as [[UInt8]])
   func manufacturerDataTooShort(bytes: [UInt8]) {
     #expect(
-      throws: AdvertisingDecodingError.tooShort(
+      throws: BluetoothError.tooShort(
         field: "manufacturer data", count: bytes.count, needed: 2)
     ) {
       try ManufacturerData(adPayload: bytes)
@@ -51,14 +51,13 @@ import Testing
   }
 
   @Test func serviceDataErrors() {
-    #expect(throws: AdvertisingDecodingError.unexpectedType(0xFF)) {
+    #expect(throws: BluetoothError.unexpectedType(0xFF)) {
       try ServiceData(adType: 0xFF, payload: [1, 2])
     }
-    #expect(throws: AdvertisingDecodingError.tooShort(field: "service data", count: 1, needed: 2)) {
+    #expect(throws: BluetoothError.tooShort(field: "service data", count: 1, needed: 2)) {
       try ServiceData(adType: 0x16, payload: [1])
     }
-    #expect(throws: AdvertisingDecodingError.tooShort(field: "service data", count: 15, needed: 16))
-    {
+    #expect(throws: BluetoothError.tooShort(field: "service data", count: 15, needed: 16)) {
       try ServiceData(adType: 0x21, payload: [UInt8](repeating: 0, count: 15))
     }
   }

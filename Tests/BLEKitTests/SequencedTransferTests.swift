@@ -120,9 +120,10 @@ import Testing
     #expect {
       _ = try deliver(all, into: &decoder)
     } throws: { error in
-      guard case .checksumMismatch(message: 0, let expected, let actual)? = error as? TransferError
+      guard let error = error as? BluetoothError, error.code == .checksumMismatch,
+        error.messageNumber == 0, let checksums = error.checksums
       else { return false }
-      return expected == CRC32.checksum(message) && actual != expected
+      return checksums.expected == CRC32.checksum(message) && checksums.actual != checksums.expected
     }
     #expect(decoder.isIdle)  // the corrupt message was dropped
   }
@@ -131,7 +132,7 @@ import Testing
     var all = try frames(Array("hello".utf8))
     all[1][8] = 6  // length field of the end frame
     var decoder = SequencedTransferDecoder()
-    #expect(throws: TransferError.lengthMismatch(message: 0, expected: 6, actual: 5)) {
+    #expect(throws: BluetoothError.lengthMismatch(message: 0, expected: 6, actual: 5)) {
       _ = try deliver(all, into: &decoder)
     }
   }
@@ -180,7 +181,7 @@ import Testing
     for number in 0..<UInt8(SequencedTransferDecoder.maximumMessagesInFlight) {
       _ = try decoder.receive(try frames([1, 2, 3], number: number)[0])
     }
-    #expect(throws: TransferError.tooManyMessagesInFlight(limit: 4)) {
+    #expect(throws: BluetoothError.tooManyMessagesInFlight(limit: 4)) {
       try decoder.receive(try frames([1, 2, 3], number: 99)[0])
     }
   }
@@ -190,12 +191,12 @@ import Testing
     var decoder = SequencedTransferDecoder()
     _ = try decoder.receive(all[3])  // end: 3 frames
     let stray = SequencedFrame.data(message: 0, sequence: 5, payload: [1]).bytes
-    #expect(throws: TransferError.self) { try decoder.receive(stray) }
+    #expect(throws: BluetoothError.self) { try decoder.receive(stray) }
   }
 
   @Test func enforcesTheSizeLimit() throws {
     var decoder = SequencedTransferDecoder(maximumMessageLength: 100)
-    #expect(throws: TransferError.messageTooLarge(limit: 100)) {
+    #expect(throws: BluetoothError.messageTooLarge(limit: 100)) {
       _ = try deliver(try frames(Array(asciiMessage(200).utf8)), into: &decoder)
     }
   }
@@ -210,17 +211,19 @@ import Testing
     #expect {
       try SequencedFrame(parsing: bytes)
     } throws: { error in
-      guard case .malformedFrame(let text)? = error as? TransferError else { return false }
-      return text.contains(reason)
+      guard let error = error as? BluetoothError, error.code == .malformedFrame else {
+        return false
+      }
+      return error.message.contains(reason)
     }
   }
 
   @Test func otherVersionsAreRejected() {
-    #expect(throws: TransferError.unsupportedVersion(2)) {
+    #expect(throws: BluetoothError.unsupportedVersion(2)) {
       try SequencedFrame(parsing: [0x02, 0x00, 0x00, 0x00, 0x61])
     }
     // The plain protocol's EOM is not a frame either.
-    #expect(throws: TransferError.self) { try SequencedFrame(parsing: Array("EOM".utf8)) }
+    #expect(throws: BluetoothError.self) { try SequencedFrame(parsing: Array("EOM".utf8)) }
   }
 
   @Test func garbageNeverCrashesTheDecoder() {
@@ -272,13 +275,13 @@ import Testing
   }
 
   @Test func rejectsBadFrameLengths() {
-    #expect(throws: TransferError.self) {
+    #expect(throws: BluetoothError.self) {
       try SequencedTransferEncoder(bytes: [1], maximumFrameLength: 19)
     }
-    #expect(throws: TransferError.self) {
+    #expect(throws: BluetoothError.self) {
       try SequencedTransferEncoder(bytes: [1], maximumFrameLength: 513)
     }
-    #expect(throws: TransferError.mtuTooSmall(20)) {
+    #expect(throws: BluetoothError.mtuTooSmall(20)) {
       try SequencedTransferEncoder(bytes: [1], attMTU: 20)
     }
   }
@@ -289,7 +292,7 @@ import Testing
     var decoder = SequencedTransferDecoder()
     #expect(
       try decoder.receive(SequencedFrame.data(message: 0, sequence: 0, payload: [1]).bytes) == nil)
-    #expect(throws: TransferError.self) {
+    #expect(throws: BluetoothError.self) {
       try decoder.receive(SequencedFrame.data(message: 0, sequence: 1, payload: [2]).bytes)
     }
     // Full-size frames of another message are still taken.
@@ -304,7 +307,7 @@ import Testing
     let twenty = [UInt8](repeating: 1, count: 20)
     _ = try decoder.receive(SequencedFrame.data(message: 0, sequence: 0, payload: twenty).bytes)
     _ = try decoder.receive(SequencedFrame.data(message: 1, sequence: 0, payload: twenty).bytes)
-    #expect(throws: TransferError.messageTooLarge(limit: 40)) {
+    #expect(throws: BluetoothError.messageTooLarge(limit: 40)) {
       try decoder.receive(SequencedFrame.data(message: 2, sequence: 0, payload: twenty).bytes)
     }
   }

@@ -29,7 +29,7 @@ import Testing
 
   @Test(arguments: [0, 3, 22, -1])
   func rejectsMTUBelow23(mtu: Int) {
-    #expect(throws: TransferError.mtuTooSmall(mtu)) {
+    #expect(throws: BluetoothError.mtuTooSmall(mtu)) {
       try TransferChunker(message: "x", attMTU: mtu)
     }
   }

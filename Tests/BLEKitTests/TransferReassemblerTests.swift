@@ -72,6 +72,10 @@ import Testing
     #expect(reassembler.chunksReceived == 2)
     let error = reassembler.incompleteError
     #expect(error == .incomplete(bytesReceived: 40, chunksReceived: 2))
+    #expect(error.code == .transferInterrupted)
+    #expect(
+      error.interruptedTransfer
+        == BluetoothError.InterruptedTransfer(bytesReceived: 40, chunksReceived: 2, cause: nil))
     #expect(
       error.description == "transfer cut before end of message: 40 bytes received in 2 chunks")
   }
@@ -79,7 +83,7 @@ import Testing
   @Test func enforcesTheSizeLimit() throws {
     var reassembler = TransferReassembler(maximumMessageLength: 30)
     _ = try reassembler.receive([UInt8](repeating: 0x61, count: 20))
-    #expect(throws: TransferError.messageTooLarge(limit: 30)) {
+    #expect(throws: BluetoothError.messageTooLarge(limit: 30)) {
       try reassembler.receive([UInt8](repeating: 0x61, count: 20))
     }
   }

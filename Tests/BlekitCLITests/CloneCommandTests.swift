@@ -260,18 +260,18 @@ struct CloneCommandTests {
     func served(_ uuid: String) throws -> ServedCharacteristic {
       try #require(runtime.characteristics.first { $0.profile.uuid == (try! BluetoothUUID(uuid)) })
     }
-    func refusal(_ uuid: String) async throws -> ATTError? {
+    func refusal(_ uuid: String) async throws -> BluetoothError? {
       let read = try #require(try served(uuid).characteristic.onRead)
       let request = ATTReadRequest(
         characteristic: try BluetoothUUID(uuid), central: nil, offset: 0, mtu: 23)
-      do throws(ATTError) {
+      do throws(BluetoothError) {
         _ = try await read(request)
         return nil
       } catch {
         return error
       }
     }
-    #expect(try await refusal(Self.authorized) == .insufficientAuthorization)
+    #expect(try await refusal(Self.authorized) == .att(.insufficientAuthorization))
     // Encryption: bluetoothd refuses an unencrypted link itself (the twin asks for it).
     #expect(try served(Self.encrypted).characteristic.permissions.contains(.readEncryptionRequired))
     #expect(try await refusal(Self.encrypted) != nil)

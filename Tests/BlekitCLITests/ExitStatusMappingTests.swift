@@ -1,6 +1,7 @@
-// The CLI's one error-to-exit-status table, row by row: every BLEKit error code and case, the
-// broker's errors, and errors that pass through; every status it gives is documented, and the
-// help and the manual list the documented table.
+// The CLI's one error-to-exit-status table, row by row: every BluetoothError code, the errors
+// BLEKit makes for L2CAP, the transfer protocols and advertising (each with the status its
+// former type had), the broker's errors, and errors that pass through; every status it gives
+// is documented, and the help and the manual list the documented table with the table's codes.
 
 import ArgumentParsing
 import BlueZ
@@ -45,8 +46,8 @@ extension ExitRow {
     ExitRow("BlueZError \(error)", BluetoothError(error, while: "reading"), status)
   }
 
-  static func l2cap(_ code: L2CAPError.Code, _ status: ArgumentParsing.ExitStatus) -> ExitRow {
-    ExitRow("L2CAPError.\(code.rawValue)", L2CAPError(code, "\(code.rawValue)"), status)
+  static func made(_ error: BluetoothError, _ status: ArgumentParsing.ExitStatus) -> ExitRow {
+    ExitRow("BluetoothError \(error.code): \(error.message)", error, status)
   }
 
   /// Every BluetoothError code BLEKit declares, each with the status the documentation gives.
@@ -67,6 +68,7 @@ extension ExitRow {
     .bluetooth(.notSupported, .notSupported),
     .bluetooth(.passiveScanUnavailable, .passiveScanUnavailable),
     .bluetooth(.bluez, .remoteError),
+    .bluetooth(.attError, .remoteError),
     .bluetooth(.connectionFailed, .remoteError),
     .bluetooth(.poweredOff, .failure),
     .bluetooth(.notReady, .failure),
@@ -74,29 +76,41 @@ extension ExitRow {
     .bluetooth(.notSubscribed, .failure),
     .bluetooth(.valueTooLong, .failure),
     .bluetooth(.system, .failure),
+    // L2CAP channels (the kernel's errno behind them).
+    .bluetooth(.l2capUnavailable, .adapterNotFound),
+    .bluetooth(.insufficientSecurity, .permissionDenied),
+    .bluetooth(.channelRefused, .notFound),
+    .bluetooth(.linkLost, .disconnected),
+    .bluetooth(.channelClosed, .disconnected),
+    .bluetooth(.addressInUse, .failure),
+    .bluetooth(.sduTooLarge, .failure),
+    // blekit's message over L2CAP, and the GATT transfer protocols.
+    .bluetooth(.notAcknowledged, .disconnected),
+    .bluetooth(.notAMessage, .unverified),
+    .bluetooth(.malformedFrame, .unverified),
+    .bluetooth(.unsupportedVersion, .unverified),
+    .bluetooth(.lengthMismatch, .unverified),
+    .bluetooth(.checksumMismatch, .unverified),
+    .bluetooth(.orderNotGuaranteed, .unverified),
+    .bluetooth(.chunksMayBeLost, .unverified),
+    .bluetooth(.mtuTooSmall, .failure),
+    .bluetooth(.messageTooLarge, .failure),
+    .bluetooth(.invalidUTF8, .failure),
+    .bluetooth(.tooManyMessagesInFlight, .failure),
+    // Advertising bytes and hex text.
+    .bluetooth(.advertisingFieldTooShort, .failure),
+    .bluetooth(.truncatedADStructure, .failure),
+    .bluetooth(.unexpectedADType, .failure),
+    .bluetooth(.invalidUUIDLength, .failure),
+    .bluetooth(.invalidHexBytes, .failure),
     // Stopped: the signal's status, 130 when there was none.
     .bluetooth(.cancelled, .interrupted),
     .bluetooth(.closed, .interrupted),
   ]
 
-  /// Every L2CAPError code BLEKit declares.
-  static let l2capCodes: [ExitRow] = [
-    .l2cap(.unavailable, .adapterNotFound),
-    .l2cap(.permissionDenied, .permissionDenied),
-    .l2cap(.insufficientSecurity, .permissionDenied),
-    .l2cap(.refused, .notFound),
-    .l2cap(.timedOut, .timedOut),
-    .l2cap(.linkLost, .disconnected),
-    .l2cap(.closed, .disconnected),
-    .l2cap(.addressInUse, .failure),
-    .l2cap(.tooLarge, .failure),
-    .l2cap(.system, .failure),
-  ]
-
   static let others: [ExitRow] = [
     // A code a later BLEKit adds: an answer from BlueZ or the bus.
     .bluetooth(BluetoothError.Code(rawValue: "someLaterCode"), .remoteError),
-    .l2cap(L2CAPError.Code(rawValue: "someLaterCode"), .failure),
     // A cut transfer exits as its cause says where the cause has a status of its own.
     .cut(.busLost, .bluetoothUnavailable),
     .cut(.serviceUnavailable, .bluetoothUnavailable),
@@ -119,56 +133,56 @@ extension ExitRow {
         .failed, "Operation failed with ATT error: 0x0b", name: "org.bluez.Error.Failed"),
       .remoteError),
     .wrapped(BlueZError(.doesNotExist, "gone", name: "org.bluez.Error.DoesNotExist"), .notFound),
-    // blekit's message over L2CAP.
-    ExitRow("L2CAPMessageError.notAMessage", L2CAPMessageError.notAMessage("HTTP"), .unverified),
-    ExitRow(
-      "L2CAPMessageError.tooLarge", L2CAPMessageError.tooLarge(length: 9, limit: 8), .failure),
-    ExitRow(
-      "L2CAPMessageError.cut", L2CAPMessageError.cut(received: 1, expected: 9), .disconnected),
-    ExitRow(
-      "L2CAPMessageError.trailingBytes", L2CAPMessageError.trailingBytes(expected: 1, received: 9),
-      .unverified),
-    ExitRow(
-      "L2CAPMessageError.checksumMismatch",
-      L2CAPMessageError.checksumMismatch(expected: 1, actual: 2), .unverified),
-    ExitRow(
-      "L2CAPMessageError.notAcknowledged", L2CAPMessageError.notAcknowledged("closed"),
-      .disconnected),
-    ExitRow(
-      "L2CAPMessageError.timedOut",
-      L2CAPMessageError.timedOut(.idle(.seconds(5)), done: 1, total: 9), .disconnected),
-    // The GATT transfer protocols.
-    ExitRow("TransferError.mtuTooSmall", TransferError.mtuTooSmall(20), .failure),
-    ExitRow(
-      "TransferError.incomplete", TransferError.incomplete(bytesReceived: 1, chunksReceived: 1),
-      .failure),
-    ExitRow(
-      "TransferError.invalidUTF8", TransferError.invalidUTF8(byteCount: 2, offset: 1), .failure),
-    ExitRow("TransferError.messageTooLarge", TransferError.messageTooLarge(limit: 9), .failure),
-    ExitRow("TransferError.malformedFrame", TransferError.malformedFrame("short"), .unverified),
-    ExitRow("TransferError.unsupportedVersion", TransferError.unsupportedVersion(9), .unverified),
-    ExitRow(
-      "TransferError.lengthMismatch",
-      TransferError.lengthMismatch(message: 1, expected: 3, actual: 2), .unverified),
-    ExitRow(
-      "TransferError.checksumMismatch",
-      TransferError.checksumMismatch(message: 1, expected: 1, actual: 2), .unverified),
-    ExitRow(
-      "TransferError.tooManyMessagesInFlight", TransferError.tooManyMessagesInFlight(limit: 4),
-      .failure),
-    ExitRow(
-      "TransferError.orderNotGuaranteed", TransferError.orderNotGuaranteed("EATT"), .unverified),
-    ExitRow("TransferError.chunksMayBeLost", TransferError.chunksMayBeLost("full"), .unverified),
+    // The errors BLEKit makes for L2CAP (each kernel errno as its former L2CAPError code
+    // exited), blekit's message over L2CAP (former L2CAPMessageError) and the GATT transfer
+    // protocols (former TransferError): the same statuses as before.
+    .made(.fromErrno(EAFNOSUPPORT, "socket"), .adapterNotFound),
+    .made(.fromErrno(EPERM, "bind"), .permissionDenied),
+    .made(.fromErrno(EACCES, "bind"), .permissionDenied),
+    .made(.fromErrno(EACCES, "connect"), .permissionDenied),
+    .made(.fromErrno(ECONNREFUSED, "connect"), .notFound),
+    .made(.fromErrno(ETIMEDOUT, "connect"), .timedOut),
+    .made(.fromErrno(ENOTCONN, "read"), .disconnected),
+    .made(.fromErrno(ECONNRESET, "read"), .disconnected),
+    .made(.fromErrno(EADDRINUSE, "bind"), .failure),
+    .made(.fromErrno(EMSGSIZE, "send"), .failure),
+    .made(.fromErrno(EIO, "read"), .failure),
+    .made(.notAMessage("HTTP"), .unverified),
+    .made(.tooLarge(length: 9, limit: 8), .failure),
+    .made(.cut(received: 1, sdus: 1, expected: 9), .disconnected),
+    .made(.trailingBytes(expected: 1, received: 9), .unverified),
+    .made(.checksumMismatch(expected: 1, actual: 2), .unverified),
+    .made(.notAcknowledged("closed"), .disconnected),
+    .made(.timedOut(.idle(.seconds(5)), done: 1, total: 9), .disconnected),
+    .made(.mtuTooSmall(20), .failure),
+    .made(.invalidUTF8(byteCount: 2, offset: 1), .failure),
+    .made(.messageTooLarge(limit: 9), .failure),
+    .made(.malformedFrame("short"), .unverified),
+    .made(.unsupportedVersion(9), .unverified),
+    .made(.lengthMismatch(message: 1, expected: 3, actual: 2), .unverified),
+    .made(.checksumMismatch(message: 1, expected: 1, actual: 2), .unverified),
+    .made(.tooManyMessagesInFlight(limit: 4), .failure),
+    .made(.orderNotGuaranteed("EATT"), .unverified),
+    .made(.chunksMayBeLost("full"), .unverified),
+    // Former AdvertisingDecodingError and HexBytes.ParseError: no status of their own before
+    // (any error's 1).
+    .made(.tooShort(field: "manufacturer data", count: 1, needed: 2), .failure),
+    .made(.truncatedStructure(offset: 3, declaredLength: 9, available: 2), .failure),
+    .made(.unexpectedType(0xFF), .failure),
+    .made(.invalidUUIDLength(3), .failure),
+    .made(.invalidHexBytes("0g", offset: 1), .failure),
+    // A reassembler's report of a message cut short (no command ends with it) is a cut
+    // transfer like any other.
+    .made(.incomplete(bytesReceived: 1, chunksReceived: 1), .disconnected),
     // The broker.
     ExitRow("FleetError.invalidURL", FleetError(.invalidURL, "bad"), .usage),
     ExitRow("FleetError.invalidSetting", FleetError(.invalidSetting, "bad"), .failure),
     ExitRow("FleetError.unreachable", FleetError(.unreachable, "down"), .brokerUnavailable),
     ExitRow("FleetError.refused", FleetError(.refused, "no"), .brokerUnavailable),
     // An advertisement checked against the legacy limit before bluetoothd is asked.
-    ExitRow(
-      "AdvertisementTooLarge",
-      AdvertisementTooLarge(
-        size: AdvertisingPayload(manufacturerData: [0xFFFF: [UInt8](repeating: 0, count: 40)])
+    .made(
+      .advertisementTooLarge(
+        AdvertisingPayload(manufacturerData: [0xFFFF: [UInt8](repeating: 0, count: 40)])
           .legacySize()),
       .advertisementTooLarge),
     // What a command already decided goes through as it is.
@@ -177,7 +191,7 @@ extension ExitRow {
     ExitRow("CancellationError", CancellationError(), .interrupted),
   ]
 
-  static let all = bluetoothCodes + l2capCodes + others
+  static let all = bluetoothCodes + others
 }
 
 @Suite struct ExitStatusMappingTests {
@@ -186,44 +200,37 @@ extension ExitRow {
     #expect(ErrorReport(exitError(row.error)).status == row.status)
   }
 
-  /// The codes `extension`s and the types themselves declare in Sources/BLEKit, by type.
-  static func declaredCodes() throws -> (bluetooth: Set<String>, l2cap: Set<String>) {
+  /// The codes BluetoothError and its `extension`s declare in Sources/BLEKit.
+  static func declaredCodes() throws -> Set<String> {
     var parts = #filePath.split(separator: "/", omittingEmptySubsequences: false)
     parts.removeLast(3)
     let root = parts.joined(separator: "/") + "/Sources/BLEKit"
     let declaration = try NSRegularExpression(
       pattern: #"static let \w+ = (?:Code|Self)\(rawValue: "(\w+)"\)"#)
     var bluetooth: Set<String> = []
-    var l2cap: Set<String> = []
     let files = try #require(FileManager.default.enumerator(atPath: root))
     for case let file as String in files where file.hasSuffix(".swift") {
       let text = try String(contentsOfFile: root + "/" + file, encoding: .utf8)
-      let isL2CAP = file.hasSuffix("L2CAPError.swift")
       guard
-        isL2CAP || text.contains("struct BluetoothError")
-          || text.contains("extension BluetoothError.Code")
+        text.contains("struct BluetoothError") || text.contains("extension BluetoothError.Code")
       else { continue }
       for match in declaration.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
-        let name = String(text[Range(match.range(at: 1), in: text)!])
-        if isL2CAP { l2cap.insert(name) } else { bluetooth.insert(name) }
+        bluetooth.insert(String(text[Range(match.range(at: 1), in: text)!]))
       }
     }
-    return (bluetooth, l2cap)
+    return bluetooth
   }
 
   /// A code added to BLEKit without a row here and in the table fails this test, rather than
   /// falling silently to the table's default.
   @Test func everyDeclaredCodeHasARow() throws {
     let declared = try Self.declaredCodes()
-    #expect(declared.bluetooth.count >= 25)
-    #expect(declared.l2cap.count >= 10)
-    #expect(Set(ExitStatusMapping.bluetooth.keys.map(\.rawValue)) == declared.bluetooth)
+    #expect(declared.count >= 50)
+    #expect(Set(ExitStatusMapping.bluetooth.keys.map(\.rawValue)) == declared)
     #expect(
-      Set(ExitRow.bluetoothCodes.map { ($0.error as! BluetoothError).code.rawValue })
-        == declared.bluetooth)
-    #expect(Set(ExitStatusMapping.l2cap.keys.map(\.rawValue)) == declared.l2cap)
-    #expect(
-      Set(ExitRow.l2capCodes.map { ($0.error as! L2CAPError).code.rawValue }) == declared.l2cap)
+      Set(ExitRow.bluetoothCodes.map { ($0.error as! BluetoothError).code.rawValue }) == declared)
+    // One row per code: a row written twice would hide which status is meant.
+    #expect(ExitRow.bluetoothCodes.count == declared.count)
   }
 
   /// Every status the table can give is in the documented table that `--help` and the manual
@@ -235,9 +242,6 @@ extension ExitRow {
       if case .status(let status) = outcome { given.insert(status) }
     }
     given.formUnion(ExitStatusMapping.interruptionCauses.values)
-    given.formUnion(ExitStatusMapping.l2cap.values)
-    given.insert(ExitStatusMapping.unlistedL2CAPCode)
-    given.insert(ExitStatusMapping.advertisementTooLarge)
     given.insert(ExitStatusMapping.droppedValues)
     #expect(given.subtracting(documented).isEmpty, "undocumented: \(given.subtracting(documented))")
     // The table gives most of them (and the rest come from commands' own checks).
@@ -246,7 +250,7 @@ extension ExitRow {
 
   /// `blekit --help` and `blekit --generate-manual` print ExitStatus.documented, row by row.
   @Test func helpAndManualListTheDocumentedTable() {
-    #expect(Blekit.configuration.extraSections == [ArgumentParsing.ExitStatus.helpSection])
+    #expect(Blekit.configuration.extraSections == [ExitStatusMapping.helpSection])
     let help = HelpFormatter.help(for: Blekit.self, path: ["blekit"])
     let page = ManualPage.page(for: Blekit.self)
     #expect(help.contains("EXIT STATUS:"))
@@ -261,12 +265,38 @@ extension ExitRow {
     }
   }
 
+  /// The manual's EXIT STATUS comes from the table: each status's paragraph lists exactly the
+  /// codes the table gives it (a row moved to another status moves in the page too), and help
+  /// keeps the short documented lines.
+  @Test func theManualListsEachCodeUnderItsStatus() {
+    let page = ManualPage.page(for: Blekit.self).split(separator: "\n").map(String.init)
+    let help = HelpFormatter.help(for: Blekit.self, path: ["blekit"])
+    var listed: [String: ArgumentParsing.ExitStatus] = [:]
+    for (status, _) in ArgumentParsing.ExitStatus.documented {
+      guard let at = page.firstIndex(of: "\\fB\(status.rawValue)\\fR"), at + 1 < page.count,
+        let range = page[at + 1].range(of: "BLEKit error codes: ")
+      else { continue }
+      let names = page[at + 1][range.upperBound...].dropLast().split(separator: ", ")
+      for name in names { listed[String(name)] = status }
+    }
+    #expect(listed.count == ExitStatusMapping.bluetooth.count)
+    for row in ExitRow.bluetoothCodes {
+      let code = (row.error as! BluetoothError).code
+      #expect(
+        listed[code.rawValue] == row.status,
+        "manual: \(code) under \(listed[code.rawValue].map { "\($0)" } ?? "nothing")")
+    }
+    #expect(!help.contains("BLEKit error codes"))
+  }
+
   /// The special lines stay: one line for a lost bus, whatever noticed it.
   @Test func specialLinesStay() {
     let lost = ErrorReport(exitError(BluetoothError(.busLost, "the connection is closed")))
     #expect(lost.message == busLostLine)
-    let cut = ErrorReport(exitError(L2CAPMessageError.cut(received: 1, expected: 9)))
-    #expect(cut.message.hasSuffix("; nothing was printed"))
+    let cut = ErrorReport(
+      exitError(BluetoothError.cut(received: 1, sdus: 1, expected: 9), note: "nothing was printed"))
+    #expect(cut.message == "the channel ended after 1 of 9 bytes; nothing was printed")
+    #expect(cut.status == .disconnected)
     let url = ErrorReport(exitError(FleetError(.invalidURL, "no host")))
     #expect(url.message == "--mqtt: no host")
   }

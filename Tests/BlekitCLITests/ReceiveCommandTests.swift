@@ -71,14 +71,14 @@ import Testing
   }
 
   @Test func unverifiedTransfersHaveTheirOwnExitStatus() {
-    for error: TransferError in [
+    for error: BluetoothError in [
       .orderNotGuaranteed("EATT"), .checksumMismatch(message: 1, expected: 1, actual: 2),
       .lengthMismatch(message: 1, expected: 3, actual: 2), .malformedFrame("short"),
     ] {
       #expect((exitError(error) as? CLIError)?.exitStatus == .unverified)
     }
     #expect(
-      (exitError(TransferError.messageTooLarge(limit: 9)) as? CLIError)?.exitStatus
+      (exitError(BluetoothError.messageTooLarge(limit: 9)) as? CLIError)?.exitStatus
         == .failure)
   }
 }

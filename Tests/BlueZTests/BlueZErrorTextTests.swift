@@ -50,4 +50,24 @@ import Testing
       !BlueZError(.notPermitted, "timeout", name: "org.bluez.Error.NotPermitted")
         .isTransientConnectFailure)
   }
+
+  /// bluetoothd's answers to a refused ReadValue/WriteValue (BlueZ 5.66 create_gatt_dbus_error),
+  /// each with the ATT error it stands for, read from the name and the text it comes with.
+  @Test(
+    arguments: [
+      ("org.bluez.Error.NotPermitted", "Read not permitted", 0x02),
+      ("org.bluez.Error.NotPermitted", "Write not permitted", 0x03),
+      ("org.bluez.Error.NotPermitted", "Not paired", 0x05),
+      ("org.bluez.Error.NotAuthorized", "Not Authorized", 0x08),
+      ("org.bluez.Error.NotSupported", "Not Supported", 0x06),
+      ("org.bluez.Error.InvalidArguments", "Invalid offset", 0x07),
+      ("org.bluez.Error.InvalidArguments", "Invalid Length", 0x0D),
+      ("org.bluez.Error.Failed", "Operation failed with ATT error: 0x0f", 0x0F),
+      ("org.bluez.Error.NotPermitted", "Not allowed", nil),
+      ("org.bluez.Error.InProgress", "In Progress", nil),
+      ("com.example.Error.NotPermitted", "Not paired", nil),
+    ] as [(String, String, UInt8?)])
+  func gattAnswersNameTheirATTError(name: String, text: String, code: UInt8?) {
+    #expect(BlueZError(name: name, message: text).gattATTErrorCode == code)
+  }
 }

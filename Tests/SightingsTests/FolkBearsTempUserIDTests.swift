@@ -55,7 +55,7 @@ import Testing
   func malformedRawPayloadsOfTheIssuesLengths(count: Int) {
     // 1, 3 and 19 bytes as they may come raw (company ID first): never a TempUserId.
     let raw = Array([0xFF, 0xFF, 0x02, 0x10] + Self.id).prefix(count)
-    let result = Result { () throws(AdvertisingDecodingError) in
+    let result = Result { () throws(BluetoothError) in
       try ManufacturerData(adPayload: raw)
     }
     switch result {

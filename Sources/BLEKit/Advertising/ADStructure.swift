@@ -31,7 +31,7 @@ public struct ADStructure: Hashable, Sendable {
     /// The structures read before any error.
     public let structures: [ADStructure]
     /// What stopped the parse early, or `nil` when every byte was read.
-    public let error: AdvertisingDecodingError?
+    public let error: BluetoothError?
   }
 
   /// Parses raw advertising data (e.g. a 31-byte PDU payload). A zero length byte ends the

@@ -130,12 +130,13 @@ public struct AdvertisingPayload: Hashable, Sendable {
   /// The sizes, or an error saying which fields take how many bytes when the advertising data
   /// exceeds the limit.
   ///
-  /// - Throws: `AdvertisementTooLarge`.
-  public func validateLegacySize(limit: Int = legacyLimit) throws(AdvertisementTooLarge)
+  /// - Throws: ``BluetoothError/Code/advertisementTooLarge``, with the sizes in
+  ///   ``BluetoothError/advertisingPayloadSize``.
+  public func validateLegacySize(limit: Int = legacyLimit) throws(BluetoothError)
     -> AdvertisingPayloadSize
   {
     let size = legacySize(limit: limit)
-    guard size.fits else { throw AdvertisementTooLarge(size: size) }
+    guard size.fits else { throw .advertisementTooLarge(size) }
     return size
   }
 
@@ -212,17 +213,4 @@ public struct AdvertisingPayloadSize: Hashable, Sendable, CustomStringConvertibl
     }
     return "advertisement is \(advertisingDataLength) bytes, \(limitText): \(breakdown)"
   }
-}
-
-/// An advertisement whose advertising data exceeds the legacy limit.
-public struct AdvertisementTooLarge: Error, Hashable, Sendable, CustomStringConvertible {
-  /// The sizes that did not fit.
-  public let size: AdvertisingPayloadSize
-
-  /// Creates the error for sizes that did not fit.
-  public init(size: AdvertisingPayloadSize) { self.size = size }
-
-  /// One line, e.g. "advertisement is 43 bytes, legacy limit is 31: flags 3, 128-bit service
-  /// UUID 18, manufacturer data 0xFFFF 22".
-  public var description: String { size.description }
 }

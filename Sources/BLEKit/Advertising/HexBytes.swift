@@ -34,13 +34,14 @@ public enum HexBytes {
   /// Parses hex text such as `0210ab`, `02 10 AB`, `02:10:ab` or `0x0210ab`: an optional `0x`
   /// prefix, then hex digit pairs, optionally separated by spaces, colons or dashes.
   ///
-  /// - Throws: `HexBytes.ParseError` naming the input.
-  public static func parse(_ text: String) throws(ParseError) -> [UInt8] {
+  /// - Throws: ``BluetoothError/Code/invalidHexBytes`` naming the input, with the position
+  ///   (a byte offset in its UTF-8) where it goes wrong.
+  public static func parse(_ text: String) throws(BluetoothError) -> [UInt8] {
     var utf8 = Substring(text).utf8[...]
     if utf8.starts(with: "0x".utf8) || utf8.starts(with: "0X".utf8) { utf8 = utf8.dropFirst(2) }
     var nibbles: [UInt8] = []
     var bytes: [UInt8] = []
-    for byte in utf8 {
+    for (position, byte) in zip(utf8.indices, utf8) {
       if let nibble = byte.hexNibble {
         nibbles.append(nibble)
         if nibbles.count == 2 {
@@ -52,10 +53,12 @@ public enum HexBytes {
       {
         continue
       } else {
-        throw ParseError(input: text)
+        throw .invalidHexBytes(
+          text, offset: text.utf8.distance(from: text.utf8.startIndex, to: position))
       }
     }
-    guard nibbles.isEmpty else { throw ParseError(input: text) }
+    // An odd digit: the text goes wrong at its end.
+    guard nibbles.isEmpty else { throw .invalidHexBytes(text, offset: text.utf8.count) }
     return bytes
   }
 
@@ -83,19 +86,6 @@ public enum HexBytes {
   /// A UUID as `0x180F` when it has a 16-bit alias, else its canonical form.
   public static func uuidLabel(_ uuid: BluetoothUUID) -> String {
     uuid.uint16Value.map { companyID($0) } ?? uuid.uuidString
-  }
-
-  /// The error thrown for text that is not hex bytes.
-  public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
-    /// The rejected text.
-    public let input: String
-
-    /// Creates the error for rejected text.
-    public init(input: String) { self.input = input }
-
-    public var description: String {
-      "invalid hex bytes \"\(input)\": expected pairs of hex digits, e.g. 0210ab or 02:10:ab"
-    }
   }
 }
 

@@ -23,8 +23,8 @@ public struct ManufacturerData: Hashable, Sendable, CustomStringConvertible {
 
   /// Reads the AD payload form: company ID little-endian, then the data.
   ///
-  /// - Throws: `AdvertisingDecodingError.tooShort` with fewer than 2 bytes.
-  public init(adPayload payload: some Collection<UInt8>) throws(AdvertisingDecodingError) {
+  /// - Throws: ``BluetoothError/Code/advertisingFieldTooShort`` with fewer than 2 bytes.
+  public init(adPayload payload: some Collection<UInt8>) throws(BluetoothError) {
     let bytes = Array(payload)
     guard bytes.count >= 2 else {
       throw .tooShort(field: "manufacturer data", count: bytes.count, needed: 2)
@@ -44,30 +44,5 @@ public struct ManufacturerData: Hashable, Sendable, CustomStringConvertible {
   public var description: String {
     let name = companyName.map { " (\($0))" } ?? ""
     return "\(HexBytes.companyID(companyID))\(name): \(HexBytes.format(data, separator: " "))"
-  }
-}
-
-/// Why advertising bytes could not be decoded. Every case describes itself in one line.
-public enum AdvertisingDecodingError: Error, Hashable, Sendable, CustomStringConvertible {
-  /// A field has fewer bytes than its layout needs.
-  case tooShort(field: String, count: Int, needed: Int)
-  /// An AD structure's length byte runs past the end of the data.
-  case truncatedStructure(offset: Int, declaredLength: Int, available: Int)
-  /// An AD type that does not carry what was asked for.
-  case unexpectedType(UInt8)
-  /// A service data UUID of a size other than 2, 4 or 16 bytes.
-  case invalidUUIDLength(Int)
-
-  public var description: String {
-    switch self {
-    case .tooShort(let field, let count, let needed):
-      "\(field) is \(count) bytes, needs at least \(needed)"
-    case .truncatedStructure(let offset, let declared, let available):
-      "AD structure at offset \(offset) declares \(declared) bytes, only \(available) remain"
-    case .unexpectedType(let type):
-      "unexpected AD type 0x\(HexBytes.format([type]))"
-    case .invalidUUIDLength(let length):
-      "a UUID of \(length) bytes (expected 2, 4 or 16)"
-    }
   }
 }

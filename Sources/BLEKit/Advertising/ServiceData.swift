@@ -36,9 +36,9 @@ public struct ServiceData: Hashable, Sendable, CustomStringConvertible {
 
   /// Reads the payload of a service data AD structure of the given type.
   ///
-  /// - Throws: `AdvertisingDecodingError.unexpectedType` for another AD type, `.tooShort`
-  ///   when the payload is shorter than the UUID.
-  public init(adType: UInt8, payload: some Collection<UInt8>) throws(AdvertisingDecodingError) {
+  /// - Throws: ``BluetoothError/Code/unexpectedADType`` for another AD type,
+  ///   ``BluetoothError/Code/advertisingFieldTooShort`` when the payload is shorter than the UUID.
+  public init(adType: UInt8, payload: some Collection<UInt8>) throws(BluetoothError) {
     let uuidLength: Int
     switch adType {
     case Self.type16: uuidLength = 2

@@ -12,8 +12,10 @@ public enum AttributeReadResult: Sendable, Hashable {
   case notRead
 }
 
-/// Why one attribute's read failed, in bluetoothd's words.
-public struct AttributeReadFailure: Error, Sendable, Hashable, CustomStringConvertible {
+/// Why one attribute's read failed, in bluetoothd's words, with the ATT error they stand for.
+/// A value in an exploration's results (``AttributeReadResult/failed(_:)``), not an error
+/// thrown.
+public struct AttributeReadFailure: Sendable, Hashable, CustomStringConvertible {
   /// BlueZ's D-Bus error name, e.g. `org.bluez.Error.NotPermitted`, when bluetoothd sent one.
   public var errorName: String?
   /// bluetoothd's message, e.g. `Read not permitted`.
@@ -22,11 +24,18 @@ public struct AttributeReadFailure: Error, Sendable, Hashable, CustomStringConve
   /// again and went on). A device whose security needs bluetoothd cannot meet (pairing fails,
   /// e.g. without an agent) is dropped by the kernel right after the refused read.
   public var droppedLink: Bool
+  /// The ATT error the device answered with, as far as bluetoothd tells it: 0x02 for "Read
+  /// not permitted", 0x05 for "Not paired" (bluetoothd says the same for Insufficient
+  /// Encryption 0x0f and Encryption Key Size 0x0c), 0x08 for `NotAuthorized`, the code of
+  /// "Operation failed with ATT error: 0xNN"; `nil` when the failure names none.
+  public var attErrorCode: UInt8?
 
+  /// A failure as bluetoothd reported it; ``attErrorCode`` is read from the name and text.
   public init(errorName: String?, message: String, droppedLink: Bool = false) {
     self.errorName = errorName
     self.message = message
     self.droppedLink = droppedLink
+    attErrorCode = BlueZError(name: errorName, message: message).gattATTErrorCode
   }
 
   /// Keeps the BlueZ error of a central error when there is one.
@@ -35,6 +44,7 @@ public struct AttributeReadFailure: Error, Sendable, Hashable, CustomStringConve
       self.init(
         errorName: bluez.name ?? bluez.code.rawValue, message: bluez.message,
         droppedLink: droppedLink)
+      attErrorCode = bluez.gattATTErrorCode
     } else {
       self.init(errorName: nil, message: error.message, droppedLink: droppedLink)
     }
@@ -43,7 +53,7 @@ public struct AttributeReadFailure: Error, Sendable, Hashable, CustomStringConve
   /// What the device wants before it answers, when the failure says so (see
   /// ``AttributeAccessRequirement``); `nil` for any other failure.
   public var requirement: AttributeAccessRequirement? {
-    AttributeAccessRequirement(errorName: errorName, message: message)
+    AttributeAccessRequirement(attErrorCode: attErrorCode)
   }
 
   /// `Read not permitted (org.bluez.Error.NotPermitted)`.
@@ -59,8 +69,8 @@ public struct AttributeReadFailure: Error, Sendable, Hashable, CustomStringConve
 /// "Not paired" for the ATT errors Insufficient Authentication (0x05), Insufficient
 /// Encryption (0x0f) and Insufficient Encryption Key Size (0x0c), and with
 /// `org.bluez.Error.NotAuthorized` for Insufficient Authorization (0x08); other ATT errors
-/// come as `org.bluez.Error.Failed` "Operation failed with ATT error: 0xNN", which is read
-/// here too.
+/// come as `org.bluez.Error.Failed` "Operation failed with ATT error: 0xNN"
+/// (``AttributeReadFailure/attErrorCode`` has the code either way).
 public enum AttributeAccessRequirement: Sendable, Hashable {
   /// An encrypted link, and so a pairing (ATT 0x05, 0x0c, 0x0f; BlueZ "Not paired").
   case pairing
@@ -68,26 +78,13 @@ public enum AttributeAccessRequirement: Sendable, Hashable {
   /// alone may not be enough.
   case authorization
 
-  /// The requirement a bluetoothd error names, or `nil`.
-  public init?(errorName: String?, message: String) {
-    let lowered = message.lowercased()
-    if errorName == "org.bluez.Error.NotPermitted", lowered.contains("not paired") {
-      self = .pairing
-      return
+  /// The requirement an ATT error code names, or `nil`.
+  public init?(attErrorCode: UInt8?) {
+    switch attErrorCode {
+    case 0x05?, 0x0C?, 0x0F?: self = .pairing
+    case 0x08?: self = .authorization
+    default: return nil
     }
-    if errorName == "org.bluez.Error.NotAuthorized" {
-      self = .authorization
-      return
-    }
-    for code in ["0x05", "0x0c", "0x0f"] where lowered.contains("att error: \(code)") {
-      self = .pairing
-      return
-    }
-    if lowered.contains("att error: 0x08") {
-      self = .authorization
-      return
-    }
-    return nil
   }
 }
 
@@ -262,10 +259,12 @@ private struct ExplorationLink {
 
   /// The error that ends the walk when the link is gone for good.
   func lost(_ error: BluetoothError) -> BluetoothError {
-    if error.message.contains("disconnected during the exploration") { return error }
-    return BluetoothError(
+    if error.lostDuringExploration { return error }
+    var lost = BluetoothError(
       .disconnected, "\(peripheral.identifier) disconnected during the exploration: \(error)",
       bluez: error.bluez)
+    lost.lostDuringExploration = true
+    return lost
   }
 
   /// Connects again after `error` dropped the link, or throws when the allowance is spent.
@@ -283,10 +282,12 @@ private struct ExplorationLink {
         to: peripheral.identifier, timeout: max(deadline - .now, .milliseconds(1)))
     } catch {
       if error.code == .cancelled { throw error }
-      throw BluetoothError(
+      var lost = BluetoothError(
         .disconnected,
         "\(peripheral.identifier) disconnected during the exploration (\(error)) and "
           + "connecting again failed: \(error.message)", bluez: error.bluez)
+      lost.lostDuringExploration = true
+      throw lost
     }
   }
 

@@ -102,7 +102,7 @@ extension Peripheral {
   /// `openL2CAPChannel(_:)`), over the link bluetoothd made.
   public func openL2CAPChannel(
     _ psm: L2CAPPSM, requireEncryption: Bool = false, timeout: Duration = .seconds(30)
-  ) async throws(L2CAPError) -> L2CAPChannel {
+  ) async throws(BluetoothError) -> L2CAPChannel {
     try await manager.openL2CAPChannel(
       to: identifier, psm: psm, requireEncryption: requireEncryption, timeout: timeout)
   }
@@ -115,7 +115,7 @@ extension CentralManager {
   public func openL2CAPChannel(
     to peripheral: PeripheralIdentifier, psm: L2CAPPSM, requireEncryption: Bool = false,
     timeout: Duration = .seconds(30)
-  ) async throws(L2CAPError) -> L2CAPChannel {
+  ) async throws(BluetoothError) -> L2CAPChannel {
     let device = try? objects.proxy(Device1.self, at: peripheral.path)
     let peerType = device?[Device1.addressType].flatMap(AddressType.init(rawValue:)) ?? .public
     let adapter = try? await adapter()

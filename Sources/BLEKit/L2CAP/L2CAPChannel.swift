@@ -27,11 +27,11 @@ import Synchronization
 ///   the end may be wrong" (blekit's `l2cap` pipe exits 12 then) or frame the messages.
 /// - ``send(_:)`` hands one SDU to the kernel and returns when it is accepted; it waits
 ///   while the kernel's send buffer is full (the peer has granted no credits), and a cancelled
-///   task stops waiting (``L2CAPError/Code-swift.struct/closed``, the SDU not sent). The
+///   task stops waiting (``BluetoothError/Code/channelClosed``, the SDU not sent). The
 ///   socket is non-blocking: reads and sends wait on BLEKit's one reactor thread (epoll),
 ///   never in a blocking system call.
 /// - ``close()`` ends the channel (an L2CAP Disconnect Request). The peer closing it ends
-///   ``incoming`` normally; a lost link ends it with ``L2CAPError/Code-swift.struct/linkLost``.
+///   ``incoming`` normally; a lost link ends it with ``BluetoothError/Code/linkLost``.
 ///   L2CAP has no half-close, and the kernel drops what it still holds for sending when the
 ///   channel closes: call ``drain(timeout:)`` first to close after the last byte went out.
 ///
@@ -54,7 +54,7 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
   /// How many received SDUs wait at most in ``incoming`` before reading pauses.
   public let bufferedSDUs: Int
   /// The received SDUs; finishes when the peer closes or this side calls ``close()``, and
-  /// throws ``L2CAPError`` when the link is lost. Iterate it from one task, with one iterator:
+  /// throws ``BluetoothError`` when the link is lost. Iterate it from one task, with one iterator:
   /// dropping an iterator ends the sequence (an `AsyncThrowingStream` underneath), though not
   /// the channel, which only ``close()`` (or dropping the channel) ends.
   public let incoming: SDUs
@@ -64,7 +64,7 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
   /// Takes over a connected socket.
   init(
     fd: Int32, peer: L2CAPSocketAddress, psm: L2CAPPSM, bufferedSDUs: Int = 1024
-  ) throws(L2CAPError) {
+  ) throws(BluetoothError) {
     do {
       sendMTU = try L2CAPSocket.mtu(fd, option: L2CAPSocket.optionSendMTU)
       receiveMTU = try L2CAPSocket.mtu(fd, option: L2CAPSocket.optionReceiveMTU)
@@ -104,18 +104,19 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
 
   /// Sends one SDU of at most ``sendMTU`` bytes; returns once the kernel took it.
   ///
-  /// - Throws: ``L2CAPError/Code-swift.struct/tooLarge`` above the MTU (nothing is sent),
-  ///   ``L2CAPError/Code-swift.struct/closed`` after either side closed, or the link's error.
-  public func send(_ sdu: [UInt8]) async throws(L2CAPError) {
+  /// - Throws: ``BluetoothError/Code/sduTooLarge`` above the MTU (nothing is sent),
+  ///   ``BluetoothError/Code/channelClosed`` after either side closed, or the link's error.
+  public func send(_ sdu: [UInt8]) async throws(BluetoothError) {
     guard sdu.count <= sendMTU else {
-      throw L2CAPError(.tooLarge, "an SDU of \(sdu.count) bytes exceeds the peer's MTU \(sendMTU)")
+      throw BluetoothError(
+        .sduTooLarge, "an SDU of \(sdu.count) bytes exceeds the peer's MTU \(sendMTU)")
     }
     try await core.write(sdu)
   }
 
   /// Sends `bytes` as consecutive SDUs of at most ``sendMTU`` bytes each (a byte stream's
   /// view of the channel; SDU boundaries are not kept for the peer).
-  public func write(_ bytes: [UInt8]) async throws(L2CAPError) {
+  public func write(_ bytes: [UInt8]) async throws(BluetoothError) {
     var start = 0
     while start < bytes.count {
       let end = min(start + sendMTU, bytes.count)
@@ -141,7 +142,7 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
   }
 
   /// Closes the channel (both directions). ``incoming`` finishes; pending and later sends
-  /// throw ``L2CAPError/Code-swift.struct/closed``.
+  /// throw ``BluetoothError/Code/channelClosed``.
   public func close() { core.close() }
 
   /// Whether the channel has ended (closed by either side, or the link lost).
@@ -166,7 +167,7 @@ public final class L2CAPChannel: Sendable, CustomStringConvertible {
       var base: AsyncThrowingStream<[UInt8], any Error>.Iterator
       let room: L2CAPReadCredits
 
-      /// The next SDU, nil at the end; throws ``L2CAPError`` when the link was lost.
+      /// The next SDU, nil at the end; throws ``BluetoothError`` when the link was lost.
       public mutating func next() async throws -> [UInt8]? {
         let sdu = try await base.next()
         // One SDU left the buffer: the reader may read one more.
@@ -191,7 +192,7 @@ final class L2CAPChannelCore: Sendable {
     var closing = false
     var ended = false
     /// What ended the incoming side, for sends that fail after it.
-    var endError: L2CAPError?
+    var endError: BluetoothError?
     /// Reads after which the kernel's receive queue was at least three-quarters full.
     var nearlyFull = 0
   }
@@ -241,7 +242,7 @@ final class L2CAPChannelCore: Sendable {
     _ continuation: AsyncThrowingStream<[UInt8], any Error>.Continuation, size: Int
   ) async {
     var buffer = [UInt8](repeating: 0, count: size)
-    var failure: L2CAPError?
+    var failure: BluetoothError?
     reading: while await room.take() {
       while true {
         let step = state.withLock { state in readOnce(&state, into: &buffer) }
@@ -298,9 +299,9 @@ final class L2CAPChannelCore: Sendable {
     return .sdu(Array(buffer[..<count]))
   }
 
-  static func linkError(_ number: Int32, peer: BluetoothAddress) -> L2CAPError {
-    var error = L2CAPError.fromErrno(number, "read")
-    if error.code == .timedOut { error.code = .linkLost }
+  static func linkError(_ number: Int32, peer: BluetoothAddress) -> BluetoothError {
+    var error = BluetoothError.fromErrno(number, "read")
+    if error.code == .timeout { error.code = .linkLost }
     error.message =
       "the link to \(peer) was lost (\(String(cString: strerror(number))))"
     return error
@@ -310,12 +311,12 @@ final class L2CAPChannelCore: Sendable {
   private enum WriteStep {
     case sent
     case wait(ReactorWait)
-    case failed(L2CAPError)
+    case failed(BluetoothError)
   }
 
   /// Sends one SDU, waiting for room (credits) as long as it takes; a cancelled task stops
-  /// waiting and throws `closed` (nothing of the SDU was sent).
-  func write(_ sdu: [UInt8]) async throws(L2CAPError) {
+  /// waiting and throws `channelClosed` (nothing of the SDU was sent).
+  func write(_ sdu: [UInt8]) async throws(BluetoothError) {
     while true {
       let step = state.withLock { state in writeOnce(&state, sdu) }
       switch step {
@@ -327,7 +328,8 @@ final class L2CAPChannelCore: Sendable {
         do {
           _ = try await wait.value()
         } catch {
-          throw L2CAPError(.closed, "the send was cancelled (nothing of this SDU was sent)")
+          throw BluetoothError(
+            .channelClosed, "the send was cancelled (nothing of this SDU was sent)")
         }
       }
     }
@@ -347,17 +349,17 @@ final class L2CAPChannelCore: Sendable {
     if state.endError != nil { return .failed(Self.closedError(state)) }
     switch number {
     case EPIPE, ECONNRESET, ENOTCONN:
-      return .failed(L2CAPError(.closed, "the peer closed the channel", errno: number))
+      return .failed(BluetoothError(.channelClosed, "the peer closed the channel", errno: number))
     default:
       return .failed(Self.linkError(number, peer: peer))
     }
   }
 
-  private static func closedError(_ state: State) -> L2CAPError {
+  private static func closedError(_ state: State) -> BluetoothError {
     if let error = state.endError { return error }
     return state.closing
-      ? L2CAPError(.closed, "the channel is closed")
-      : L2CAPError(.closed, "the peer closed the channel")
+      ? BluetoothError(.channelClosed, "the channel is closed")
+      : BluetoothError(.channelClosed, "the peer closed the channel")
   }
 
   func unsentBytes() -> Int? {

@@ -13,20 +13,20 @@ extension L2CAPChannel {
   /// `requireEncryption` the kernel encrypts the link before opening the channel, pairing
   /// first when there are no keys (bluetoothd's agent is asked, as for any pairing).
   ///
-  /// - Throws: ``L2CAPError/Code-swift.struct/refused`` when nothing listens on `psm` there,
-  ///   ``L2CAPError/Code-swift.struct/timedOut`` after `timeout`,
-  ///   ``L2CAPError/Code-swift.struct/insufficientSecurity`` when the peer wants more security
+  /// - Throws: ``BluetoothError/Code/channelRefused`` when nothing listens on `psm` there,
+  ///   ``BluetoothError/Code/timeout`` after `timeout`,
+  ///   ``BluetoothError/Code/insufficientSecurity`` when the peer wants more security
   ///   than could be had; a cancelled task stops connecting and throws `closed`.
   public static func open(
     to peer: BluetoothAddress, peerType: AddressType = .public, psm: L2CAPPSM,
     from local: BluetoothAddress? = nil, localType: AddressType = .public,
     requireEncryption: Bool = false, timeout: Duration = .seconds(30)
-  ) async throws(L2CAPError) -> L2CAPChannel {
+  ) async throws(BluetoothError) -> L2CAPChannel {
     let deadline = ContinuousClock.now + timeout
     let fd = try L2CAPSocket.open()
     let target = L2CAPSocketAddress(
       address: peer, kind: L2CAPSocketAddress.Kind(peerType), psm: psm.rawValue)
-    do throws(L2CAPError) {
+    do throws(BluetoothError) {
       try L2CAPSocket.bind(
         fd,
         L2CAPSocketAddress(
@@ -45,10 +45,10 @@ extension L2CAPChannel {
     } catch {
       Reactor.shared.release(fd)
       Syscall.close(fd)
-      if error.code == .timedOut, error.errno == nil {
-        throw L2CAPError(.timedOut, "no L2CAP channel to \(peer) PSM \(psm) within \(timeout)")
+      if error.code == .timeout, error.errno == nil {
+        throw BluetoothError(.timeout, "no L2CAP channel to \(peer) PSM \(psm) within \(timeout)")
       }
-      if error.code == .closed, error.errno == nil { throw error }
+      if error.code == .channelClosed, error.errno == nil { throw error }
       throw describe(error, peer: peer, psm: psm)
     }
     Reactor.shared.release(fd)
@@ -56,12 +56,12 @@ extension L2CAPChannel {
   }
 
   /// A non-blocking connect: `EINPROGRESS`, then the socket becomes writable when the kernel
-  /// has opened the channel or failed to (`SO_ERROR` tells which). Throws `timedOut` (no
-  /// errno) at `deadline` and `closed` (no errno) when the task is cancelled.
+  /// has opened the channel or failed to (`SO_ERROR` tells which). Throws `timeout` (no
+  /// errno) at `deadline` and `channelClosed` (no errno) when the task is cancelled.
   private static func connect(
     _ fd: Int32, _ target: L2CAPSocketAddress, until deadline: ContinuousClock.Instant
-  ) async throws(L2CAPError) {
-    do throws(L2CAPError) {
+  ) async throws(BluetoothError) {
+    do throws(BluetoothError) {
       try L2CAPSocket.connect(fd, target)
       return
     } catch {
@@ -72,13 +72,13 @@ extension L2CAPChannel {
       do {
         wake = try await Reactor.shared.wait(fd, for: .writable, until: deadline)
       } catch {
-        throw L2CAPError(.closed, "opening the L2CAP channel was cancelled")
+        throw BluetoothError(.channelClosed, "opening the L2CAP channel was cancelled")
       }
       switch wake {
       case .timedOut:
-        throw L2CAPError(.timedOut, "timed out")
+        throw BluetoothError(.timeout, "timed out")
       case .released, .cancelled:
-        throw L2CAPError(.closed, "opening the L2CAP channel was cancelled")
+        throw BluetoothError(.channelClosed, "opening the L2CAP channel was cancelled")
       case .ready:
         let number = L2CAPSocket.pendingError(fd)
         if number == 0 { return }
@@ -89,20 +89,19 @@ extension L2CAPChannel {
   }
 
   /// Names the peer and PSM in the kernel's terse errors.
-  private static func describe(_ error: L2CAPError, peer: BluetoothAddress, psm: L2CAPPSM)
-    -> L2CAPError
+  private static func describe(_ error: BluetoothError, peer: BluetoothAddress, psm: L2CAPPSM)
+    -> BluetoothError
   {
     var error = error
     switch error.code {
-    case .refused:
+    case .channelRefused:
       error.message = "\(peer) refused an L2CAP channel on PSM \(psm) (nothing listens there)"
     case .insufficientSecurity:
       error.message = "\(peer) requires more security on PSM \(psm) than the link has"
-    case .timedOut:
-      if !error.message.hasPrefix("no L2CAP") {
-        error.message = "no L2CAP channel to \(peer) PSM \(psm): \(error.message)"
-      }
-    case .unavailable:
+    case .timeout:
+      // The kernel's own timer (an errno): the deadline's is named where it is thrown.
+      error.message = "no L2CAP channel to \(peer) PSM \(psm): \(error.message)"
+    case .l2capUnavailable:
       error.message = "cannot reach \(peer): \(error.message)"
     default:
       error.message = "opening an L2CAP channel to \(peer) PSM \(psm): \(error.message)"

@@ -42,16 +42,16 @@ public final class L2CAPListener: Sendable, CustomStringConvertible {
   /// `addressType` (the adapter's own type). Without `psm` the kernel picks a free dynamic
   /// one (0x0080-0x00FF).
   ///
-  /// - Throws: ``L2CAPError/Code-swift.struct/addressInUse`` when the PSM is taken,
-  ///   ``L2CAPError/Code-swift.struct/permissionDenied`` for a SIG-assigned PSM (below 0x80)
-  ///   without `CAP_NET_BIND_SERVICE`, ``L2CAPError/Code-swift.struct/unavailable`` without
+  /// - Throws: ``BluetoothError/Code/addressInUse`` when the PSM is taken,
+  ///   ``BluetoothError/Code/notPermitted`` for a SIG-assigned PSM (below 0x80)
+  ///   without `CAP_NET_BIND_SERVICE`, ``BluetoothError/Code/l2capUnavailable`` without
   ///   Bluetooth sockets or when `local` is no adapter's address.
   public static func listen(
     on local: BluetoothAddress? = nil, addressType: AddressType = .public,
     psm: L2CAPPSM? = nil, requireEncryption: Bool = false
-  ) throws(L2CAPError) -> L2CAPListener {
+  ) throws(BluetoothError) -> L2CAPListener {
     let fd = try L2CAPSocket.open()
-    do throws(L2CAPError) {
+    do throws(BluetoothError) {
       try L2CAPSocket.bind(
         fd,
         L2CAPSocketAddress(
@@ -64,15 +64,15 @@ public final class L2CAPListener: Sendable, CustomStringConvertible {
       try L2CAPSocket.listen(fd)
       let bound = try L2CAPSocket.localAddress(fd)
       guard let chosen = L2CAPPSM(rawValue: bound.psm) else {
-        throw L2CAPError(.system, "the kernel bound PSM \(bound.psm), outside the LE range")
+        throw BluetoothError(.system, "the kernel bound PSM \(bound.psm), outside the LE range")
       }
       return L2CAPListener(
         psm: chosen, requiresEncryption: requireEncryption, core: ListenerCore(fd: fd))
     } catch {
       Syscall.close(fd)
-      if error.code == .unavailable, let local {
-        throw L2CAPError(
-          .unavailable, "no Bluetooth adapter has the address \(local) (\(error.message))",
+      if error.code == .l2capUnavailable, let local {
+        throw BluetoothError(
+          .l2capUnavailable, "no Bluetooth adapter has the address \(local) (\(error.message))",
           errno: error.errno)
       }
       throw error
@@ -117,7 +117,7 @@ final class ListenerCore: Sendable {
       accepting: while true {
         let step = state.withLock { state -> Step in
           guard !state.closing, let fd = state.fd else { return .stop }
-          do throws(L2CAPError) {
+          do throws(BluetoothError) {
             let (client, peer) = try L2CAPSocket.accept(fd)
             return .accepted(client, peer)
           } catch {

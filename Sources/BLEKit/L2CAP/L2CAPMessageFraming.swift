@@ -1,42 +1,6 @@
 // L2CAPMessageFraming: blekit's framing of one message over an L2CAP channel: a header SDU
 // (magic, version, length, CRC-32), the bytes, and the receiver's acknowledgement.
 
-/// What can go wrong moving one framed message over a channel. Every case is one line.
-public enum L2CAPMessageError: Error, Hashable, Sendable, CustomStringConvertible {
-  /// The first SDU is not blekit's message header (another protocol, or a corrupt one).
-  case notAMessage(String)
-  /// The header announces more than the receiver accepts.
-  case tooLarge(length: Int, limit: Int)
-  /// The channel ended before the announced length arrived.
-  case cut(received: Int, expected: Int)
-  /// More bytes came than the header announced.
-  case trailingBytes(expected: Int, received: Int)
-  /// The bytes fail the header's CRC-32.
-  case checksumMismatch(expected: UInt32, actual: UInt32)
-  /// The receiver did not confirm the message (the channel ended, or its answer was wrong).
-  case notAcknowledged(String)
-  /// A ``TransferDeadlines`` limit passed: `done` of `total` bytes had arrived (a receiver) or
-  /// been confirmed (a sender); `total` is 0 before a header arrived.
-  case timedOut(TransferDeadlines.Expiry, done: Int, total: Int)
-
-  public var description: String {
-    switch self {
-    case .notAMessage(let why): "not a blekit message over L2CAP: \(why)"
-    case .tooLarge(let length, let limit):
-      "the message announces \(length) bytes, more than the limit of \(limit)"
-    case .cut(let received, let expected):
-      "the channel ended after \(received) of \(expected) bytes"
-    case .trailingBytes(let expected, let received):
-      "\(received) bytes arrived where \(expected) were announced"
-    case .checksumMismatch(let expected, let actual):
-      "the message is corrupt: CRC-32 is \(CRC32.text(actual)), the sender's is \(CRC32.text(expected))"
-    case .notAcknowledged(let why): "the receiver did not confirm the message: \(why)"
-    case .timedOut(let expiry, let done, let total):
-      "the transfer stopped at \(done) of \(total) bytes: \(expiry)"
-    }
-  }
-}
-
 /// The header SDU that opens a message: `"BLKL"`, the version, the length (UInt32) and the
 /// CRC-32 (IEEE, as ``CRC32``) of the message, little-endian; 13 bytes, well under the
 /// smallest LE channel MTU (23).
@@ -76,7 +40,7 @@ public struct L2CAPMessageHeader: Hashable, Sendable {
   public var isWindowed: Bool { version >= 2 }
 
   /// Parses a header SDU.
-  public init(bytes: [UInt8]) throws(L2CAPMessageError) {
+  public init(bytes: [UInt8]) throws(BluetoothError) {
     guard bytes.count == Self.size, Array(bytes[0..<4]) == Self.magic else {
       throw .notAMessage("the first SDU (\(bytes.count) bytes) is not a message header")
     }
@@ -143,7 +107,7 @@ public struct L2CAPMessageAssembler: Sendable {
   private var crc = CRC32()
 
   /// Starts from the header SDU; `limit` is the longest message accepted.
-  public init(headerSDU: [UInt8], limit: Int) throws(L2CAPMessageError) {
+  public init(headerSDU: [UInt8], limit: Int) throws(BluetoothError) {
     header = try L2CAPMessageHeader(bytes: headerSDU)
     guard header.length <= limit else {
       throw .tooLarge(length: header.length, limit: limit)
@@ -154,21 +118,24 @@ public struct L2CAPMessageAssembler: Sendable {
 
   /// Bytes received so far.
   public var received: Int { bytes.count }
+  /// SDUs received so far after the header.
+  public private(set) var sdus = 0
   public var isComplete: Bool { bytes.count >= header.length }
 
   /// Adds one SDU's bytes.
-  public mutating func append(_ sdu: [UInt8]) throws(L2CAPMessageError) {
+  public mutating func append(_ sdu: [UInt8]) throws(BluetoothError) {
     guard bytes.count + sdu.count <= header.length else {
       throw .trailingBytes(expected: header.length, received: bytes.count + sdu.count)
     }
     bytes += sdu
+    sdus += 1
     crc.update(sdu)
   }
 
   /// The message, once it has its announced length and its CRC-32 matches.
-  public func verified() throws(L2CAPMessageError) -> [UInt8] {
+  public func verified() throws(BluetoothError) -> [UInt8] {
     guard bytes.count == header.length else {
-      throw .cut(received: bytes.count, expected: header.length)
+      throw .cut(received: bytes.count, sdus: sdus, expected: header.length)
     }
     guard crc.value == header.checksum else {
       throw .checksumMismatch(expected: header.checksum, actual: crc.value)

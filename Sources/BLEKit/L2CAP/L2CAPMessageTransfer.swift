@@ -14,9 +14,10 @@ public enum L2CAPMessageTransfer {
   /// idle timeout. When a limit passes the channel is closed. `progress` gets the bytes handed
   /// to the kernel so far.
   ///
-  /// - Throws: ``L2CAPError`` when the channel fails, ``L2CAPMessageError/notAcknowledged(_:)``
-  ///   when the receiver answers wrongly or closes, ``L2CAPMessageError/timedOut(_:done:total:)``
-  ///   when a limit passed.
+  /// - Throws: ``BluetoothError``: the channel's codes when it fails,
+  ///   ``BluetoothError/Code/notAcknowledged`` when the receiver answers wrongly or closes,
+  ///   ``BluetoothError/Code/transferInterrupted`` with cause ``BluetoothError/Code/timeout``
+  ///   and the ``BluetoothError/InterruptedTransfer/expiry`` when a limit passed.
   public static func send(
     _ message: [UInt8], over channel: L2CAPChannel,
     deadlines: TransferDeadlines = TransferDeadlines(),
@@ -31,7 +32,7 @@ public enum L2CAPMessageTransfer {
       try await send(message, over: channel, answers: answers, progress: progress)
     } catch {
       if let expiry = watch.expired {
-        throw L2CAPMessageError.timedOut(expiry, done: answers.confirmed, total: message.count)
+        throw BluetoothError.timedOut(expiry, done: answers.confirmed, total: message.count)
       }
       throw error
     }
@@ -69,7 +70,7 @@ public enum L2CAPMessageTransfer {
     guard let acknowledgement = L2CAPMessageAcknowledgement(bytes: answer),
       acknowledgement.checksum == header.checksum
     else {
-      throw L2CAPMessageError.notAcknowledged("its answer (\(answer.count) bytes) is not ours")
+      throw BluetoothError.notAcknowledged("its answer (\(answer.count) bytes) is not ours")
     }
   }
 
@@ -79,9 +80,11 @@ public enum L2CAPMessageTransfer {
   /// closed. Memory grows with the bytes that arrive, not with the length the header announces.
   /// `progress` gets the bytes received so far and the announced total.
   ///
-  /// - Throws: ``L2CAPMessageError`` (`cut` when the channel ends early, `checksumMismatch`,
-  ///   `notAMessage`, `timedOut`, ...), or ``L2CAPError`` when the link is lost. Nothing
-  ///   unverified is ever returned.
+  /// - Throws: ``BluetoothError``: ``BluetoothError/Code/transferInterrupted`` when the channel
+  ///   or the link ends early or a limit passes (its ``BluetoothError/interruptedTransfer``
+  ///   says how far it got), ``BluetoothError/Code/checksumMismatch``,
+  ///   ``BluetoothError/Code/lengthMismatch``, ``BluetoothError/Code/notAMessage``,
+  ///   ``BluetoothError/Code/messageTooLarge``. Nothing unverified is ever returned.
   public static func receive(
     over channel: L2CAPChannel, limit: Int, deadlines: TransferDeadlines = TransferDeadlines(),
     progress: (@Sendable (_ received: Int, _ total: Int) -> Void)? = nil
@@ -89,17 +92,18 @@ public enum L2CAPMessageTransfer {
     let watch = ProgressWatch(deadlines)
     watch.start { _ in channel.close() }
     defer { watch.stop() }
-    let reached = Mutex((received: 0, total: 0))
+    let reached = Mutex((received: 0, sdus: 0, total: 0))
     do {
-      return try await receive(over: channel, limit: limit, watch: watch) { received, total in
-        reached.withLock { $0 = (received, total) }
+      return try await receive(over: channel, limit: limit, watch: watch) {
+        received, sdus, total in
+        reached.withLock { $0 = (received, sdus, total) }
         // The header alone (0 bytes) only sets the total for a timeout's message.
         if received > 0 { progress?(received, total) }
       }
     } catch {
       if let expiry = watch.expired {
-        let (received, total) = reached.withLock { $0 }
-        throw L2CAPMessageError.timedOut(expiry, done: received, total: total)
+        let (received, sdus, total) = reached.withLock { $0 }
+        throw BluetoothError.timedOut(expiry, done: received, sdus: sdus, total: total)
       }
       throw error
     }
@@ -107,31 +111,32 @@ public enum L2CAPMessageTransfer {
 
   private static func receive(
     over channel: L2CAPChannel, limit: Int, watch: ProgressWatch,
-    progress: @Sendable (_ received: Int, _ total: Int) -> Void
+    progress: @Sendable (_ received: Int, _ sdus: Int, _ total: Int) -> Void
   ) async throws -> [UInt8] {
     var iterator = channel.incoming.makeAsyncIterator()
     guard let first = try await iterator.next() else {
-      throw L2CAPMessageError.notAMessage("the channel closed before any byte arrived")
+      throw BluetoothError.notAMessage("the channel closed before any byte arrived")
     }
     var assembler = try L2CAPMessageAssembler(headerSDU: first, limit: limit)
-    progress(0, assembler.header.length)
+    progress(0, 0, assembler.header.length)
     var confirmed = 0
     var senderGone = false
     while !assembler.isComplete {
       let sdu: [UInt8]?
       do {
         sdu = try await iterator.next()
-      } catch is L2CAPError {
+      } catch is BluetoothError {
         // A lost link is a cut transfer: what matters is how far it got.
-        throw L2CAPMessageError.cut(
-          received: assembler.received, expected: assembler.header.length)
+        throw BluetoothError.cut(
+          received: assembler.received, sdus: assembler.sdus, expected: assembler.header.length)
       }
       guard let sdu else {
-        throw L2CAPMessageError.cut(received: assembler.received, expected: assembler.header.length)
+        throw BluetoothError.cut(
+          received: assembler.received, sdus: assembler.sdus, expected: assembler.header.length)
       }
       try assembler.append(sdu)
       watch.progressed(to: assembler.received)
-      progress(assembler.received, assembler.header.length)
+      progress(assembler.received, assembler.sdus, assembler.header.length)
       if assembler.header.isWindowed, !assembler.isComplete, !senderGone,
         assembler.received - confirmed >= L2CAPMessageWindow.step
       {
@@ -215,7 +220,7 @@ private final class ReceiverAnswers: Sendable {
         if isAnswer { return }
       }
       state.withLock {
-        $0.end = L2CAPMessageError.notAcknowledged(
+        $0.end = BluetoothError.notAcknowledged(
           "the channel closed before the receiver answered")
       }
     } catch {
@@ -233,7 +238,7 @@ private final class ReceiverAnswers: Sendable {
   func waitForRoom(sent: Int, bell: inout AsyncStream<Void>.Iterator) async throws {
     try await wait(bell: &bell) { state in
       guard state.answer == nil else {
-        throw L2CAPMessageError.notAcknowledged("it answered before the message was complete")
+        throw BluetoothError.notAcknowledged("it answered before the message was complete")
       }
       return sent - state.confirmed < L2CAPMessageWindow.size
     }

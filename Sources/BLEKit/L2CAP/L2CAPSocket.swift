@@ -1,5 +1,5 @@
 // L2CAPSocket: the only file that uses the kernel's Bluetooth socket API (through Syscall): an
-// LE L2CAP SEQPACKET socket's system calls, each turned into Swift values and L2CAPError.
+// LE L2CAP SEQPACKET socket's system calls, each turned into Swift values and BluetoothError.
 #if canImport(Glibc)
   import Glibc
 #endif
@@ -23,22 +23,22 @@ enum L2CAPSocket {
   static let securityMedium: UInt8 = 2
 
   /// `socket(AF_BLUETOOTH, SOCK_SEQPACKET | SOCK_CLOEXEC, BTPROTO_L2CAP)`.
-  static func open() throws(L2CAPError) -> Int32 {
+  static func open() throws(BluetoothError) -> Int32 {
     let fd = Syscall.socket(
       Int32(L2CAPSocketAddress.family),
       Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), protocolL2CAP)
     guard fd >= 0 else {
       let number = errno
       if number == EAFNOSUPPORT {
-        throw L2CAPError(
-          .unavailable, "this kernel has no Bluetooth sockets (AF_BLUETOOTH)", errno: number)
+        throw BluetoothError(
+          .l2capUnavailable, "this kernel has no Bluetooth sockets (AF_BLUETOOTH)", errno: number)
       }
       throw .fromErrno(number, "socket")
     }
     return fd
   }
 
-  static func bind(_ fd: Int32, _ address: L2CAPSocketAddress) throws(L2CAPError) {
+  static func bind(_ fd: Int32, _ address: L2CAPSocketAddress) throws(BluetoothError) {
     let result = address.bytes.withUnsafeBytes { raw in
       Syscall.bind(
         fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
@@ -46,13 +46,13 @@ enum L2CAPSocket {
     guard result == 0 else { throw .fromErrno(errno, "bind") }
   }
 
-  static func listen(_ fd: Int32, backlog: Int32 = 4) throws(L2CAPError) {
+  static func listen(_ fd: Int32, backlog: Int32 = 4) throws(BluetoothError) {
     guard Syscall.listen(fd, backlog) == 0 else { throw .fromErrno(errno, "listen") }
   }
 
   /// Takes a channel that came in (on a non-blocking listener: `EAGAIN` when none waits);
   /// returns its descriptor and the peer's address.
-  static func accept(_ fd: Int32) throws(L2CAPError) -> (Int32, L2CAPSocketAddress?) {
+  static func accept(_ fd: Int32) throws(BluetoothError) -> (Int32, L2CAPSocketAddress?) {
     var buffer = [UInt8](repeating: 0, count: L2CAPSocketAddress.size)
     var length = socklen_t(buffer.count)
     var client: Int32 = -1
@@ -70,7 +70,7 @@ enum L2CAPSocket {
   /// Connects (the kernel also makes the LE link if there is none, and encrypts it first when
   /// the security level asks for it); on a non-blocking socket it answers `EINPROGRESS` and
   /// the socket becomes writable when the channel is open or has failed (``pendingError(_:)``).
-  static func connect(_ fd: Int32, _ address: L2CAPSocketAddress) throws(L2CAPError) {
+  static func connect(_ fd: Int32, _ address: L2CAPSocketAddress) throws(BluetoothError) {
     let result = address.bytes.withUnsafeBytes { raw in
       Syscall.connect(
         fd, raw.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(raw.count))
@@ -79,7 +79,7 @@ enum L2CAPSocket {
   }
 
   /// `getsockname`: the local end, whose PSM is the one the kernel picked for a PSM-0 bind.
-  static func localAddress(_ fd: Int32) throws(L2CAPError) -> L2CAPSocketAddress {
+  static func localAddress(_ fd: Int32) throws(BluetoothError) -> L2CAPSocketAddress {
     var buffer = [UInt8](repeating: 0, count: L2CAPSocketAddress.size)
     var length = socklen_t(buffer.count)
     let result = buffer.withUnsafeMutableBytes { raw in
@@ -87,7 +87,7 @@ enum L2CAPSocket {
     }
     guard result == 0 else { throw .fromErrno(errno, "getsockname") }
     guard let address = L2CAPSocketAddress(bytes: buffer) else {
-      throw L2CAPError(.system, "getsockname: not an L2CAP address")
+      throw BluetoothError(.system, "getsockname: not an L2CAP address")
     }
     return address
   }
@@ -123,7 +123,7 @@ enum L2CAPSocket {
     return value
   }
 
-  static func setSecurity(_ fd: Int32, level: UInt8) throws(L2CAPError) {
+  static func setSecurity(_ fd: Int32, level: UInt8) throws(BluetoothError) {
     var value: (UInt8, UInt8) = (level, 0)
     let result = Syscall.setsockopt(
       fd, levelBluetooth, optionSecurity, &value, socklen_t(MemoryLayout<(UInt8, UInt8)>.size))
@@ -156,7 +156,7 @@ enum L2CAPSocket {
       fd, levelBluetooth, optionReceiveMTU, &value, socklen_t(MemoryLayout<UInt16>.size))
   }
 
-  static func mtu(_ fd: Int32, option: Int32) throws(L2CAPError) -> Int {
+  static func mtu(_ fd: Int32, option: Int32) throws(BluetoothError) -> Int {
     var value: UInt16 = 0
     var length = socklen_t(MemoryLayout<UInt16>.size)
     guard Syscall.getsockopt(fd, levelBluetooth, option, &value, &length) == 0 else {

@@ -13,7 +13,7 @@ extension PeripheralManager {
   /// address the adapter has.
   public func publishL2CAPChannel(
     psm: L2CAPPSM? = nil, requireEncryption: Bool = false
-  ) async throws(L2CAPError) -> L2CAPListener {
+  ) async throws(BluetoothError) -> L2CAPListener {
     let (address, type) = adapterAddress()
     return try L2CAPListener.listen(
       on: address, addressType: type ?? .public, psm: psm, requireEncryption: requireEncryption)

@@ -33,7 +33,7 @@ public final class DynamicReadService: Sendable {
     characteristic = MutableCharacteristic(
       type: characteristicUUID, properties: [.read],
       permissions: requireEncryption ? [.readable, .readEncryptionRequired] : [.readable],
-      onRead: { request throws(ATTError) in
+      onRead: { request throws(BluetoothError) in
         let central = request.central?.identifier ?? ""
         if request.offset > 0,
           let kept = cache.withLock({ $0.last(where: { $0.central == central })?.value })

@@ -15,11 +15,12 @@ public final class MutableCharacteristic: Sendable, CustomStringConvertible {
   /// A fixed value, or nil for a value produced per read by ``onRead``.
   public let value: [UInt8]?
   public let descriptors: [MutableDescriptor]
-  /// Produces the value for a read request; throw to refuse it.
-  public let onRead: (@Sendable (ATTReadRequest) async throws(ATTError) -> [UInt8])?
+  /// Produces the value for a read request; throw to refuse it (e.g.
+  /// `throw .att(.readNotPermitted)`; any other error answers Unlikely Error).
+  public let onRead: (@Sendable (ATTReadRequest) async throws(BluetoothError) -> [UInt8])?
   /// Vets a write before it is accepted (and delivered as
-  /// ``PeripheralManagerEvent/write(_:)``); throw to refuse it. Nil accepts every write.
-  public let onWrite: (@Sendable (ATTWriteRequest) async throws(ATTError) -> Void)?
+  /// ``PeripheralManagerEvent/write(_:)``); throw to refuse it (``BluetoothError/att(_:_:)``). Nil accepts every write.
+  public let onWrite: (@Sendable (ATTWriteRequest) async throws(BluetoothError) -> Void)?
   /// Notify through the socket bluetoothd hands out with `AcquireNotify` (true, the default:
   /// real back-pressure) or through `PropertiesChanged(Value)` with pacing (false).
   public let usesNotifySocket: Bool
@@ -28,8 +29,8 @@ public final class MutableCharacteristic: Sendable, CustomStringConvertible {
     type uuid: BluetoothUUID, properties: CharacteristicProperties, value: [UInt8]? = nil,
     permissions: AttributePermissions, descriptors: [MutableDescriptor] = [],
     usesNotifySocket: Bool = true,
-    onRead: (@Sendable (ATTReadRequest) async throws(ATTError) -> [UInt8])? = nil,
-    onWrite: (@Sendable (ATTWriteRequest) async throws(ATTError) -> Void)? = nil
+    onRead: (@Sendable (ATTReadRequest) async throws(BluetoothError) -> [UInt8])? = nil,
+    onWrite: (@Sendable (ATTWriteRequest) async throws(BluetoothError) -> Void)? = nil
   ) {
     self.uuid = uuid
     self.properties = properties

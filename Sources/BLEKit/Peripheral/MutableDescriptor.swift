@@ -21,7 +21,7 @@ public struct MutableDescriptor: Sendable, Hashable {
   /// `.writeable` change nothing, as for characteristics.
   public let permissions: AttributePermissions
   /// Vets a write before it is accepted; throw to refuse it. Nil accepts every write.
-  public let onWrite: (@Sendable (ATTWriteRequest) async throws(ATTError) -> Void)?
+  public let onWrite: (@Sendable (ATTWriteRequest) async throws(BluetoothError) -> Void)?
   /// The current value, shared by the copies of this descriptor.
   let current: DescriptorValue
 
@@ -29,7 +29,7 @@ public struct MutableDescriptor: Sendable, Hashable {
   public init(
     type uuid: BluetoothUUID, value: [UInt8], writable: Bool = false,
     permissions: AttributePermissions = [],
-    onWrite: (@Sendable (ATTWriteRequest) async throws(ATTError) -> Void)? = nil
+    onWrite: (@Sendable (ATTWriteRequest) async throws(BluetoothError) -> Void)? = nil
   ) {
     self.uuid = uuid
     self.value = value

@@ -33,12 +33,7 @@ extension PeripheralManager {
     throws(BluetoothError)
   {
     let capabilities = try await advertisingCapabilities()
-    let size: AdvertisingPayloadSize
-    do {
-      size = try payload.validateLegacySize(limit: capabilities.advertisingDataLimit)
-    } catch {
-      throw .advertisementTooLarge(error.description)
-    }
+    let size = try payload.validateLegacySize(limit: capabilities.advertisingDataLimit)
     let manager = LEAdvertisingManager1(connection: connection, adapter: adapterPath)
     if let channel = payload.secondaryChannel, !capabilities.secondaryChannels.contains(channel) {
       let offered = capabilities.secondaryChannels.map(\.rawValue)

@@ -3,7 +3,9 @@ import BlueZ
 import Bluetooth
 
 extension BluetoothError.Code {
-  /// The advertisement does not fit; the message says which fields take how many bytes.
+  /// The advertisement does not fit; the message says which fields take how many bytes, and
+  /// ``BluetoothError/advertisingPayloadSize`` has the sizes (``BluetoothError/size`` the
+  /// advertising data's length, ``BluetoothError/limit`` the limit).
   public static let advertisementTooLarge = Self(rawValue: "advertisementTooLarge")
   /// Nobody is subscribed to the characteristic (any more).
   public static let notSubscribed = Self(rawValue: "notSubscribed")
@@ -19,9 +21,15 @@ extension BluetoothError {
     BluetoothError(error)
   }
 
-  /// An advertisement that does not fit; `report` says which fields take how many bytes.
-  package static func advertisementTooLarge(_ report: String) -> BluetoothError {
-    BluetoothError(.advertisementTooLarge, report)
+  /// An advertisement whose sizes do not fit; the message says which fields take how many
+  /// bytes, e.g. "advertisement is 43 bytes, legacy limit is 31: flags 3, 128-bit service
+  /// UUID 18, manufacturer data 0xFFFF 22".
+  package static func advertisementTooLarge(_ sizes: AdvertisingPayloadSize) -> BluetoothError {
+    var error = BluetoothError(.advertisementTooLarge, sizes.description)
+    error.advertisingPayloadSize = sizes
+    error.size = sizes.advertisingDataLength
+    error.limit = sizes.limit
+    return error
   }
 
   /// A characteristic never added to this manager (or whose service was removed).

@@ -18,7 +18,7 @@ extension PeripheralManager {
         if let value = characteristic.value {
           whole = value
         } else if let onRead = characteristic.onRead {
-          do throws(ATTError) {
+          do throws(BluetoothError) {
             whole = try await onRead(
               ATTReadRequest(
                 characteristic: uuid, central: Central(request.device), offset: request.offset,
@@ -53,7 +53,7 @@ extension PeripheralManager {
           throw .failed("the app has \(channel.eventsContinuation.limit) events unread")
         }
         if let onWrite = characteristic.onWrite {
-          do throws(ATTError) {
+          do throws(BluetoothError) {
             try await onWrite(write)
           } catch {
             throw error.gattRequestError
@@ -116,7 +116,7 @@ extension PeripheralManager {
           mtu: request.mtu, link: LinkType(option: request.link))
         if request.prepareAuthorize { return }
         if let onWrite {
-          do throws(ATTError) {
+          do throws(BluetoothError) {
             try await onWrite(write)
           } catch {
             throw error.gattRequestError

@@ -74,9 +74,9 @@ public enum SequencedFrame: Hashable, Sendable {
 
   /// Parses a frame.
   ///
-  /// - Throws: `TransferError.unsupportedVersion` for another framing version;
-  ///   `TransferError.malformedFrame` for anything else that is not a frame.
-  public init(parsing raw: some Collection<UInt8>) throws(TransferError) {
+  /// - Throws: ``BluetoothError/Code/unsupportedVersion`` for another framing version;
+  ///   ``BluetoothError/Code/malformedFrame`` for anything else that is not a frame.
+  public init(parsing raw: some Collection<UInt8>) throws(BluetoothError) {
     let bytes = Array(raw)
     guard bytes.count >= Self.headerLength else {
       throw .malformedFrame("\(bytes.count) bytes, shorter than the 4-byte header")

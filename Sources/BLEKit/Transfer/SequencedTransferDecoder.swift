@@ -17,8 +17,8 @@ public struct SequencedTransferDecoder: Sendable {
 
     /// The message as text.
     ///
-    /// - Throws: `TransferError.invalidUTF8` when the bytes are not UTF-8.
-    public func text() throws(TransferError) -> String {
+    /// - Throws: ``BluetoothError/Code/invalidUTF8`` when the bytes are not UTF-8.
+    public func text() throws(BluetoothError) -> String {
       try UTF8Text.decode(bytes)
     }
   }
@@ -54,17 +54,18 @@ public struct SequencedTransferDecoder: Sendable {
   /// Data frames received so far in messages not yet delivered.
   public var framesReceived: Int { assemblies.values.reduce(0) { $0 + $1.payloads.count } }
 
-  /// The error to report when the transfer stops with a message incomplete.
-  public var incompleteError: TransferError {
+  /// The error to report when the transfer stops with a message incomplete:
+  /// ``BluetoothError/Code/transferInterrupted`` with the bytes and frames received.
+  public var incompleteError: BluetoothError {
     .incomplete(bytesReceived: bytesReceived, chunksReceived: framesReceived)
   }
 
   /// Takes one notification value. Returns a message when this frame completed one.
   ///
-  /// - Throws: `TransferError.malformedFrame` / `.unsupportedVersion` for a bad frame;
+  /// - Throws: ``BluetoothError/Code/malformedFrame`` / `.unsupportedVersion` for a bad frame;
   ///   `.lengthMismatch` / `.checksumMismatch` when a completed message fails verification
   ///   (the message is dropped); `.messageTooLarge`; `.tooManyMessagesInFlight`.
-  public mutating func receive(_ value: some Collection<UInt8>) throws(TransferError) -> Message? {
+  public mutating func receive(_ value: some Collection<UInt8>) throws(BluetoothError) -> Message? {
     let frame = try SequencedFrame(parsing: value)
     let number = frame.message
     if finished.contains(number) {
@@ -76,7 +77,7 @@ public struct SequencedTransferDecoder: Sendable {
     }
     // Take the assembly out of the dictionary so that adding a frame does not copy it.
     var assembly = assemblies.removeValue(forKey: number) ?? Assembly()
-    do throws(TransferError) {
+    do throws(BluetoothError) {
       try assembly.add(frame, decoder: &self)
     } catch {
       drop(number)
@@ -119,7 +120,7 @@ public struct SequencedTransferDecoder: Sendable {
     var end: (count: Int, length: Int, crc: UInt32)?
 
     mutating func add(_ frame: SequencedFrame, decoder: inout SequencedTransferDecoder)
-      throws(TransferError)
+      throws(BluetoothError)
     {
       switch frame {
       case .data(let message, let sequence, let payload):

@@ -29,17 +29,17 @@ public struct SequencedTransferEncoder: Sequence, IteratorProtocol, Sendable {
 
   /// Creates an encoder for a text message at an ATT MTU.
   ///
-  /// - Throws: `TransferError.mtuTooSmall` when `attMTU` is below 23;
-  ///   `TransferError.messageTooLarge` above 4 GiB - 1.
-  public init(message: String, attMTU: Int, messageNumber: UInt8 = 0) throws(TransferError) {
+  /// - Throws: ``BluetoothError/Code/mtuTooSmall`` when `attMTU` is below 23;
+  ///   ``BluetoothError/Code/messageTooLarge`` above 4 GiB - 1.
+  public init(message: String, attMTU: Int, messageNumber: UInt8 = 0) throws(BluetoothError) {
     try self.init(bytes: Array(message.utf8), attMTU: attMTU, messageNumber: messageNumber)
   }
 
   /// Creates an encoder for message bytes at an ATT MTU.
   ///
-  /// - Throws: `TransferError.mtuTooSmall` when `attMTU` is below 23;
-  ///   `TransferError.messageTooLarge` above 4 GiB - 1.
-  public init(bytes: [UInt8], attMTU: Int, messageNumber: UInt8 = 0) throws(TransferError) {
+  /// - Throws: ``BluetoothError/Code/mtuTooSmall`` when `attMTU` is below 23;
+  ///   ``BluetoothError/Code/messageTooLarge`` above 4 GiB - 1.
+  public init(bytes: [UInt8], attMTU: Int, messageNumber: UInt8 = 0) throws(BluetoothError) {
     let length = try TransferLimits.maximumValueLength(forATTMTU: attMTU)
     try self.init(bytes: bytes, maximumFrameLength: length, messageNumber: messageNumber)
   }
@@ -48,10 +48,10 @@ public struct SequencedTransferEncoder: Sequence, IteratorProtocol, Sendable {
   /// minimum ATT MTU of 23, whose 16-byte payload is the least a receiver takes in more than
   /// one frame per message). Small frames are useful to test sequence-number wrap-around.
   ///
-  /// - Throws: `TransferError.malformedFrame` when the frame length is below 20 or above 512;
-  ///   `TransferError.messageTooLarge` above 4 GiB - 1.
+  /// - Throws: ``BluetoothError/Code/malformedFrame`` when the frame length is below 20 or above 512;
+  ///   ``BluetoothError/Code/messageTooLarge`` above 4 GiB - 1.
   public init(bytes: [UInt8], maximumFrameLength: Int, messageNumber: UInt8 = 0)
-    throws(TransferError)
+    throws(BluetoothError)
   {
     guard
       (Self.minimumFrameLength...TransferLimits.maximumAttributeValueLength)

@@ -13,7 +13,7 @@ import Synchronization
 /// arrive out of order and the message can be wrong without any sign. So before subscribing
 /// to a plain peer, ``receive(from:options:)`` decides from facts whether the order is
 /// guaranteed (see ``TransferOrder``) and, when it is not, refuses with
-/// ``TransferError/orderNotGuaranteed(_:)`` unless ``Options/acceptUnordered`` is set.
+/// ``BluetoothError/Code/orderNotGuaranteed`` unless ``Options/acceptUnordered`` is set.
 public struct TransferCentral: Sendable {
   /// Which characteristic carried the message.
   public typealias Framing = TransferPeripheral.Framing
@@ -69,7 +69,7 @@ public struct TransferCentral: Sendable {
     public var warning: (@Sendable (String) -> Void)?
     /// Receive plain chunks even when their order is not guaranteed (the message may then be
     /// wrong; ``Received/order`` says so). Off by default: such a receive throws
-    /// ``TransferError/orderNotGuaranteed(_:)`` before subscribing.
+    /// ``BluetoothError/Code/orderNotGuaranteed`` before subscribing.
     public var acceptUnordered: Bool
     /// Called once the subscription is in place, before the first value is read:
     /// ``Received/duration`` is measured from this moment. A receive that connects again after
@@ -147,11 +147,11 @@ public struct TransferCentral: Sendable {
   ///
   /// - Throws: ``BluetoothError`` with ``BluetoothError/Code/transferInterrupted`` when the
   ///   transfer stops before its end (``BluetoothError/interruptedTransfer`` holds the bytes
-  ///   received so far), with other codes for connection and GATT failures; `TransferError`
+  ///   received so far), with other codes for connection and GATT failures; `BluetoothError`
   ///   for a message that fails its checks, for plain chunks whose order is not guaranteed
-  ///   (``TransferError/orderNotGuaranteed(_:)``, unless ``Options/acceptUnordered``), or for
+  ///   (``BluetoothError/Code/orderNotGuaranteed``, unless ``Options/acceptUnordered``), or for
   ///   plain chunks of which bluetoothd or the kernel may have dropped some
-  ///   (``TransferError/chunksMayBeLost(_:)``, see ``NotificationStream/lossCheck()``).
+  ///   (``BluetoothError/Code/chunksMayBeLost``, see ``NotificationStream/lossCheck()``).
   ///
   /// A connection whose setup fails before the subscription is made (the link lost, or
   /// bluetoothd not answering the service reads or the subscription) is tried again on a fresh
@@ -268,7 +268,7 @@ public struct TransferCentral: Sendable {
       source = plain
       order = await plainOrder(on: peripheral)
       if !order.isGuaranteed {
-        guard options.acceptUnordered else { throw TransferError.orderNotGuaranteed(order.reason) }
+        guard options.acceptUnordered else { throw BluetoothError.orderNotGuaranteed(order.reason) }
         options.warning?(Self.unorderedWarning(order))
       }
     } else {
@@ -303,7 +303,7 @@ public struct TransferCentral: Sendable {
     let check = await notifications.lossCheck()
     if framing == .plain && check.lossPossible && check != .notObservable {
       await notifications.stop()
-      throw TransferError.chunksMayBeLost(check.reason)
+      throw BluetoothError.chunksMayBeLost(check.reason)
     }
     // As in the sample: the reply goes out while still subscribed, then unsubscribe.
     do {
@@ -415,11 +415,18 @@ public struct TransferCentral: Sendable {
           // and a hand-over between threads per value would cost more than the value's work.
           var values = notifications.makeAsyncIterator()
           _ = notifications.divert { shared.takeOnReaderThread($0) }
-          while let batch = try await values.nextBatchOrMarker() {
+          while true {
+            let batch: ArraySlice<[UInt8]>?
+            do {
+              batch = try await values.nextBatchOrMarker()
+            } catch let error as BluetoothError {
+              // The stream's end (a disconnection, the bus gone) cuts the transfer; a failed
+              // check of the protocol's, thrown by `take`, is not a cut.
+              throw shared.state.withLock { $0.interrupted(cause: error) }
+            }
+            guard let batch else { break }
             if let result = try shared.take(batch) { return result }
           }
-        } catch let error as BluetoothError {
-          throw shared.state.withLock { $0.interrupted(cause: error) }
         }
         throw shared.state.withLock { $0.interrupted(cause: nil) }
       }
@@ -482,7 +489,7 @@ private final class CollectShared: Sendable {
   /// A batch read from the stream: values that came before a diversion (or on a stream that
   /// has none), or an empty marker (the diversion, or the reader's thread saying it is done),
   /// upon which values held back meanwhile are taken. Returns the message once it is complete.
-  func take(_ batch: ArraySlice<[UInt8]>) throws(TransferError) -> (
+  func take(_ batch: ArraySlice<[UInt8]>) throws(BluetoothError) -> (
     bytes: [UInt8], outOfOrder: Int
   )? {
     let (outcome, bytes) = state.withLock { state in
@@ -530,7 +537,7 @@ private struct CollectState: Sendable {
   /// When ``bytesReceived`` last grew (or the collection began).
   var lastProgress = ContinuousClock.now
   /// The message, or why it failed, once either is known.
-  var outcome: Result<Collected, TransferError>?
+  var outcome: Result<Collected, BluetoothError>?
   /// Whether the consumer has reached the diversion's marker.
   var diverted = false
   /// Batches the reader's thread brought before that.
@@ -565,7 +572,7 @@ private struct CollectState: Sendable {
     }
   }
 
-  private mutating func take(_ value: [UInt8]) throws(TransferError) -> Collected? {
+  private mutating func take(_ value: [UInt8]) throws(BluetoothError) -> Collected? {
     switch framing {
     case .plain:
       guard let bytes = try plain.receive(value) else { return nil }

@@ -19,8 +19,8 @@ public enum TransferLimits {
 
   /// The largest notification value for an ATT MTU: min(MTU - 3, 512).
   ///
-  /// - Throws: `TransferError.mtuTooSmall` when `attMTU` is below 23.
-  public static func maximumValueLength(forATTMTU attMTU: Int) throws(TransferError) -> Int {
+  /// - Throws: ``BluetoothError/Code/mtuTooSmall`` when `attMTU` is below 23.
+  public static func maximumValueLength(forATTMTU attMTU: Int) throws(BluetoothError) -> Int {
     guard attMTU >= minimumATTMTU else { throw .mtuTooSmall(attMTU) }
     return min(attMTU - notificationHeaderLength, maximumAttributeValueLength)
   }
@@ -51,15 +51,15 @@ public struct TransferChunker: Sequence, IteratorProtocol, Sendable {
 
   /// Creates a chunker for a text message.
   ///
-  /// - Throws: `TransferError.mtuTooSmall` when `attMTU` is below 23.
-  public init(message: String, attMTU: Int) throws(TransferError) {
+  /// - Throws: ``BluetoothError/Code/mtuTooSmall`` when `attMTU` is below 23.
+  public init(message: String, attMTU: Int) throws(BluetoothError) {
     try self.init(bytes: Array(message.utf8), attMTU: attMTU)
   }
 
   /// Creates a chunker for message bytes.
   ///
-  /// - Throws: `TransferError.mtuTooSmall` when `attMTU` is below 23.
-  public init(bytes: [UInt8], attMTU: Int) throws(TransferError) {
+  /// - Throws: ``BluetoothError/Code/mtuTooSmall`` when `attMTU` is below 23.
+  public init(bytes: [UInt8], attMTU: Int) throws(BluetoothError) {
     self.message = bytes
     self.chunkLength = try TransferLimits.maximumValueLength(forATTMTU: attMTU)
   }

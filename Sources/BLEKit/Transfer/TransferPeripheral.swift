@@ -235,8 +235,8 @@ public final class TransferPeripheral: Sendable {
     private var chunker: TransferChunker?
     private var encoder: SequencedTransferEncoder?
 
-    /// - Throws: `TransferError` for an MTU below 23 or a message over the framing's limit.
-    init(bytes: [UInt8], framing: Framing, attMTU: Int) throws(TransferError) {
+    /// - Throws: ``BluetoothError/Code/mtuTooSmall`` for an MTU below 23 or ``BluetoothError/Code/messageTooLarge`` over the framing's limit.
+    init(bytes: [UInt8], framing: Framing, attMTU: Int) throws(BluetoothError) {
       switch framing {
       case .plain: chunker = try TransferChunker(bytes: bytes, attMTU: attMTU)
       case .sequenced: encoder = try SequencedTransferEncoder(bytes: bytes, attMTU: attMTU)

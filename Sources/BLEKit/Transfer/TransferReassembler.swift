@@ -33,9 +33,9 @@ public struct TransferReassembler: Sendable {
   /// Takes one notification value. Returns the message's bytes when the value is `EOM`, `nil`
   /// when more is expected. After a message (or an error), the reassembler starts afresh.
   ///
-  /// - Throws: `TransferError.messageTooLarge` when the message outgrows
+  /// - Throws: ``BluetoothError/Code/messageTooLarge`` when the message outgrows
   ///   `maximumMessageLength`.
-  public mutating func receive(_ chunk: some Collection<UInt8>) throws(TransferError)
+  public mutating func receive(_ chunk: some Collection<UInt8>) throws(BluetoothError)
     -> [UInt8]?
   {
     if chunk.elementsEqual(TransferChunker.endOfMessage) {
@@ -52,8 +52,9 @@ public struct TransferReassembler: Sendable {
     return nil
   }
 
-  /// The error to report when the transfer stops before `EOM`.
-  public var incompleteError: TransferError {
+  /// The error to report when the transfer stops before `EOM`: ``BluetoothError/Code/transferInterrupted``
+  /// with the bytes and chunks received in ``BluetoothError/interruptedTransfer``.
+  public var incompleteError: BluetoothError {
     .incomplete(bytesReceived: received.count, chunksReceived: chunksReceived)
   }
 
@@ -66,9 +67,9 @@ public struct TransferReassembler: Sendable {
 
 /// Strict UTF-8 decoding with the offset of the first invalid byte.
 enum UTF8Text {
-  /// Decodes `bytes` as UTF-8, or throws `TransferError.invalidUTF8` naming the offset of the
+  /// Decodes `bytes` as UTF-8, or throws ``BluetoothError/Code/invalidUTF8`` naming the offset of the
   /// first invalid sequence.
-  static func decode(_ bytes: [UInt8]) throws(TransferError) -> String {
+  static func decode(_ bytes: [UInt8]) throws(BluetoothError) -> String {
     if let text = String(validating: bytes, as: UTF8.self) { return text }
     throw .invalidUTF8(byteCount: bytes.count, offset: firstInvalidOffset(bytes) ?? 0)
   }

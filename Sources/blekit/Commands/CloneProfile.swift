@@ -234,17 +234,11 @@ struct CloneProfile {
     if name.hasSuffix(".NotAuthorized") { return .insufficientAuthorization }
     if name.hasSuffix(".NotSupported") { return .requestNotSupported }
     if name.hasSuffix(".NotPermitted") {
-      // "Read not permitted" is 0x02; "Not paired" stands for 0x05, 0x0F and 0x0C alike:
+      // Read Not Permitted is 0x02; "Not paired" stands for 0x05, 0x0F and 0x0C alike:
       // encryption is the least the twin then asks for.
-      return failure.message.lowercased().contains("read not permitted")
-        ? .readNotPermitted : .insufficientEncryption
+      return failure.attErrorCode == 0x02 ? .readNotPermitted : .insufficientEncryption
     }
-    let words = failure.message.split { $0 == " " || $0 == ":" || $0 == "(" || $0 == ")" }
-    for word in words where word.hasPrefix("0x") && word.count == 4 {
-      if let code = UInt8(word.dropFirst(2), radix: 16), code != 0 {
-        return ServeProfile.ReadError(code: code)
-      }
-    }
+    if let code = failure.attErrorCode, code != 0 { return ServeProfile.ReadError(code: code) }
     // 0x0E: Unlikely Error, for a failure without a code.
     return .other(0x0E)
   }

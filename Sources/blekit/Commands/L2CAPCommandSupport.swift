@@ -151,7 +151,7 @@ func pipeStandardStreams(
     // input still had bytes for it (whichever side noticed first). What the peer sent was all
     // written out, but not everything we had reached it.
     for side in [first, second] {
-      if case .failure(let error as L2CAPError)? = side, error.code == .closed {
+      if case .failure(let error as BluetoothError)? = side, error.code == .channelClosed {
         return .failure(
           CLIError(
             .disconnected, "the peer closed the channel before all of standard input was sent"))

@@ -161,11 +161,11 @@ struct ReceiveCommand: ParsableCommand {
           peer = try await central.findPeer(rssi: rssi, timeout: timeout).peripheral
         }
         received = try await central.receive(from: peer, options: options)
-      } catch TransferError.orderNotGuaranteed(let why) {
+      } catch let error as BluetoothError where error.code == .orderNotGuaranteed {
         progress.finish()
         throw CLIError(
-          .unverified,
-          "\(TransferError.orderNotGuaranteed(why)); nothing was received. Set Channels = 1 "
+          ExitStatusMapping.status(for: error.code),
+          "\(error.message); nothing was received. Set Channels = 1 "
             + "in the [GATT] section of bluetoothd's main.conf (then restart bluetoothd), or "
             + "pass --accept-unordered to print it anyway")
       } catch {

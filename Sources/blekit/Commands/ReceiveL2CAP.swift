@@ -43,11 +43,15 @@ extension ReceiveCommand {
       defer { channel.close() }
       mtus = (channel.sendMTU, channel.receiveMTU)
       let began = ContinuousClock.now
-      message = try await L2CAPMessageTransfer.receive(
-        over: channel, limit: TransferReassembler.defaultMaximumMessageLength,
-        deadlines: deadlines
-      ) { received, total in
-        progress.update(received, of: total)
+      do {
+        message = try await L2CAPMessageTransfer.receive(
+          over: channel, limit: TransferReassembler.defaultMaximumMessageLength,
+          deadlines: deadlines
+        ) { received, total in
+          progress.update(received, of: total)
+        }
+      } catch {
+        throw exitError(error, note: "nothing was printed")
       }
       duration = ContinuousClock.now - began
       progress.finish()

@@ -121,14 +121,14 @@ struct ServeProfile: Sendable, Equatable {
 
     /// What the read handler answers (for the two security errors: once the link is secure
     /// enough, since the clone never saw the value).
-    var attError: ATTError {
+    var attError: BluetoothError {
       switch self {
-      case .readNotPermitted: .readNotPermitted
-      case .requestNotSupported: .requestNotSupported
-      case .insufficientAuthorization: .insufficientAuthorization
+      case .readNotPermitted: .att(.readNotPermitted)
+      case .requestNotSupported: .att(.requestNotSupported)
+      case .insufficientAuthorization: .att(.insufficientAuthorization)
       case .insufficientAuthentication, .insufficientEncryption:
-        .unlikelyError("the cloned device's value was never read")
-      case .other(let code): .unlikelyError("ATT error 0x" + HexBytes.format([code]))
+        .att(.unlikelyError, "the cloned device's value was never read")
+      case .other(let code): .att(.unlikelyError, "ATT error 0x" + HexBytes.format([code]))
       }
     }
   }

@@ -41,13 +41,13 @@ final class ServedCharacteristic: Sendable {
     let box = self.box
     let storesWrites: Bool
     if case .fixed = profile.value { storesWrites = true } else { storesWrites = false }
-    var onRead: (@Sendable (ATTReadRequest) async throws(ATTError) -> [UInt8])?
+    var onRead: (@Sendable (ATTReadRequest) async throws(BluetoothError) -> [UInt8])?
     if let refusal = profile.readError {
       // A cloned device's refusal: the same ATT error at every read. For the security errors
       // bluetoothd answers an insecure link itself (the permission added below).
-      onRead = { @Sendable _ throws(ATTError) in throw refusal.attError }
+      onRead = { @Sendable _ throws(BluetoothError) in throw refusal.attError }
     } else if let reads {
-      onRead = { @Sendable request throws(ATTError) in
+      onRead = { @Sendable request throws(BluetoothError) in
         let key = request.central?.identifier ?? ""
         if request.offset > 0, let continued = box.state.withLock({ $0.reading.value(for: key) }) {
           output.read(request, service: service, length: continued.count)
@@ -63,7 +63,7 @@ final class ServedCharacteristic: Sendable {
             writeStandardError(
               "blekit serve: read of \(profile.path) (\(profile.uuid.shortString)): "
                 + "\(error.description)\n")
-            throw .unlikelyError(error.description)
+            throw .att(.unlikelyError, error.description)
           }
         }
         box.state.withLock { $0.reading.set(value, for: key) }
@@ -71,19 +71,19 @@ final class ServedCharacteristic: Sendable {
         return value
       }
     }
-    let onWrite: @Sendable (ATTWriteRequest) async throws(ATTError) -> Void = {
-      request throws(ATTError) in
+    let onWrite: @Sendable (ATTWriteRequest) async throws(BluetoothError) -> Void = {
+      request throws(BluetoothError) in
       guard storesWrites else { return }
-      try box.state.withLock { state throws(ATTError) in
+      try box.state.withLock { state throws(BluetoothError) in
         var value =
           state.stored ?? profile.value.flatMap { source in
             if case .fixed(let bytes) = source { return bytes }
             return nil
           } ?? []
-        guard request.offset <= value.count else { throw .invalidOffset }
+        guard request.offset <= value.count else { throw .att(.invalidOffset) }
         value.replaceSubrange(request.offset..., with: request.value)
         guard value.count <= ServeProfile.maximumValueLength else {
-          throw .invalidAttributeValueLength
+          throw .att(.invalidAttributeValueLength)
         }
         state.stored = value
       }
