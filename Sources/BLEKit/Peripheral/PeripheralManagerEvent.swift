@@ -3,11 +3,14 @@ import Bluetooth
 
 /// An event of a ``PeripheralManager`` (CoreBluetooth's `CBPeripheralManagerDelegate` calls).
 public enum PeripheralManagerEvent: Sendable {
-  /// The first central subscribed to a characteristic (`didSubscribeTo`). BlueZ reports only
-  /// the first subscriber of each characteristic; `central` is nil when bluetoothd does not
-  /// say who (the `StartNotify` path).
+  /// A central subscribed to a characteristic (`didSubscribeTo`). With one notify socket per
+  /// central (BlueZ 5.69 and later) this comes for each central; before, only for the first
+  /// subscriber of each characteristic. `central` is nil when bluetoothd does not say who
+  /// (the `StartNotify` path).
   case subscribed(Central?, MutableCharacteristic)
-  /// The last central unsubscribed or disconnected (`didUnsubscribeFrom`).
+  /// A central unsubscribed or disconnected (`didUnsubscribeFrom`): with one socket per
+  /// central, each one as it leaves, so others may still be subscribed
+  /// (``PeripheralManager/subscribers(of:)`` says); before BlueZ 5.69, the last one.
   case unsubscribed(Central?, MutableCharacteristic)
   /// A central wrote a value (`didReceiveWrite`), already accepted.
   case write(ATTWriteRequest)

@@ -169,7 +169,11 @@ struct ServeCommand: ParsableCommand {
           }
         }
       case .unsubscribed(let central, let characteristic):
-        pushers.removeValue(forKey: ObjectIdentifier(characteristic))?.cancel()
+        // With one notify socket per central (BlueZ 5.69 and later) this is one central of
+        // several leaving: the values go on while anyone is still subscribed.
+        if !manager.subscribers(of: characteristic).isSubscribed {
+          pushers.removeValue(forKey: ObjectIdentifier(characteristic))?.cancel()
+        }
         guard let served = runtime.served(characteristic) else { continue }
         output.status(
           "unsubscribed",
