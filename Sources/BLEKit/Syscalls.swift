@@ -1,6 +1,7 @@
 // Syscalls: the only file of the BLEKit module that makes a system call (scripts/check-syscalls
 // holds every other file to it).
 import CLinux
+import DBus
 
 #if canImport(Glibc)
   import Glibc
@@ -201,23 +202,10 @@ enum Syscall {
 
   // MARK: Threads
 
-  /// `pthread_create(3)` (a `clone(2)` underneath) of a detached thread that runs `body`, which
-  /// it holds until `body` returns. Returns 0, or the error number `pthread_create` gave.
+  /// A detached thread that runs `body`: DBus's one `pthread_create` (its Syscalls.swift).
+  /// Returns 0, or the error number `pthread_create` gave.
   static func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
-    let context = Unmanaged.passRetained(ThreadBody(body)).toOpaque()
-    var thread = pthread_t()
-    let started = pthread_create(
-      &thread, nil,
-      { context in
-        Unmanaged<ThreadBody>.fromOpaque(context!).takeRetainedValue().body()
-        return nil
-      }, context)
-    if started == 0 {
-      pthread_detach(thread)
-    } else {
-      Unmanaged<ThreadBody>.fromOpaque(context).release()
-    }
-    return started
+    DBus.startDetachedThread(body)
   }
 }
 
@@ -227,10 +215,4 @@ private func callSigaction(
   _ number: Int32, _ new: UnsafePointer<sigaction>?, _ old: UnsafeMutablePointer<sigaction>?
 ) -> Int32 {
   sigaction(number, new, old)
-}
-
-/// The closure a thread of ``Syscall/startDetachedThread(_:)`` runs, boxed for its C entry.
-private final class ThreadBody: Sendable {
-  let body: @Sendable () -> Void
-  init(_ body: @escaping @Sendable () -> Void) { self.body = body }
 }
