@@ -69,15 +69,7 @@ extension ScanOptions {
   /// after ``ScanMode/lostAfter`` below it; with only `lostAfter`, any RSSI counts (-127). An
   /// unknown RSSI (127) is above every threshold for bluetoothd; ``RSSIFilter``'s policy for it
   /// applies again here, after bluetoothd.
-  var advertisementMonitors: [AdvertisementMonitor] {
-    let patterns = monitorPatterns
-    return stride(from: 0, to: patterns.count, by: Self.patternsPerMonitor).map { start in
-      var monitor = advertisementMonitor
-      monitor.patterns = Array(
-        patterns[start..<min(start + Self.patternsPerMonitor, patterns.count)])
-      return monitor
-    }
-  }
+  var advertisementMonitors: [AdvertisementMonitor] { monitors(holding: monitorPatterns) }
 
   /// The monitors for an adapter whose matching bluetoothd does itself (no
   /// `controller-patterns` in the manager's `SupportedFeatures`). From BlueZ 5.69 on
@@ -89,9 +81,14 @@ extension ScanOptions {
   /// matches by itself reads the raw advertisement, where the service patterns hold.
   func advertisementMonitors(matchedByBluetoothd: Bool) -> [AdvertisementMonitor] {
     guard matchedByBluetoothd, !services.isEmpty else { return advertisementMonitors }
-    let flags = ScanOptions(mode: mode).monitorPatterns
-    let patterns = monitorPatterns + flags
-    return stride(from: 0, to: patterns.count, by: Self.patternsPerMonitor).map { start in
+    return monitors(holding: monitorPatterns + ScanOptions(mode: mode).monitorPatterns)
+  }
+
+  /// `patterns` spread over monitors of ``patternsPerMonitor`` each, every one with the RSSI
+  /// settings of ``advertisementMonitor``.
+  private func monitors(holding patterns: [AdvertisementMonitor.Pattern]) -> [AdvertisementMonitor]
+  {
+    stride(from: 0, to: patterns.count, by: Self.patternsPerMonitor).map { start in
       var monitor = advertisementMonitor
       monitor.patterns = Array(
         patterns[start..<min(start + Self.patternsPerMonitor, patterns.count)])
