@@ -46,6 +46,11 @@ final class SecureValueDevice: Sendable {
     /// The link drops and the read is never answered (bluetoothd 5.66 leaves calls pending
     /// at a drop unanswered, as the lab saw with AcquireNotify).
     case dropThenSilent
+    /// The link drops and the read is never answered, and bluetoothd refuses every later
+    /// read of it with InProgress (bluetoothd 5.82 keeps the read it retried with raised
+    /// security pending after that pairing failed and the link dropped: the quirks lab suite
+    /// on Debian 13).
+    case dropThenSilentThenInProgress
     /// An empty value, and the disconnection 100 ms later: bluetoothd 5.66's answer to a
     /// read that the link's loss ended.
     case emptyThenDrop
@@ -161,7 +166,9 @@ final class SecureValueDevice: Sendable {
           try? setLink(false)
         }
         return []
-      case .dropThenSilent:
+      case .dropThenSilentThenInProgress where state.secureReads.withLock({ $0 }) > 1:
+        throw DBusError.remote(name: "org.bluez.Error.InProgress", message: "In Progress")
+      case .dropThenSilent, .dropThenSilentThenInProgress:
         try setLink(false)
         try await Task.sleep(for: .seconds(300))
         throw DBusError.remote(name: "org.bluez.Error.Failed", message: "never answered")
@@ -371,6 +378,31 @@ struct ExploreSecureValueTests {
     #expect(device.secureReads == 2)
     // Two reads given up 2 s after their drops, not after the call's 40 s.
     #expect(elapsed < .seconds(15), "took \(elapsed)")
+    await central.close()
+  }
+
+  @Test func inProgressAfterAnUnansweredDropIsThatDrop() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let device = try await SecureValueDevice(
+      bus: bus, refusal: .dropThenSilentThenInProgress, connected: true)
+    defer { device.close() }
+    let central = try await CentralManager.open(connection: try bus.connect())
+    let identifier = try #require(
+      await central.peripheral(address: BluetoothAddress(SecureValueDevice.address)))
+    let peripheral = Peripheral(identifier: identifier, manager: central)
+    let tree = try await peripheral.explore(reads: .all, reconnects: Self.allowance)
+    let reads = Self.reads(tree)
+    #expect(reads[SecureValueDevice.battery.rawValue] == .value([0x5A]))
+    guard case .failed(let failure)? = reads[SecureValueDevice.secure.rawValue] else {
+      Issue.record("the secure value was read")
+      await central.close()
+      return
+    }
+    // The drop's failure, not bluetoothd's InProgress for the read it still holds.
+    #expect(failure.droppedLink)
+    #expect(failure.message.contains("before the read was answered"), "\(failure)")
+    #expect(device.secureReads == 2)
     await central.close()
   }
 

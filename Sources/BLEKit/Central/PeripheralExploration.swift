@@ -366,6 +366,7 @@ private struct ExplorationLink {
     _ read: @escaping @Sendable () async throws(BluetoothError) -> [UInt8]
   ) async throws(BluetoothError) -> AttributeReadResult {
     var tried = 0
+    var drop: AttributeReadFailure?
     while true {
       tried += 1
       do throws(BluetoothError) {
@@ -378,6 +379,14 @@ private struct ExplorationLink {
             + "value (its answer to a read the drop ended)")
       } catch {
         if error.code == .cancelled || error.code == .busLost { throw error }
+        // bluetoothd 5.82 retries a read refused for security with raised security itself
+        // (shared/att.c); when that pairing fails and the link drops, the read is left
+        // unanswered and still pending in bluetoothd, which refuses the same read on the
+        // new link with InProgress. That answer is the drop's, not a failure of its own.
+        if let drop, error.bluez?.code == .inProgress {
+          retriesDrops = false
+          return .failed(drop)
+        }
         let plain = AttributeReadFailure(error)
         var lost = await linkLost(error)
         if !lost, allowance.maximum > 0, plain.requirement == nil,
@@ -387,6 +396,7 @@ private struct ExplorationLink {
         }
         guard lost else { return .failed(plain) }
         let failure = AttributeReadFailure(error, droppedLink: true)
+        drop = failure
         try await reconnect(after: error)
         if tried == 2 { retriesDrops = false }
         if failure.requirement != nil || tried == 2 || !retriesDrops { return .failed(failure) }
