@@ -159,13 +159,28 @@ check "explore unpaired: the whole dump (the open value, the battery level after
     && [[ \$(tail -n 1 '$OUT/secure-unpaired.txt') == '$LAST' ]]"
 timeout 150 "$BLEKIT" explore -a hci0 --json --timeout 40 "$SECURE" >"$OUT/secure-unpaired.json" 2>"$OUT/secure-unpaired-json.err"
 rc=$?
-check "explore --json unpaired: the secure value has \"needs\": \"pairing\" (or its error \"droppedLink\": true), the battery level is there, \"unread\": 1, exit 5 (exit $rc)" \
-  bash -c "(($rc == 5)) && /usr/bin/python3 - '$OUT/secure-unpaired.json' <<'PY'
+# bluetoothd 5.82 retries a read refused for security with raised security itself; when that
+# pairing fails and the link drops, it never answers the read and keeps it pending for good,
+# so it answers every later read of that value, from any client, with InProgress (seen on
+# Debian 13, docs/lab.md). Where the unpaired text exploration above met that (its value
+# "disconnected before the read was answered"), this second exploration can only report
+# bluetoothd's InProgress: exit 8, the rest of the dump complete.
+BLUETOOTHD_VERSION=$(bluetoothd --version 2>/dev/null)
+held=no
+if [[ $BLUETOOTHD_VERSION != 5.[0-7]* ]] && grep -A1 "$SECRET" "$OUT/secure-unpaired.txt" | grep -q 'disconnected before the read was answered'; then
+  held=yes
+fi
+check "explore --json unpaired: the secure value has \"needs\": \"pairing\" (or its error \"droppedLink\": true$([[ $held == yes ]] && echo ", or, bluetoothd $BLUETOOTHD_VERSION still holding the first exploration's read, its error InProgress with exit 8")), the battery level is there, \"unread\": 1, exit 5 (exit $rc)" \
+  bash -c "/usr/bin/python3 - '$OUT/secure-unpaired.json' $rc $held <<'PY'
 import json, sys
 tree = json.load(open(sys.argv[1]))
+rc, held = int(sys.argv[2]), sys.argv[3] == 'yes'
 chars = {c['uuid'].lower(): c for s in tree['services'] for c in s['characteristics']}
 secret, battery = chars['$SECRET'], chars['00002a19-0000-1000-8000-00805f9b34fb']
-marked = secret['needs'] == 'pairing' or (secret['error'] or {}).get('droppedLink') is True
+error = secret['error'] or {}
+marked = rc == 5 and (secret['needs'] == 'pairing' or error.get('droppedLink') is True)
+if held and not marked:
+    marked = rc == 8 and error.get('name') == 'org.bluez.Error.InProgress' and secret['needs'] is None
 sys.exit(0 if marked and secret['value'] is None
          and battery['value'] == '57' and tree['unread'] == 1 else 1)
 PY"
@@ -175,6 +190,16 @@ rc=$?
 sed 's/^/# blekit pair: /' "$OUT/secure-pair.out" "$OUT/secure-pair.err"
 check "blekit pair, the device in pairing mode: exit 0 (exit $rc)" bash -c "(($rc == 0))"
 rm -f "$PAIRING_MODE"
+# Where the explorations above left bluetoothd holding their read for good (held=yes, 5.82),
+# the Debian 13 runs saw it answer the paired read not at all (40 s), or crash (a general
+# protection fault) as the paired link closed. Only a new bluetoothd forgets the read;
+# the bond is on disk, so it is started again before the paired exploration.
+if [[ $held == yes ]]; then
+  crashed=$(dmesg | grep 'traps: bluetoothd' | tail -n 1 | cut -c1-120)
+  echo "# bluetoothd $BLUETOOTHD_VERSION holds the unpaired read${crashed:+ and crashed: $crashed}; starting it again"
+  if lab-bluetoothd status >/dev/null 2>&1; then lab-bluetoothd restart >/dev/null 2>&1; else lab-bluetoothd start >/dev/null 2>&1; fi
+  lab-bluetoothd wait >/dev/null 2>&1
+fi
 timeout 150 "$BLEKIT" explore -a hci0 --timeout 40 "$SECURE" >"$OUT/secure-paired.txt" 2>"$OUT/secure-paired.err"
 rc=$?
 sed 's/^/# explore paired: /' "$OUT/secure-paired.txt" "$OUT/secure-paired.err"
