@@ -207,6 +207,22 @@ import Testing
     #expect(ChildProcessGroups.count == 0)
   }
 
+  /// Every admitted command runs at once, however few threads the process has: a wait holds
+  /// none (a runner blocking a Dispatch thread per command ran two at a time on two cores).
+  @Test func asManyCommandsAsAdmittedRunAtOnce() async throws {
+    let runner = ServeCommandRunner(timeout: .seconds(10), concurrency: 4)
+    let start = ContinuousClock.now
+    let values = try await Self.within(.seconds(15)) {
+      try await withThrowingTaskGroup(of: [UInt8].self) { group in
+        for _ in 0..<4 { group.addTask { try await runner.run("sleep 1; echo done", limit: 16) } }
+        return try await group.reduce(into: [[UInt8]]()) { $0.append($1) }
+      }
+    }
+    let took = ContinuousClock.now - start
+    #expect(values == Array(repeating: Array("done".utf8), count: 4))
+    #expect(took < .milliseconds(1800), "took \(took)")
+  }
+
   @Test func aCommandThatIgnoresSIGTERMIsKilled() async throws {
     let directory = try Self.temporaryDirectory()
     let runner = ServeCommandRunner(timeout: .seconds(1))
