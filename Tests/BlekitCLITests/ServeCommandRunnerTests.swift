@@ -86,6 +86,143 @@ import Testing
     #expect(ChildProcessGroups.count == 0)
   }
 
+  /// Whether process `pid` is gone altogether: exited and reaped (no zombie left).
+  static func reaped(_ pid: pid_t) -> Bool { access("/proc/\(pid)", F_OK) != 0 }
+
+  @Test func aCommandThatExitsAtOnceIsAnsweredAtOnceAndReaped() async throws {
+    let runner = ServeCommandRunner(timeout: .seconds(10))
+    let start = ContinuousClock.now
+    let value = try await Self.within(.seconds(15)) {
+      try await runner.run("echo $$", limit: 512)
+    }
+    let took = ContinuousClock.now - start
+    let pid = try #require(value.flatMap { pid_t(String(decoding: $0, as: UTF8.self)) })
+    // Its exit is seen when it happens, not at the 10 s limit.
+    #expect(took < .seconds(2), "took \(took)")
+    #expect(Self.reaped(pid), "\(pid) left unreaped")
+    #expect(ChildProcessGroups.count == 0)
+    let failing = try await Self.within(.seconds(15)) { () async -> String in
+      do {
+        _ = try await runner.run("exit 3", limit: 512)
+        return "returned a value"
+      } catch {
+        return "\(error)"
+      }
+    }
+    #expect(failing == "'exit 3' exited with status 3")
+    #expect(ContinuousClock.now - start < .seconds(4))
+  }
+
+  @Test func aCommandThatClosesItsOutputAndStaysIsStoppedAtTheDeadlineWithItsGroup()
+    async throws
+  {
+    let directory = try Self.temporaryDirectory()
+    let runner = ServeCommandRunner(timeout: .seconds(1))
+    let start = ContinuousClock.now
+    let outcome = try await Self.within(.seconds(15)) { () async -> String in
+      do {
+        _ = try await runner.run(
+          "exec >&-; sleep 60 & echo $$ $! > \(directory)/pids; wait", limit: 512)
+        return "returned a value"
+      } catch {
+        return "\(error)"
+      }
+    }
+    let took = ContinuousClock.now - start
+    #expect(
+      outcome == "'exec >&-; sleep 60 & echo $$ $! > \(directory)/pids; wait' did not finish "
+        + "within 1 s; its process group was stopped")
+    // The end of its output is not its end: it is waited for until the limit, not past it
+    // (SIGTERM ends both at once).
+    #expect(took >= .seconds(1) && took < .seconds(3), "took \(took)")
+    let pids = try Self.pids(in: "\(directory)/pids")
+    #expect(pids.count == 2)
+    #expect(await Self.survivors(pids).isEmpty, "outlived the timeout")
+    #expect(pids.first.map(Self.reaped) == true)
+    #expect(ChildProcessGroups.count == 0)
+  }
+
+  @Test func aCommandThatClosesItsOutputAndIgnoresSIGTERMIsKilledAfterTheGrace() async throws {
+    let directory = try Self.temporaryDirectory()
+    let runner = ServeCommandRunner(timeout: .seconds(1))
+    let start = ContinuousClock.now
+    let outcome = try await Self.within(.seconds(15)) { () async -> String in
+      do {
+        _ = try await runner.run(
+          "trap '' TERM; exec >&-; echo $$ > \(directory)/pids; while :; do sleep 1; done",
+          limit: 512)
+        return "returned a value"
+      } catch {
+        return "\(error)"
+      }
+    }
+    let took = ContinuousClock.now - start
+    #expect(outcome?.hasSuffix("did not finish within 1 s; its process group was stopped") == true)
+    // 1 s limit, then SIGTERM (ignored), then SIGKILL after the 500 ms grace.
+    let least = .seconds(1) + ServeCommandRunner.stopGrace
+    #expect(took >= least && took < least + .seconds(2), "took \(took)")
+    let pids = try Self.pids(in: "\(directory)/pids")
+    #expect(await Self.survivors(pids).isEmpty)
+    #expect(pids.first.map(Self.reaped) == true)
+    #expect(ChildProcessGroups.count == 0)
+  }
+
+  @Test func aCommandThatWritesForeverAndIgnoresSIGTERMIsCappedThenKilled() async throws {
+    let directory = try Self.temporaryDirectory()
+    let runner = ServeCommandRunner(timeout: .seconds(20))
+    let start = ContinuousClock.now
+    let value = try await Self.within(.seconds(15)) {
+      try await runner.run(
+        "trap '' TERM PIPE; echo $$ > \(directory)/pids; "
+          + "while :; do yes 0123456789 2>/dev/null; done", limit: 100)
+    }
+    let took = ContinuousClock.now - start
+    // 100 bytes: nine lines of 11 and the next line's "0". The group ignores SIGTERM and goes
+    // on (a new writer at each broken pipe): it is killed after the grace.
+    #expect(value == Array(String(repeating: "0123456789\n", count: 9).utf8) + [0x30])
+    #expect(took >= ServeCommandRunner.stopGrace && took < .seconds(5), "took \(took)")
+    let pids = try Self.pids(in: "\(directory)/pids")
+    #expect(await Self.survivors(pids).isEmpty)
+    #expect(pids.first.map(Self.reaped) == true)
+    #expect(ChildProcessGroups.count == 0)
+  }
+
+  @Test func aHangingCommandEndsInAnErrorAtTheTenSecondLimit() async throws {
+    let directory = try Self.temporaryDirectory()
+    let start = ContinuousClock.now
+    let outcome = try await Self.within(.seconds(20)) { () async -> String in
+      do {
+        _ = try await ServeCommandRunner().run(
+          "echo $$ > \(directory)/pids; sleep 60", limit: 512)
+        return "returned a value"
+      } catch {
+        return "\(error)"
+      }
+    }
+    let took = ContinuousClock.now - start
+    #expect(outcome?.hasSuffix("did not finish within 10 s; its process group was stopped") == true)
+    #expect(took >= .seconds(10) && took < .seconds(12), "took \(took)")
+    let pids = try Self.pids(in: "\(directory)/pids")
+    #expect(await Self.survivors(pids).isEmpty)
+    #expect(ChildProcessGroups.count == 0)
+  }
+
+  /// Every admitted command runs at once, however few threads the process has: a wait holds
+  /// none (a runner blocking a Dispatch thread per command ran two at a time on two cores).
+  @Test func asManyCommandsAsAdmittedRunAtOnce() async throws {
+    let runner = ServeCommandRunner(timeout: .seconds(10), concurrency: 4)
+    let start = ContinuousClock.now
+    let values = try await Self.within(.seconds(15)) {
+      try await withThrowingTaskGroup(of: [UInt8].self) { group in
+        for _ in 0..<4 { group.addTask { try await runner.run("sleep 1; echo done", limit: 16) } }
+        return try await group.reduce(into: [[UInt8]]()) { $0.append($1) }
+      }
+    }
+    let took = ContinuousClock.now - start
+    #expect(values == Array(repeating: Array("done".utf8), count: 4))
+    #expect(took < .milliseconds(1800), "took \(took)")
+  }
+
   @Test func aCommandThatIgnoresSIGTERMIsKilled() async throws {
     let directory = try Self.temporaryDirectory()
     let runner = ServeCommandRunner(timeout: .seconds(1))

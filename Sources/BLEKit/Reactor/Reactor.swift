@@ -26,15 +26,20 @@ import Synchronization
 ///   number).
 ///
 /// No user code runs on the reactor's thread: it only resumes continuations, outside its lock.
-final class Reactor: Sendable {
+///
+/// Package access (not public: BLEKit's public API does not deal in descriptors) for
+/// ``wait(_:for:until:)`` and ``release(_:)``, so that the blekit command waits on this one
+/// thread too (serve's child processes, the pairing prompt's standard input).
+package final class Reactor: Sendable {
   /// The process's reactor.
-  static let shared = Reactor()
+  package static let shared = Reactor()
 
   /// What a wait asks for.
-  struct Interest: OptionSet, Sendable, Hashable {
-    let rawValue: UInt32
-    static let readable = Interest(rawValue: Syscall.epollIn)
-    static let writable = Interest(rawValue: Syscall.epollOut)
+  package struct Interest: OptionSet, Sendable, Hashable {
+    package let rawValue: UInt32
+    package init(rawValue: UInt32) { self.rawValue = rawValue }
+    package static let readable = Interest(rawValue: Syscall.epollIn)
+    package static let writable = Interest(rawValue: Syscall.epollOut)
   }
 
   private struct Registration {
@@ -98,7 +103,9 @@ final class Reactor: Sendable {
 
   /// Waits until `fd` is ready for `interest` (or `deadline` passes): ``arm(_:for:until:)``
   /// and ``ReactorWait/value()`` in one, for callers that hold no lock around the descriptor.
-  func wait(
+  /// Ends `.ready`, `.timedOut` or `.released`; a cancelled task disarms the wait and gets
+  /// `CancellationError`.
+  package func wait(
     _ fd: Int32, for interest: Interest, until deadline: ContinuousClock.Instant? = nil
   ) async throws -> ReactorWait.Wake {
     try await arm(fd, for: interest, until: deadline).value()
@@ -106,7 +113,7 @@ final class Reactor: Sendable {
 
   /// Ends every wait on `fd` as released and takes it out of the epoll set. Call it before
   /// closing `fd`.
-  func release(_ fd: Int32) {
+  package func release(_ fd: Int32) {
     let waits: [ReactorWait] = state.withLock { state in
       guard let registration = state.registrations.removeValue(forKey: fd) else { return [] }
       if registration.inSet { _ = Syscall.epollControl(epoll, Syscall.epollDelete, fd, 0) }

@@ -5,9 +5,9 @@ import Synchronization
 /// One wait armed with ``Reactor/arm(_:for:until:)``: armed synchronously (under the
 /// caller's lock, right after its `EAGAIN`), awaited afterwards with ``value()``. It ends once;
 /// an end that comes before ``value()`` is kept for it.
-final class ReactorWait: Sendable {
+package final class ReactorWait: Sendable {
   /// How a wait ended.
-  enum Wake: Sendable, Equatable {
+  package enum Wake: Sendable, Equatable {
     /// The descriptor is ready for what was asked (or has an error or hang-up to report):
     /// retry the call.
     case ready

@@ -200,31 +200,29 @@ extension String {
 /// end of input or when the task is cancelled (bluetoothd's `Cancel`, Ctrl-C).
 private func readTerminalLine(_ prompt: String) async -> String? {
   writeStandardError(prompt)
-  let reader = Task.detached { () -> String? in
-    var line: [UInt8] = []
-    var byte: UInt8 = 0
-    while !Task.isCancelled {
-      var descriptor = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
-      // Wake up now and then to notice cancellation; a terminal has no other way to.
-      let ready = Syscall.poll(&descriptor, 1, 200)
-      if ready < 0 && errno == EINTR { continue }
-      guard ready >= 0 else { return nil }
-      if ready == 0 { continue }
-      let count = Syscall.read(STDIN_FILENO, &byte, 1)
-      if count < 0 && errno == EINTR { continue }
-      guard count == 1 else { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
-      if byte == 0x0A { return String(decoding: line, as: UTF8.self) }
-      line.append(byte)
-    }
-    return nil
-  }
-  let answer = await withTaskCancellationHandler {
-    await reader.value
-  } onCancel: {
-    reader.cancel()
-  }
+  let answer = await readLine(from: STDIN_FILENO)
   if answer == nil { writeStandardError("\n") }
   return answer
+}
+
+/// One line from `fd` (without its newline), read a byte at a time so that nothing after the
+/// line is taken from a terminal's next answer; what came before the end of input when it
+/// ends the line; `nil` at the end of input, on an error, or when the task is cancelled.
+///
+/// Waits on BLEKit's reactor for `fd` to become readable, then reads: no thread is held while
+/// the person thinks, and a cancellation ends the wait at once. `fd` stays as it is (standard
+/// input is shared with the shell: it is not made non-blocking); a read follows a readiness.
+func readLine(from fd: Int32) async -> String? {
+  var line: [UInt8] = []
+  var byte: UInt8 = 0
+  while true {
+    guard (try? await Reactor.shared.wait(fd, for: .readable)) == .ready else { return nil }
+    let count = Syscall.read(fd, &byte, 1)
+    if count < 0 && errno == EINTR { continue }
+    guard count == 1 else { return line.isEmpty ? nil : String(decoding: line, as: UTF8.self) }
+    if byte == 0x0A { return String(decoding: line, as: UTF8.self) }
+    line.append(byte)
+  }
 }
 
 /// For `advertise --pairable`: registers blekit's agent as bluetoothd's default agent on the

@@ -2,7 +2,7 @@
 // group with default signal handling, within a time limit, its output capped, a bounded number
 // at once, and none left behind when blekit exits.
 
-import Dispatch
+import BLEKit
 import Synchronization
 
 #if canImport(Glibc)
@@ -27,8 +27,9 @@ final class ServeCommandRunner: Sendable {
   /// Specification Vol 3 Part F 3.3.3) before the central's stack drops the bearer; an error
   /// well before that keeps the link usable.
   static let defaultTimeout: Duration = .seconds(10)
-  /// Four: each running command holds a thread, a process and a pipe; a value that takes
-  /// longer than a read allows is better refused than stacked up.
+  /// Four: each running command holds a process, a pipe and a pidfd (no thread: its waits are
+  /// on BLEKit's reactor); a value that takes longer than a read allows is better refused than
+  /// stacked up.
   static let defaultConcurrency = 4
   /// How long a stopped command's group has between SIGTERM and SIGKILL.
   static let stopGrace: Duration = .milliseconds(500)
@@ -48,6 +49,11 @@ final class ServeCommandRunner: Sendable {
   /// The standard output of `/bin/sh -c command`, its first `limit` bytes without one trailing
   /// newline. A non-zero exit, a timeout, or too many commands running is an error. Output
   /// beyond `limit` bytes is not read: the command is stopped and its first bytes are the value.
+  ///
+  /// The command is seen to its end (its output, its exit or its limit, its reaping) by a task
+  /// of its own, which the caller's cancellation does not reach: a started command always ends
+  /// the same way. That task holds no thread while it waits: the child's output and its exit
+  /// are waited for on BLEKit's reactor.
   func run(_ command: String, limit: Int) async throws(ServeValueError) -> [UInt8] {
     let admitted = running.withLock { count in
       guard count < concurrency else { return false }
@@ -59,16 +65,19 @@ final class ServeCommandRunner: Sendable {
         "'\(command)' not started: \(concurrency) commands are already running")
     }
     defer { running.withLock { $0 -= 1 } }
-    let result: Result<[UInt8], ServeValueError> = await withCheckedContinuation { done in
-      // The spawn, poll and wait block: they run off the cooperative pool.
-      DispatchQueue.global().async {
-        done.resume(returning: self.runBlocking(command, limit: limit))
-      }
-    }
-    return try result.get()
+    let supervision = Task { await self.supervise(command, limit: limit) }
+    return try await supervision.value.get()
   }
 
   private enum Ending { case endOfOutput, capped, timedOut }
+
+  /// A started command: its process (the leader of its group), a pidfd on it, and the read end
+  /// of its standard output (non-blocking).
+  private struct Child {
+    let pid: pid_t
+    let pidfd: Int32
+    let output: Int32
+  }
 
   /// Sets `attributes` for a child in a process group of its own, with every signal at its
   /// default action and none blocked.
@@ -86,10 +95,60 @@ final class ServeCommandRunner: Sendable {
       &attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
   }
 
-  private func runBlocking(_ command: String, limit: Int) -> Result<[UInt8], ServeValueError> {
+  private func supervise(_ command: String, limit: Int) async -> Result<[UInt8], ServeValueError> {
+    let child: Child
+    switch Self.start(command) {
+    case .success(let started): child = started
+    case .failure(let error): return .failure(error)
+    }
+    defer { Self.close(child.pidfd) }
+    let deadline = ContinuousClock.now + timeout
+    var output: [UInt8] = []
+    let ending: Ending
+    switch await Self.readOutput(child.output, into: &output, limit: limit, until: deadline) {
+    case .success(let end): ending = end
+    case .failure(let error):
+      Self.close(child.output)
+      await stop(child)
+      return .failure(error)
+    }
+    Self.close(child.output)
+    if ending == .endOfOutput, let exit = await Self.waitForExit(child, until: deadline) {
+      // Its group may hold what it started in the background: those go with it.
+      Syscall.killpg(child.pid, SIGKILL)
+      await Self.reap(child)
+      ChildProcessGroups.finished(child.pid)
+      switch exit {
+      case .exited(0): break
+      case .exited(let code):
+        return .failure(ServeValueError("'\(command)' exited with status \(code)"))
+      case .killed: return .failure(ServeValueError("'\(command)' was killed"))
+      }
+      return .success(output.last == UInt8(ascii: "\n") ? Array(output.dropLast()) : output)
+    }
+    await stop(child)
+    if ending == .capped {
+      let keepsNewline = output[limit] == 0x0A
+      return .success(Array(output[..<(limit + (keepsNewline ? 1 : 0))]).dropLastNewline())
+    }
+    return .failure(
+      ServeValueError(
+        "'\(command)' did not finish within \(Self.seconds(timeout)) s; its process group was "
+          + "stopped"))
+  }
+
+  /// Starts `/bin/sh -c command` with its standard output a pipe, and opens a pidfd on it.
+  private static func start(_ command: String) -> Result<Child, ServeValueError> {
     var fds: [Int32] = [-1, -1]
     guard system_pipe2(&fds, O_CLOEXEC) == 0 else {
       return .failure(ServeValueError("cannot make a pipe: \(errnoText())"))
+    }
+    // Only blekit's end is non-blocking (the two ends are separate open files): the child's
+    // standard output stays as every program expects it.
+    guard Syscall.fcntl(fds[0], F_SETFL, Syscall.fcntl(fds[0], F_GETFL) | O_NONBLOCK) == 0 else {
+      let error = ServeValueError("cannot make a pipe: \(errnoText())")
+      for fd in fds { Syscall.close(fd) }
+      return .failure(error)
     }
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
@@ -119,64 +178,62 @@ final class ServeCommandRunner: Sendable {
       return .failure(
         ServeValueError("cannot run /bin/sh: \(String(cString: strerror(spawnError)))"))
     }
-    let deadline = ContinuousClock.now + timeout
-    var output: [UInt8] = []
-    let ending: Ending
-    switch Self.readOutput(fds[0], into: &output, limit: limit, until: deadline) {
-    case .success(let end): ending = end
-    case .failure(let error):
+    // The child is not reaped before blekit reaps it, so its pid cannot name another process.
+    let pidfd = Syscall.pidfd_open(pid)
+    guard pidfd >= 0 else {
+      let error = ServeValueError("cannot watch /bin/sh (pidfd_open): \(errnoText())")
       Syscall.close(fds[0])
-      stop(pid)
+      Syscall.killpg(pid, SIGKILL)
+      var status: Int32 = 0
+      while Syscall.waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+      ChildProcessGroups.finished(pid)
       return .failure(error)
     }
-    Syscall.close(fds[0])
-    if ending == .endOfOutput, let exit = Self.waitForExit(pid, until: deadline) {
-      // Its group may hold what it started in the background: those go with it.
-      killpg(pid, SIGKILL)
-      Self.reap(pid)
-      ChildProcessGroups.finished(pid)
-      switch exit {
-      case .exited(0): break
-      case .exited(let code):
-        return .failure(ServeValueError("'\(command)' exited with status \(code)"))
-      case .killed: return .failure(ServeValueError("'\(command)' was killed"))
-      }
-      return .success(output.last == UInt8(ascii: "\n") ? Array(output.dropLast()) : output)
-    }
-    stop(pid)
-    if ending == .capped {
-      let keepsNewline = output[limit] == 0x0A
-      return .success(Array(output[..<(limit + (keepsNewline ? 1 : 0))]).dropLastNewline())
-    }
-    return .failure(
-      ServeValueError(
-        "'\(command)' did not finish within \(Self.seconds(timeout)) s; its process group was "
-          + "stopped"))
+    return .success(Child(pid: pid, pidfd: pidfd, output: fds[0]))
+  }
+
+  /// Takes `fd` out of the reactor and closes it.
+  private static func close(_ fd: Int32) {
+    Reactor.shared.release(fd)
+    Syscall.close(fd)
+  }
+
+  /// Waits on BLEKit's reactor for `fd` to become readable, until `deadline` if one is given.
+  /// The supervising task is never cancelled; a cancellation would read as `.cancelled`.
+  private static func readable(_ fd: Int32, until deadline: ContinuousClock.Instant?) async
+    -> ReactorWait.Wake
+  {
+    (try? await Reactor.shared.wait(fd, for: .readable, until: deadline)) ?? .cancelled
   }
 
   /// Reads the child's output until its end, `limit` + 1 bytes (one more than is kept, to see
   /// a newline there), or the deadline.
   private static func readOutput(
     _ fd: Int32, into output: inout [UInt8], limit: Int, until deadline: ContinuousClock.Instant
-  ) -> Result<Ending, ServeValueError> {
+  ) async -> Result<Ending, ServeValueError> {
     var buffer = [UInt8](repeating: 0, count: 4096)
     while true {
-      let left = deadline - .now
-      guard left > .zero else { return .success(.timedOut) }
-      var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-      let ready = Syscall.poll(&descriptor, 1, Int32(clamping: milliseconds(left) + 1))
-      if ready < 0 && errno == EINTR { continue }
-      guard ready >= 0 else { return .failure(ServeValueError("cannot poll: \(errnoText())")) }
-      if ready == 0 { continue }
+      guard ContinuousClock.now < deadline else { return .success(.timedOut) }
       let wanted = min(buffer.count, limit + 1 - output.count)
       let count = buffer.withUnsafeMutableBytes { Syscall.read(fd, $0.baseAddress, wanted) }
-      if count < 0 && errno == EINTR { continue }
-      guard count >= 0 else {
-        return .failure(ServeValueError("cannot read the command's output: \(errnoText())"))
-      }
+      let error = count < 0 ? errno : 0
       if count == 0 { return .success(.endOfOutput) }
-      output += buffer[..<count]
-      if output.count > limit { return .success(.capped) }
+      if count > 0 {
+        output += buffer[..<count]
+        if output.count > limit { return .success(.capped) }
+        continue
+      }
+      if error == EINTR { continue }
+      guard error == EAGAIN else {
+        return .failure(
+          ServeValueError("cannot read the command's output: \(String(cString: strerror(error)))"))
+      }
+      switch await readable(fd, until: deadline) {
+      case .ready: continue
+      case .timedOut: return .success(.timedOut)
+      case .released, .cancelled:
+        return .failure(ServeValueError("cannot wait for the command's output"))
+      }
     }
   }
 
@@ -186,36 +243,43 @@ final class ServeCommandRunner: Sendable {
   }
 
   /// How the child ended once it has exited (it stays a zombie, holding its process group's
-  /// number, until ``reap(_:)``), or nil at the deadline. Its output ended, so it normally exits
-  /// at once; one that closed its standard output and went on is looked at with growing pauses.
-  private static func waitForExit(_ pid: pid_t, until deadline: ContinuousClock.Instant) -> Exit? {
-    var pause: Duration = .milliseconds(1)
+  /// number, until ``reap(_:)``), or nil at the deadline: its pidfd becomes readable when it
+  /// exits, then `waitid` with `WNOWAIT` reads how, leaving it unreaped.
+  private static func waitForExit(_ child: Child, until deadline: ContinuousClock.Instant) async
+    -> Exit?
+  {
     while true {
+      guard await readable(child.pidfd, until: deadline) == .ready else { return nil }
       var info = siginfo_t()
-      let result = waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT)
-      if result < 0 && errno == EINTR { continue }
-      if result == 0 && info.si_signo == SIGCHLD {
+      var result: Int32
+      repeat {
+        result = Syscall.waitid(P_PID, id_t(child.pid), &info, WEXITED | WNOHANG | WNOWAIT)
+      } while result < 0 && errno == EINTR
+      guard result == 0 else { return nil }
+      if info.si_signo == SIGCHLD {
         return info.si_code == CLD_EXITED ? .exited(info._sifields._sigchld.si_status) : .killed
       }
-      guard result == 0, ContinuousClock.now + pause < deadline else { return nil }
-      Syscall.usleep(UInt32(milliseconds(pause) * 1000))
-      pause = min(pause * 2, .milliseconds(50))
+      // Not expected: Linux makes the pidfd readable when the process is a zombie, which
+      // waitid then reports. Waited for again rather than taken for an exit.
     }
   }
 
   /// SIGTERM to the child's group, SIGKILL after ``stopGrace`` (or at once when the leader has
   /// gone, for what it left in the group), then reaps the leader.
-  private func stop(_ pid: pid_t) {
-    killpg(pid, SIGTERM)
-    _ = Self.waitForExit(pid, until: .now + Self.stopGrace)
-    killpg(pid, SIGKILL)
-    Self.reap(pid)
-    ChildProcessGroups.finished(pid)
+  private func stop(_ child: Child) async {
+    Syscall.killpg(child.pid, SIGTERM)
+    _ = await Self.waitForExit(child, until: .now + Self.stopGrace)
+    Syscall.killpg(child.pid, SIGKILL)
+    await Self.reap(child)
+    ChildProcessGroups.finished(child.pid)
   }
 
-  private static func reap(_ pid: pid_t) {
+  /// Reaps the leader once it has exited (it has, or has been sent SIGKILL), waiting for that
+  /// on the reactor rather than in `waitpid`.
+  private static func reap(_ child: Child) async {
+    _ = await readable(child.pidfd, until: nil)
     var status: Int32 = 0
-    while Syscall.waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    while Syscall.waitpid(child.pid, &status, 0) < 0 && errno == EINTR {}
   }
 
   private static func milliseconds(_ duration: Duration) -> Int {
@@ -292,7 +356,7 @@ enum ChildProcessGroups {
   static func killAll() {
     state.withLock { state in
       for pid in state.live {
-        killpg(pid, SIGKILL)
+        Syscall.killpg(pid, SIGKILL)
         tell(state.guardian, "-\(pid)")
       }
       state.live.removeAll()
