@@ -116,11 +116,11 @@ func runCapturingOutput(_ program: String, _ arguments: [String], limit: Duratio
   var pipeEnds: [Int32] = [-1, -1]
   let kind = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
   let made = pipeEnds.withUnsafeMutableBufferPointer {
-    socketpair(AF_UNIX, kind, 0, $0.baseAddress)
+    Syscall.socketpair(kind, $0.baseAddress!)
   }
   guard made == 0 else { return nil }
   let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
-  defer { close(readEnd) }
+  defer { Syscall.close(readEnd) }
   var actions = posix_spawn_file_actions_t()
   posix_spawn_file_actions_init(&actions)
   defer { posix_spawn_file_actions_destroy(&actions) }
@@ -131,8 +131,8 @@ func runCapturingOutput(_ program: String, _ arguments: [String], limit: Duratio
   defer { for argument in argv { free(argument) } }
   var environment: [UnsafeMutablePointer<CChar>?] = [nil]
   var pid: pid_t = 0
-  let spawned = posix_spawn(&pid, program, &actions, nil, argv, &environment)
-  close(writeEnd)
+  let spawned = Syscall.posix_spawn(&pid, program, &actions, nil, argv, &environment)
+  Syscall.close(writeEnd)
   guard spawned == 0 else { return nil }
   let clock = ContinuousClock()
   let deadline = clock.now + limit
@@ -144,10 +144,10 @@ func runCapturingOutput(_ program: String, _ arguments: [String], limit: Duratio
     guard left > .zero else { break }
     var descriptor = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
     let milliseconds = Int32(min(left / .milliseconds(1) + 1, 10_000))
-    let ready = poll(&descriptor, 1, milliseconds)
+    let ready = Syscall.poll(&descriptor, 1, milliseconds)
     if ready < 0 && errno == EINTR { continue }
     guard ready > 0 else { break }
-    let count = buffer.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
+    let count = buffer.withUnsafeMutableBytes { Syscall.read(readEnd, $0.baseAddress, $0.count) }
     if count < 0 && errno == EINTR { continue }
     if count <= 0 {
       finished = true
@@ -155,9 +155,9 @@ func runCapturingOutput(_ program: String, _ arguments: [String], limit: Duratio
       output.append(contentsOf: buffer[..<min(count, 256 - output.count)])
     }
   }
-  if !finished { kill(pid, SIGKILL) }
+  if !finished { Syscall.kill(pid, SIGKILL) }
   var status: Int32 = 0
-  while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+  while Syscall.waitpid(pid, &status, 0) < 0 && errno == EINTR {}
   // Exited normally (no signal) with status 0.
   guard finished, status & 0x7f == 0, (status >> 8) & 0xff == 0 else { return nil }
   return output

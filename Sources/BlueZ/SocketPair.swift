@@ -15,7 +15,7 @@ func makeSeqpacketPair() throws(GattRequestError) -> (ours: FileDescriptor, thei
   let kind =
     Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
     | Int32(SOCK_CLOEXEC.rawValue)
-  let result = fds.withUnsafeMutableBufferPointer { socketpair(AF_UNIX, kind, 0, $0.baseAddress) }
+  let result = fds.withUnsafeMutableBufferPointer { Syscall.socketpair(kind, $0.baseAddress!) }
   guard result == 0 else {
     throw .failed("socketpair: \(String(cString: strerror(errno)))")
   }
