@@ -31,6 +31,21 @@ import Testing
     }
   }
 
+  /// What `runner` made of `command`: its error's text, or "returned a value"; nil (and an
+  /// issue recorded) when it had not ended within `limit`.
+  static func outcome(
+    of command: String, on runner: ServeCommandRunner, within limit: Duration = .seconds(15)
+  ) async throws -> String? {
+    try await within(limit) { () async -> String in
+      do {
+        _ = try await runner.run(command, limit: 512)
+        return "returned a value"
+      } catch {
+        return "\(error)"
+      }
+    }
+  }
+
   static func temporaryDirectory() throws -> String {
     var template = Array("/tmp/blekit-serve-XXXXXX".utf8CString)
     let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
@@ -69,14 +84,8 @@ import Testing
     let directory = try Self.temporaryDirectory()
     let runner = ServeCommandRunner(timeout: .seconds(1))
     let start = ContinuousClock.now
-    let outcome = try await Self.within(.seconds(15)) { () async -> String in
-      do {
-        _ = try await runner.run("sleep 60 & echo $$ $! > \(directory)/pids; wait", limit: 512)
-        return "returned a value"
-      } catch {
-        return "\(error)"
-      }
-    }
+    let outcome = try await Self.outcome(
+      of: "sleep 60 & echo $$ $! > \(directory)/pids; wait", on: runner)
     let took = ContinuousClock.now - start
     #expect(outcome?.contains("did not finish within 1 s") == true, "\(outcome ?? "")")
     #expect(took < .seconds(5))
@@ -101,14 +110,7 @@ import Testing
     #expect(took < .seconds(2), "took \(took)")
     #expect(Self.reaped(pid), "\(pid) left unreaped")
     #expect(ChildProcessGroups.count == 0)
-    let failing = try await Self.within(.seconds(15)) { () async -> String in
-      do {
-        _ = try await runner.run("exit 3", limit: 512)
-        return "returned a value"
-      } catch {
-        return "\(error)"
-      }
-    }
+    let failing = try await Self.outcome(of: "exit 3", on: runner)
     #expect(failing == "'exit 3' exited with status 3")
     #expect(ContinuousClock.now - start < .seconds(4))
   }
@@ -119,15 +121,8 @@ import Testing
     let directory = try Self.temporaryDirectory()
     let runner = ServeCommandRunner(timeout: .seconds(1))
     let start = ContinuousClock.now
-    let outcome = try await Self.within(.seconds(15)) { () async -> String in
-      do {
-        _ = try await runner.run(
-          "exec >&-; sleep 60 & echo $$ $! > \(directory)/pids; wait", limit: 512)
-        return "returned a value"
-      } catch {
-        return "\(error)"
-      }
-    }
+    let outcome = try await Self.outcome(
+      of: "exec >&-; sleep 60 & echo $$ $! > \(directory)/pids; wait", on: runner)
     let took = ContinuousClock.now - start
     #expect(
       outcome == "'exec >&-; sleep 60 & echo $$ $! > \(directory)/pids; wait' did not finish "
@@ -146,16 +141,9 @@ import Testing
     let directory = try Self.temporaryDirectory()
     let runner = ServeCommandRunner(timeout: .seconds(1))
     let start = ContinuousClock.now
-    let outcome = try await Self.within(.seconds(15)) { () async -> String in
-      do {
-        _ = try await runner.run(
-          "trap '' TERM; exec >&-; echo $$ > \(directory)/pids; while :; do sleep 1; done",
-          limit: 512)
-        return "returned a value"
-      } catch {
-        return "\(error)"
-      }
-    }
+    let outcome = try await Self.outcome(
+      of: "trap '' TERM; exec >&-; echo $$ > \(directory)/pids; while :; do sleep 1; done",
+      on: runner)
     let took = ContinuousClock.now - start
     #expect(outcome?.hasSuffix("did not finish within 1 s; its process group was stopped") == true)
     // 1 s limit, then SIGTERM (ignored), then SIGKILL after the 500 ms grace.
@@ -190,15 +178,8 @@ import Testing
   @Test func aHangingCommandEndsInAnErrorAtTheTenSecondLimit() async throws {
     let directory = try Self.temporaryDirectory()
     let start = ContinuousClock.now
-    let outcome = try await Self.within(.seconds(20)) { () async -> String in
-      do {
-        _ = try await ServeCommandRunner().run(
-          "echo $$ > \(directory)/pids; sleep 60", limit: 512)
-        return "returned a value"
-      } catch {
-        return "\(error)"
-      }
-    }
+    let outcome = try await Self.outcome(
+      of: "echo $$ > \(directory)/pids; sleep 60", on: ServeCommandRunner(), within: .seconds(20))
     let took = ContinuousClock.now - start
     #expect(outcome?.hasSuffix("did not finish within 10 s; its process group was stopped") == true)
     #expect(took >= .seconds(10) && took < .seconds(12), "took \(took)")
@@ -226,15 +207,8 @@ import Testing
   @Test func aCommandThatIgnoresSIGTERMIsKilled() async throws {
     let directory = try Self.temporaryDirectory()
     let runner = ServeCommandRunner(timeout: .seconds(1))
-    let outcome = try await Self.within(.seconds(15)) { () async -> String in
-      do {
-        _ = try await runner.run(
-          "trap '' TERM; echo $$ > \(directory)/pids; while :; do sleep 1; done", limit: 512)
-        return "returned a value"
-      } catch {
-        return "\(error)"
-      }
-    }
+    let outcome = try await Self.outcome(
+      of: "trap '' TERM; echo $$ > \(directory)/pids; while :; do sleep 1; done", on: runner)
     #expect(outcome?.contains("did not finish") == true, "\(outcome ?? "")")
     #expect(await Self.survivors(try Self.pids(in: "\(directory)/pids")).isEmpty)
   }

@@ -104,15 +104,15 @@ final class ServeCommandRunner: Sendable {
     defer { Self.close(child.pidfd) }
     let deadline = ContinuousClock.now + timeout
     var output: [UInt8] = []
+    let read = await Self.readOutput(child.output, into: &output, limit: limit, until: deadline)
+    Self.close(child.output)
     let ending: Ending
-    switch await Self.readOutput(child.output, into: &output, limit: limit, until: deadline) {
+    switch read {
     case .success(let end): ending = end
     case .failure(let error):
-      Self.close(child.output)
       await stop(child)
       return .failure(error)
     }
-    Self.close(child.output)
     if ending == .endOfOutput, let exit = await Self.waitForExit(child, until: deadline) {
       // Its group may hold what it started in the background: those go with it.
       Syscall.killpg(child.pid, SIGKILL)
