@@ -43,13 +43,6 @@ enum Syscall {
     Glibc.read(fd, buffer, count)
   }
 
-  /// `poll(2)`; `timeout` in milliseconds, -1 for none.
-  static func poll(_ fds: UnsafeMutablePointer<pollfd>, _ count: nfds_t, _ timeout: Int32)
-    -> Int32
-  {
-    Glibc.poll(fds, count, timeout)
-  }
-
   // MARK: Sockets
 
   /// `socket(2)`.

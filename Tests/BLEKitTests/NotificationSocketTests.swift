@@ -75,4 +75,45 @@ import Testing
     // Cancelling reports no end.
     #expect(received.ended.withLock { $0 } == nil)
   }
+
+  /// The threads of this process (`/proc/self/task`).
+  static func threadCount() -> Int {
+    guard let directory = opendir("/proc/self/task") else { return -1 }
+    defer { closedir(directory) }
+    var count = 0
+    while let entry = readdir(directory) {
+      let name = withUnsafeBytes(of: entry.pointee.d_name) {
+        String(decoding: $0.prefix(2), as: UTF8.self)
+      }
+      if !name.hasPrefix(".") { count += 1 }
+    }
+    return count
+  }
+
+  @Test func readersShareTheReactorsThread() async throws {
+    // Every reader is read on the reactor's thread: 32 open readers start no thread of their
+    // own (a reader with its own thread would add 32; other tests running meanwhile may add a
+    // few Dispatch threads).
+    _ = Reactor.shared
+    let before = Self.threadCount()
+    var pairs: [(Int32, Int32)] = []
+    var readers: [NotificationSocket] = []
+    let received = Received()
+    for _ in 0..<32 {
+      let (fd, peer) = try Self.pair()
+      pairs.append((fd, peer))
+      readers.append(Self.reader(fd, into: received))
+    }
+    for (_, peer) in pairs {
+      var byte: UInt8 = 5
+      #expect(send(peer, &byte, 1, 0) == 1)
+    }
+    try await Self.eventually { received.values.withLock { $0.count } == 32 }
+    #expect(received.values.withLock { $0.count } == 32)
+    let during = Self.threadCount()
+    #expect(during - before < 16, "threads before \(before), with 32 readers \(during)")
+    for (_, peer) in pairs { close(peer) }
+    try await Self.eventually { received.ended.withLock { $0 != nil } }
+    _ = readers
+  }
 }

@@ -1,4 +1,4 @@
-// NotificationSocket: reads AcquireNotify's SOCK_SEQPACKET fd on a thread of its own, one
+// NotificationSocket: reads AcquireNotify's SOCK_SEQPACKET fd on the reactor's thread, one
 // notification per recvmsg(), and hands over what one burst of reads brought as one batch.
 import Dispatch
 import Synchronization
@@ -13,9 +13,9 @@ import Synchronization
 ///
 /// Each `recvmsg(2)` on the SOCK_SEQPACKET socket yields exactly one notification value; the
 /// buffer is as large as the MTU (at least 512 bytes, the longest attribute value), so no
-/// value is truncated. A thread of the reader's own waits in `poll(2)` until the socket is
-/// readable and then reads, holding the reader's lock. The fd is closed (which unsubscribes in
-/// bluetoothd) when the reader has ended or is cancelled.
+/// value is truncated. The ``Reactor`` watches the socket and, when it is readable, runs the
+/// reader on its thread, which reads holding the reader's lock. The fd is closed (which
+/// unsubscribes in bluetoothd) when the reader has ended or is cancelled.
 ///
 /// An empty value is a value. bluetoothd writes a zero-length notification as an empty
 /// datagram, and on a Unix SOCK_SEQPACKET socket an empty datagram and the end of the stream
@@ -27,12 +27,13 @@ import Synchronization
 /// `MSG_CTRUNC`) is an empty value; one without is the end. Should `SO_PASSCRED` be refused,
 /// the reader falls back to taking every 0-byte read as the end.
 ///
-/// Why a thread and not a Dispatch read source: on a link that brings one value at a time (a
-/// radio sends a few per connection event), a source wakes Dispatch's manager thread, then a
-/// worker thread to read, then the manager again to re-arm the descriptor, before the consumer
-/// is woken: four thread wake-ups per value, measured with `strace -f -c` (futex and
-/// epoll calls per value) under `scripts/bench-receive --interval 20`. This thread is woken by
-/// the kernel and reads at once. Why a lock and not a serial queue entered with `sync`:
+/// Why a reactor watch and not a wait that a task awaits, or a Dispatch read source: on a link
+/// that brings one value at a time (a radio sends a few per connection event), either of
+/// those wakes a second thread (a task's executor, Dispatch's worker and manager threads) to
+/// read before the consumer is woken (a Dispatch source: four thread wake-ups per value,
+/// measured with `strace -f -c` under `scripts/bench-receive --interval 20`). The reactor's
+/// thread is woken by the kernel and reads at once. Why a lock and not a serial queue entered
+/// with `sync`:
 /// Dispatch's `sync` cost about 2,400 instructions per wake-up (callgrind, same benchmark),
 /// more than reading and reassembling a value.
 ///
@@ -46,11 +47,14 @@ import Synchronization
 /// kernel may have (``lossCheck(within:)``).
 ///
 /// Ending: the first end (EOF, a read error, ``finish(after:)`` or ``cancel()``) sets `ended`
-/// and shuts the socket down under the lock, which wakes the thread from `poll`; the thread
-/// learns of the end under the lock, after that, and only then closes the fd: no `shutdown`
-/// can reach the fd's number after it was closed (and perhaps reused).
+/// and shuts the socket down under the lock, which wakes the reactor with a hang-up; the
+/// reader's handler learns of the end under the lock, after that, and only then ends the watch
+/// and closes the fd, on the reactor's thread: no `shutdown` and no read can reach the fd's
+/// number after it was closed (and perhaps reused).
 final class NotificationSocket: Sendable {
   private let fd: Int32
+  /// Whose thread reads the socket.
+  private let reactor: Reactor
   /// Where the calls from outside (cancel, finish, loss check, perform) run, each taking the
   /// lock: none of them waits for the reader's current burst.
   private let queue = DispatchQueue(label: "blekit.notification-socket")
@@ -89,10 +93,11 @@ final class NotificationSocket: Sendable {
   /// (`SO_PASSCRED` set), which tells an empty value from the end of the stream.
   private let marksDatagrams: Bool
 
-  /// Starts reading `fd` (whose ownership passes to the reader). When no thread can be
-  /// started, the reader ends at once with an error (and closes `fd`).
+  /// Starts reading `fd` (whose ownership passes to the reader). When the reactor cannot watch
+  /// it, the reader ends at once with an error (and closes `fd`).
   init(
     fd: Int32, mtu: Int, attQueue: KernelATTQueueWatch = KernelATTQueueWatch(),
+    reactor: Reactor = .shared,
     onValues: @escaping @Sendable ([[UInt8]]) -> Void,
     onEnd: @escaping @Sendable ((any Error)?) -> Void
   ) {
@@ -106,14 +111,14 @@ final class NotificationSocket: Sendable {
     var on: Int32 = 1
     self.marksDatagrams =
       Syscall.setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, socklen_t(MemoryLayout<Int32>.size)) == 0
-    let started = Syscall.startDetachedThread { self.waitAndRead() }
-    if started != 0 {
+    self.reactor = reactor
+    let watched = reactor.watch(fd) { [self] event in self.readable(event) }
+    if !watched {
       queue.async {
         self.state.withLock { state in
           self.end(
             &state,
-            BluetoothError(
-              .system, "no thread to read notifications: \(String(cString: strerror(started)))"))
+            BluetoothError(.system, "the notification socket cannot be watched (epoll refused it)"))
         }
         Syscall.close(fd)
       }
@@ -138,29 +143,22 @@ final class NotificationSocket: Sendable {
     queue.async { self.state.withLock { _ in body() } }
   }
 
-  /// The reader's thread: waits until the socket is readable (or shut down), reads what is
-  /// there, and closes the fd once the reader has ended.
-  private func waitAndRead() {
-    defer { Syscall.close(fd) }
-    while true {
-      var wanted = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-      let ready = Syscall.poll(&wanted, 1, -1)
-      let failure: String? =
-        ready < 0
-        ? (errno == EINTR ? nil : "poll: \(String(cString: strerror(errno)))")
-        : (wanted.revents & Int16(POLLIN) == 0 ? "poll reported \(wanted.revents)" : nil)
-      if ready < 0 && failure == nil { continue }
-      let over = state.withLock { state in
-        drain(&state, thenEndWith: nil)
-        // A poll that failed, or an event without input that the reads did not end on (a
-        // Unix socket reports a hang-up with input, and an error to the read): ended rather
-        // than polled again, which would spin.
-        if !state.ended, let failure {
-          end(&state, BluetoothError(.disconnected, "reading notifications failed (\(failure))"))
-        }
-        return state.ended
+  /// The reactor's handler: reads what is there, and once the reader has ended, ends the watch
+  /// and closes the fd (here, on the reactor's thread, where no other read of it can run).
+  private func readable(_ event: Reactor.WatchEvent) {
+    let over = state.withLock { state in
+      drain(&state, thenEndWith: nil)
+      // An error or hang-up without input that the reads did not end on (a Unix socket reports
+      // a hang-up with input, and an error to the read): ended rather than watched again,
+      // which would call this at once, over and over.
+      if !state.ended, event.failed, !event.readable {
+        end(&state, BluetoothError(.disconnected, "reading notifications failed (socket error)"))
       }
-      if over { return }
+      return state.ended
+    }
+    if over {
+      reactor.release(fd)
+      Syscall.close(fd)
     }
   }
 
@@ -288,8 +286,8 @@ final class NotificationSocket: Sendable {
     if !batch.isEmpty { onValues(batch) }
   }
 
-  /// Ends the reader (once: `drain` returns early after an end) and wakes its thread, which
-  /// then closes the fd. Runs with the lock held.
+  /// Ends the reader (once: `drain` returns early after an end) and wakes the reactor's
+  /// handler with a hang-up, which then closes the fd. Runs with the lock held.
   private func end(_ state: inout ReaderState, _ error: (any Error)?) {
     state.ended = true
     Syscall.shutdown(fd, Int32(SHUT_RDWR))

@@ -1,5 +1,5 @@
-// Reactor: the one thread of BLEKit that waits on file descriptors (epoll), and resumes the
-// tasks that wait for a descriptor to become readable or writable.
+// Reactor: the one thread of BLEKit that waits on file descriptors (epoll), resumes the tasks
+// that wait for a descriptor to become readable or writable, and runs the readers that watch one.
 import Synchronization
 
 #if canImport(Glibc)
@@ -25,7 +25,14 @@ import Synchronization
 ///   so no wait can outlive its descriptor (and be woken by another one that reuses its
 ///   number).
 ///
-/// No user code runs on the reactor's thread: it only resumes continuations, outside its lock.
+/// A descriptor that is read for as long as it is open (an AcquireNotify socket) is
+/// ``watch(_:onEvent:)``ed instead: level-triggered and never disarmed, its handler runs on the
+/// reactor's thread each time it is readable and reads it empty there, so a value costs no
+/// task switch before it is read (swift-nio's model: the loop that owns the descriptor reads
+/// it).
+///
+/// No user code runs on the reactor's thread: it resumes continuations and runs BLEKit's own
+/// watch handlers, outside its lock.
 ///
 /// Package access (not public: BLEKit's public API does not deal in descriptors) for
 /// ``wait(_:for:until:)`` and ``release(_:)``, so that the blekit command waits on this one
@@ -42,10 +49,21 @@ package final class Reactor: Sendable {
     package static let writable = Interest(rawValue: Syscall.epollOut)
   }
 
+  /// What woke a watched descriptor.
+  struct WatchEvent: Sendable {
+    /// Input is waiting (or the end of the stream: a read answers 0).
+    let readable: Bool
+    /// An error or hang-up was reported; without `readable`, a read may only answer `EAGAIN`,
+    /// and the handler must end the watch rather than be called again at once.
+    let failed: Bool
+  }
+
   private struct Registration {
     var waits: [ReactorWait] = []
     /// Whether the descriptor is in the epoll set (armed or not).
     var inSet = false
+    /// The handler of a watched descriptor (which takes no waits).
+    var watch: (@Sendable (WatchEvent) -> Void)?
   }
 
   private struct State {
@@ -84,6 +102,7 @@ package final class Reactor: Sendable {
     let refused: ReactorWait.Wake? = state.withLock { state in
       guard epoll >= 0 else { return .released }
       var registration = state.registrations[fd] ?? Registration()
+      guard registration.watch == nil else { return .released }
       registration.waits.append(wait)
       if let errno = update(fd, &registration) {
         registration.waits.removeLast()
@@ -111,8 +130,28 @@ package final class Reactor: Sendable {
     try await arm(fd, for: interest, until: deadline).value()
   }
 
-  /// Ends every wait on `fd` as released and takes it out of the epoll set. Call it before
-  /// closing `fd`.
+  /// Watches `fd` until ``release(_:)``: `onEvent` runs on the reactor's thread, one call at a
+  /// time, whenever `fd` is readable or reports an error or hang-up (level-triggered: a handler
+  /// that leaves input unread is called again). `false` when the descriptor cannot be watched
+  /// (no epoll, already watched or waited on, or refused by `epoll_ctl`).
+  ///
+  /// To close a watched descriptor safely, its owner ends the watch from the handler itself:
+  /// ``release(_:)``, then `close(2)`, there (a `shutdown(2)` from elsewhere wakes it with a
+  /// hang-up). A handler the reactor has already taken for a wake-up is never called after
+  /// that, so none runs on a descriptor number that was closed and reused.
+  func watch(_ fd: Int32, onEvent: @escaping @Sendable (WatchEvent) -> Void) -> Bool {
+    state.withLock { state in
+      guard epoll >= 0, state.registrations[fd] == nil else { return false }
+      guard Syscall.epollControl(epoll, Syscall.epollAdd, fd, Syscall.epollIn) == 0 else {
+        return false
+      }
+      state.registrations[fd] = Registration(inSet: true, watch: onEvent)
+      return true
+    }
+  }
+
+  /// Ends every wait on `fd` as released (or its watch) and takes it out of the epoll set.
+  /// Call it before closing `fd`.
   package func release(_ fd: Int32) {
     let waits: [ReactorWait] = state.withLock { state in
       guard let registration = state.registrations.removeValue(forKey: fd) else { return [] }
@@ -162,9 +201,12 @@ package final class Reactor: Sendable {
   }
 
   /// The reactor's thread: sleeps in `epoll_wait` until an event or the nearest deadline,
-  /// then ends the waits that are due, outside the lock.
+  /// then ends the waits that are due and runs the watches that woke, outside the lock.
   private func run() {
     var events = [Syscall.EpollEvent](repeating: Syscall.EpollEvent(), count: Self.eventBatch)
+    // Kept between wake-ups with their capacity: a wake-up allocates nothing for them.
+    var woken: [(@Sendable (WatchEvent) -> Void, WatchEvent)] = []
+    woken.reserveCapacity(Self.eventBatch)
     while true {
       let timeout = state.withLock { state in Self.timeout(until: Self.nearestDeadline(state)) }
       let count = events.withUnsafeMutableBufferPointer {
@@ -179,6 +221,12 @@ package final class Reactor: Sendable {
             continue
           }
           guard var registration = state.registrations[fd] else { continue }
+          if let watch = registration.watch {
+            let failed = event.events & (Syscall.epollError | Syscall.epollHangUp) != 0
+            woken.append(
+              (watch, WatchEvent(readable: event.events & Syscall.epollIn != 0, failed: failed)))
+            continue
+          }
           // The event disarmed the descriptor (one-shot): end what it answers, re-arm the rest.
           var ready = Interest(rawValue: event.events & (Syscall.epollIn | Syscall.epollOut))
           if event.events & (Syscall.epollError | Syscall.epollHangUp) != 0 {
@@ -205,6 +253,8 @@ package final class Reactor: Sendable {
         }
       }
       for (wait, wake) in due { wait.complete(wake) }
+      for (watch, event) in woken { watch(event) }
+      woken.removeAll(keepingCapacity: true)
     }
   }
 
