@@ -4,7 +4,6 @@
 
 import ArgumentParsing
 import BLEKit
-import Dispatch
 
 #if canImport(Glibc)
   import Glibc
@@ -54,28 +53,27 @@ struct StandardInputChunks: AsyncSequence, Sendable {
       return chunk
     }
 
-    /// One `read(2)` of standard input (EINTR retried) on a dispatch thread: a chunk, nil at
-    /// the end.
+    /// One `read(2)` of standard input, after BLEKit's reactor has seen it readable (standard
+    /// input is shared with the shell, so it stays blocking: a read follows a readiness; a
+    /// regular file, which epoll does not take, is always ready): a chunk, nil at the end. No
+    /// thread is held while standard input is idle, and cancelling the task ends the wait.
     static func read(_ size: Int) -> Task<[UInt8]?, any Error> {
       Task {
-        try await withCheckedThrowingContinuation { continuation in
-          DispatchQueue(label: "blekit.stdin").async {
-            var buffer = [UInt8](repeating: 0, count: size)
-            while true {
-              let count = buffer.withUnsafeMutableBytes {
-                Syscall.read(STDIN_FILENO, $0.baseAddress, $0.count)
-              }
-              if count < 0 && errno == EINTR { continue }
-              if count < 0 {
-                continuation.resume(
-                  throwing: CLIError(
-                    .failure, "cannot read standard input: \(String(cString: strerror(errno)))"))
-              } else {
-                continuation.resume(returning: count == 0 ? nil : Array(buffer[..<count]))
-              }
-              return
-            }
+        var buffer = [UInt8](repeating: 0, count: size)
+        while true {
+          let wake = try await Reactor.shared.wait(STDIN_FILENO, for: .readable)
+          guard wake == .ready else {
+            throw CLIError(.failure, "cannot read standard input: it was closed while waited for")
           }
+          let count = buffer.withUnsafeMutableBytes {
+            Syscall.read(STDIN_FILENO, $0.baseAddress, $0.count)
+          }
+          if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+          if count < 0 {
+            throw CLIError(
+              .failure, "cannot read standard input: \(String(cString: strerror(errno)))")
+          }
+          return count == 0 ? nil : Array(buffer[..<count])
         }
       }
     }
