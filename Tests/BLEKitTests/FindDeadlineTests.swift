@@ -66,4 +66,25 @@ import Testing
       #expect(took < .seconds(5), "the find went on \(took) after the first scan's stop")
     }
   }
+
+  /// find's one scan restarts every 4 s (``CentralManager/findRestart``): a device that shows
+  /// up only once discovery was started a second time is found, by the same scan (one
+  /// SetDiscoveryFilter per start, and every start but the first after a StopDiscovery).
+  @Test func findsADeviceThatOnlyTheRestartedDiscoverySees() async throws {
+    try await withFakeBlueZ { bluez, central in
+      let reporter = Task {
+        while bluez.count("StartDiscovery") < 2 { try await Task.sleep(for: .milliseconds(20)) }
+        try bluez.advertise(7, uuids: [FakeScanningBlueZ.wanted])
+      }
+      defer { reporter.cancel() }
+      let started = ContinuousClock.now
+      let found = try await central.find(
+        .address(try BluetoothAddress("00:AA:01:01:00:07")), timeout: .seconds(20))
+      let elapsed = ContinuousClock.now - started
+      #expect(found.address.rawValue == "00:AA:01:01:00:07")
+      #expect(elapsed >= .seconds(3) && elapsed < .seconds(12), "found after \(elapsed)")
+      #expect(bluez.count("StartDiscovery") == 2)
+      #expect(bluez.count("SetDiscoveryFilter") == 2)
+    }
+  }
 }

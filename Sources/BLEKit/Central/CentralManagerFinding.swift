@@ -41,37 +41,30 @@ extension CentralManager {
       return known
     }
     let deadline = ContinuousClock.now + timeout
-    while true {
-      let remaining = deadline - .now
-      guard remaining > .zero else {
-        throw BluetoothError(
-          .timeout,
-          "no device \(target) was seen on \(adapterName) within \(roughSeconds(timeout))")
-      }
-      if let found = try await scanOnce(
-        for: target, during: min(remaining, Self.findRound), until: deadline)
-      {
-        return found
-      }
+    guard let found = try await scan(for: target, until: deadline) else {
+      throw BluetoothError(
+        .timeout, "no device \(target) was seen on \(adapterName) within \(roughSeconds(timeout))")
     }
+    return found
   }
 
-  /// How long one scan of ``find(_:timeout:)`` runs before discovery is restarted. Linux
-  /// (6.1) drops an advertising report that arrives before it has marked the discovery as
-  /// started, and the controller's duplicate filter then holds that advertiser back until the
-  /// next scan enable, which the kernel itself makes only every 10.24 s (`DISCOV_LE_TIMEOUT`);
-  /// a new scan every 4 s bounds that wait for the one device a find looks for.
-  /// ``TransferCentral/findPeer(rssi:timeout:)`` keeps one session instead (see there).
-  static let findRound: Duration = .seconds(4)
+  /// The ``ScanOptions/restartInterval`` of ``find(_:timeout:)``'s scan. Linux (6.1) drops an
+  /// advertising report that arrives before it has marked the discovery as started, and the
+  /// controller's duplicate filter then holds that advertiser back until the next scan enable,
+  /// which the kernel itself makes only every 10.24 s (`DISCOV_LE_TIMEOUT`); a restart every
+  /// 4 s bounds that wait for the one device a find looks for.
+  /// ``TransferCentral/findPeer(rssi:timeout:)`` asks for no restart (see there).
+  static let findRestart: Duration = .seconds(4)
 
-  /// One discovery session looking for `target`; `nil` when it was not seen within `duration`
-  /// of scanning. Starting the scan counts against `deadline` too: a start that never ends (a
-  /// reply that never comes) ends at the deadline, not later.
-  private func scanOnce(
-    for target: PeripheralTarget, during duration: Duration, until deadline: ContinuousClock.Instant
-  ) async throws(BluetoothError) -> PeripheralIdentifier? {
+  /// One discovery session looking for `target` until `deadline`, restarted every
+  /// ``findRestart``; `nil` when it was not seen. Starting the scan counts against `deadline`
+  /// too: a start that never ends (a reply that never comes) ends at the deadline, not later.
+  private func scan(for target: PeripheralTarget, until deadline: ContinuousClock.Instant)
+    async throws(BluetoothError) -> PeripheralIdentifier?
+  {
     // Every report counts (a known device's name may change with a new advertisement).
-    let options = ScanOptions(allowDuplicates: true, timeout: duration)
+    let options = ScanOptions(
+      allowDuplicates: true, restartInterval: Self.findRestart, timeout: deadline - .now)
     do {
       return try await withThrowingTaskGroup(of: PeripheralIdentifier?.self) { group in
         group.addTask {
@@ -97,9 +90,9 @@ extension CentralManager {
     }
   }
 
-  /// Starts one scan of ``find(_:timeout:)``, waiting out a previous round's stop (a
-  /// StopDiscovery round trip; seconds on a loaded machine) or another scan of this manager, up
-  /// to ``scanSlotLimit`` each time; the find's deadline bounds the whole.
+  /// Starts the scan of ``find(_:timeout:)``, waiting out another scan of this manager (or the
+  /// StopDiscovery round trip of one that is ending; seconds on a loaded machine), up to
+  /// ``scanSlotLimit`` each time; the find's deadline bounds the whole.
   private func startFindScan(_ options: ScanOptions) async throws(BluetoothError)
     -> DiscoveryStream
   {
