@@ -32,7 +32,7 @@ let package = Package(
     // Syscalls.swift.
     .systemLibrary(name: "CLinux"),
     // A Swift D-Bus layer: connection, values, calls, signals, exported objects.
-    .target(name: "DBus", dependencies: ["CDBus"], swiftSettings: strict),
+    .target(name: "DBus", dependencies: ["CDBus", "CLinux"], swiftSettings: strict),
     // Bluetooth value types with no bus behind them: UUIDs, addresses, assigned numbers.
     .target(name: "Bluetooth", swiftSettings: strict),
     // Typed org.bluez proxies and exported BlueZ objects.

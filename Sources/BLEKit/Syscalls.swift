@@ -1,6 +1,5 @@
 // Syscalls: the only file of the BLEKit module that makes a system call (scripts/check-syscalls
 // holds every other file to it).
-import CLinux
 import DBus
 
 #if canImport(Glibc)
@@ -121,59 +120,6 @@ enum Syscall {
   @discardableResult
   static func shutdown(_ fd: Int32, _ how: Int32) -> Int32 {
     Glibc.shutdown(fd, how)
-  }
-
-  // MARK: epoll and eventfd (the Reactor)
-
-  /// `struct epoll_event`.
-  typealias EpollEvent = epoll_event
-  static let epollIn = EPOLLIN.rawValue
-  static let epollOut = EPOLLOUT.rawValue
-  static let epollError = EPOLLERR.rawValue
-  static let epollHangUp = EPOLLHUP.rawValue
-  static let epollOneShot = EPOLLONESHOT.rawValue
-  static let epollAdd = EPOLL_CTL_ADD
-  static let epollModify = EPOLL_CTL_MOD
-  static let epollDelete = EPOLL_CTL_DEL
-
-  /// `epoll_create1(EPOLL_CLOEXEC)`.
-  static func epollCreate() -> Int32 {
-    epoll_create1(Int32(EPOLL_CLOEXEC))
-  }
-
-  /// `epoll_ctl(2)` with `fd` as the event's data.
-  static func epollControl(_ epoll: Int32, _ operation: Int32, _ fd: Int32, _ events: UInt32)
-    -> Int32
-  {
-    var event = epoll_event()
-    event.events = events
-    event.data.fd = fd
-    return epoll_ctl(epoll, operation, fd, &event)
-  }
-
-  /// `epoll_wait(2)`; `timeout` in milliseconds, -1 for none.
-  static func epollWait(
-    _ epoll: Int32, _ events: UnsafeMutablePointer<epoll_event>, _ count: Int32,
-    _ timeout: Int32
-  ) -> Int32 {
-    epoll_wait(epoll, events, count, timeout)
-  }
-
-  /// `eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)`.
-  static func eventfd() -> Int32 {
-    CLinux.eventfd(0, Int32(EFD_CLOEXEC) | Int32(EFD_NONBLOCK))
-  }
-
-  /// Adds one to an eventfd's counter (`write(2)` of a `uint64_t`).
-  static func eventfdSignal(_ fd: Int32) {
-    var one: UInt64 = 1
-    _ = Glibc.write(fd, &one, MemoryLayout<UInt64>.size)
-  }
-
-  /// Resets an eventfd's counter (`read(2)` of a `uint64_t`).
-  static func eventfdDrain(_ fd: Int32) {
-    var value: UInt64 = 0
-    _ = Glibc.read(fd, &value, MemoryLayout<UInt64>.size)
   }
 
   // MARK: Signals

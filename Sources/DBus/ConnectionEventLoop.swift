@@ -1,6 +1,5 @@
-// Bridging libdbus's main-loop hooks to Dispatch: read watches -> a ReadWatchThread (or a read
-// DispatchSource), write watches -> write DispatchSources, timeouts -> timer sources, dispatch
-// status and wakeup -> dispatching on the queue.
+// Bridging libdbus's main-loop hooks: watches -> the Reactor (its handler enters the queue),
+// timeouts -> Dispatch timer sources, dispatch status and wakeup -> dispatching on the queue.
 import CDBus
 import Dispatch
 
@@ -20,10 +19,7 @@ extension DBusConnection {
     let me = Unmanaged.passUnretained(self).toOpaque()
     dbus_connection_set_watch_functions(
       raw,
-      { watch, data in
-        DBusConnection.connection(data).addWatch(watch!)
-        return 1
-      },
+      { watch, data in DBusConnection.connection(data).addWatch(watch!) ? 1 : 0 },
       { watch, data in DBusConnection.connection(data).removeWatch(watch!) },
       { watch, data in DBusConnection.connection(data).toggleWatch(watch!) },
       me, nil)
@@ -61,72 +57,40 @@ extension DBusConnection {
 
   // MARK: Watches
 
-  /// Added: create the watch's read and/or write sources, active only if the watch is enabled.
-  /// Toggled: suspend or resume them (cheap; no epoll churn per send). Removed: cancel them.
-  /// Reading is done by a ``ReadWatchThread`` (one wake-up less per incoming message than a
-  /// Dispatch read source, which remains the fallback when no thread can be started).
+  /// Added: the reactor watches a duplicate of the watch's descriptor, enabled only if the
+  /// watch is; its handler enters the queue (`sync`: the block runs on the reactor's thread
+  /// when the queue is idle, so a message is read with no thread hand-off) and runs libdbus's
+  /// watch handler there. Toggled: the reactor's watch follows at the end of the queue turn.
+  /// Removed: the watch is released and its duplicate closed. `false` when the reactor cannot
+  /// watch it (libdbus then fails the connection).
   ///
-  /// Each source watches a duplicate of the watch's descriptor, closed by the source's cancel
-  /// handler. libdbus closes its descriptor right after removing the watch, while Dispatch
-  /// may still have the cancelled source registered until the handler runs; had the source
-  /// used libdbus's descriptor, a new connection could get the same number in that window and
-  /// Dispatch's event loop would act on the wrong file (seen: a crash in
-  /// `_dispatch_event_loop_drain` while tests opened and closed connections in parallel).
-  private func addWatch(_ watch: OpaquePointer) {
+  /// Each watch has a duplicate of its own: libdbus's read and write watches share one
+  /// descriptor, which epoll takes once, and libdbus closes its descriptor right after
+  /// removing the watch, when a handler the reactor took for a wake-up may still be on its way
+  /// into the queue; that handler finds its watch gone (or holding another duplicate) there,
+  /// before it touches a descriptor.
+  private func addWatch(_ watch: OpaquePointer) -> Bool {
     assertOnQueue()
     removeWatch(watch)
-    let fd = dbus_watch_get_unix_fd(watch)
+    let fd = Syscall.fcntl(dbus_watch_get_unix_fd(watch), F_DUPFD_CLOEXEC, 0)
+    guard fd >= 0 else { return false }
     let flags = dbus_watch_get_flags(watch)
+    let interest: Reactor.Interest =
+      flags & DBUS_WATCH_READABLE.rawValue != 0 ? .readable : .writable
     let watchBits = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(watch)))
-    var sources: [any DispatchSourceProtocol] = []
-    var readers: [ReadWatchThread] = []
-    let readable = flags & DBUS_WATCH_READABLE.rawValue != 0
-    if readable, let reader = makeReadWatchThread(fd: fd, watchBits: watchBits) {
-      readers.append(reader)
-    } else if readable {
-      let own = Self.sourceDescriptor(for: fd)
-      let source = DispatchSource.makeReadSource(fileDescriptor: own, queue: queue)
-      source.setEventHandler { [self] in
-        self.handleWatch(watchBits, DBUS_WATCH_READABLE.rawValue)
-      }
-      if own != fd { source.setCancelHandler { _ = Syscall.close(own) } }
-      sources.append(source)
-    }
-    if flags & DBUS_WATCH_WRITABLE.rawValue != 0 {
-      let own = Self.sourceDescriptor(for: fd)
-      let source = DispatchSource.makeWriteSource(fileDescriptor: own, queue: queue)
-      source.setEventHandler { [self] in
-        self.handleWatch(watchBits, DBUS_WATCH_WRITABLE.rawValue)
-      }
-      if own != fd { source.setCancelHandler { _ = Syscall.close(own) } }
-      sources.append(source)
-    }
-    // New sources start suspended; resume them now if the watch is enabled.
     let enabled = dbus_watch_get_enabled(watch) != 0
-    if enabled {
-      for source in sources { source.resume() }
-      for reader in readers { reader.resume() }
+    // The handler holds the connection: an open connection keeps itself alive through its
+    // watches, until `shutDown` (or libdbus) removes them.
+    let watched = Reactor.shared.watch(fd, for: interest, enabled: enabled) {
+      [self, queue] event in
+      queue.sync { self.handleWatch(watchBits, fd, event) }
     }
-    watchSources[watch] = WatchSources(
-      sources: sources, readers: readers, active: enabled, wanted: enabled)
-  }
-
-  /// A reading thread for the watch on `fd`, owning a duplicate of it (see ``addWatch(_:)``).
-  private func makeReadWatchThread(fd: Int32, watchBits: UInt) -> ReadWatchThread? {
-    let own = Syscall.fcntl(fd, F_DUPFD_CLOEXEC, 0)
-    guard own >= 0 else { return nil }
-    let reader = ReadWatchThread(fd: own, queue: queue) { [self] flags in
-      self.handleWatch(watchBits, flags)
+    guard watched else {
+      Syscall.close(fd)
+      return false
     }
-    if reader == nil { _ = Syscall.close(own) }
-    return reader
-  }
-
-  /// A close-on-exec duplicate of `fd` for a Dispatch source to own, or `fd` itself when no
-  /// descriptor is left to duplicate into.
-  private static func sourceDescriptor(for fd: Int32) -> Int32 {
-    let own = Syscall.fcntl(fd, F_DUPFD_CLOEXEC, 0)
-    return own >= 0 ? own : fd
+    watchSources[watch] = WatchSources(fd: fd, active: enabled, wanted: enabled)
+    return true
   }
 
   /// Records the watch's wanted state and applies it at the end of this queue turn: libdbus
@@ -141,17 +105,13 @@ extension DBusConnection {
     queue.async { self.reconcileWatches() }
   }
 
-  /// Suspends or resumes sources whose watch changed state since the last turn.
+  /// Enables or disables the reactor's watches whose libdbus watch changed state since the
+  /// last turn.
   func reconcileWatches() {
     assertOnQueue()
     watchReconcileScheduled = false
     for (watch, entry) in watchSources where entry.wanted != entry.active {
-      for source in entry.sources {
-        if entry.wanted { source.resume() } else { source.suspend() }
-      }
-      for reader in entry.readers {
-        if entry.wanted { reader.resume() } else { reader.suspend() }
-      }
+      Reactor.shared.enableWatch(entry.fd, entry.wanted)
       watchSources[watch]!.active = entry.wanted
     }
   }
@@ -162,17 +122,36 @@ extension DBusConnection {
     entry.cancel()
   }
 
-  private func handleWatch(_ watchBits: UInt, _ flags: UInt32) {
+  /// The reactor's event for the watch at `watchBits` whose duplicate is `fd`, on the queue:
+  /// nothing when the watch was removed (or replaced) or disabled since the reactor took it.
+  private func handleWatch(_ watchBits: UInt, _ fd: Int32, _ event: Reactor.WatchEvent) {
     assertOnQueue()
-    guard let watch = OpaquePointer(bitPattern: watchBits), watchSources[watch]?.wanted == true
+    guard let watch = OpaquePointer(bitPattern: watchBits), let entry = watchSources[watch],
+      entry.fd == fd, entry.wanted
     else {
       return
     }
+    var flags = UInt32(0)
+    if event.readable { flags |= DBUS_WATCH_READABLE.rawValue }
+    if event.writable { flags |= DBUS_WATCH_WRITABLE.rawValue }
+    if event.failed { flags |= DBUS_WATCH_HANGUP.rawValue | DBUS_WATCH_ERROR.rawValue }
+    // A hang-up or error with nothing left to read: libdbus's read meets the end or the error
+    // and it disconnects, but the descriptor stays ready, so the watch leaves the epoll set
+    // until libdbus changes it (it removes it) instead of waking the reactor over and over.
+    // While bytes remain, libdbus reads a part per call and is called again at once.
+    var unread: Int32 = 0
+    if event.failed, Syscall.ioctl(fd, UInt(FIONREAD), &unread) != 0 { unread = 0 }
     // Reading a message makes libdbus ask for a dispatch; it follows right here, so no round
     // is scheduled for it (that would wake a worker thread for each message, to find nothing).
     dispatchFollows = true
     _ = dbus_watch_handle(watch, flags)
     dispatchFollows = false
+    if event.failed && unread == 0, let entry = watchSources[watch], entry.fd == fd,
+      entry.active
+    {
+      Reactor.shared.enableWatch(fd, false)
+      watchSources[watch]!.active = false
+    }
     dispatchMessages()
   }
 
@@ -261,22 +240,19 @@ private let messageFilter: DBusHandleMessageFunction = { _, message, data in
   DBusConnection.connection(data).filter(message!)
 }
 
-/// The DispatchSources and reading thread of one libdbus watch and whether they are resumed.
+/// The reactor's watch of one libdbus watch and whether it is enabled.
 struct WatchSources {
-  var sources: [any DispatchSourceProtocol]
-  var readers: [ReadWatchThread] = []
-  /// Whether the sources are resumed.
+  /// The duplicate of the watch's descriptor that the reactor watches (see `addWatch`).
+  let fd: Int32
+  /// Whether the reactor's watch is enabled.
   var active: Bool
   /// Whether libdbus last said the watch is enabled.
   var wanted: Bool
 
-  /// Cancels the sources; suspended ones are resumed after cancelling so GCD can release them.
+  /// Ends the reactor's watch and closes the duplicate (on the connection's queue).
   func cancel() {
-    for source in sources {
-      source.cancel()
-      if !active { source.resume() }
-    }
-    for reader in readers { reader.cancel() }
+    Reactor.shared.release(fd)
+    Syscall.close(fd)
   }
 }
 
@@ -287,7 +263,7 @@ extension DBusConnection {
     (try? onQueueSync { () throws(DBusError) in
       (
         watchSources.count,
-        watchSources.values.reduce(0) { $0 + $1.sources.count + $1.readers.count },
+        watchSources.count,
         timeoutSources.count
       )
     }) ?? (0, 0, 0)

@@ -9,9 +9,9 @@ import Synchronization
 
 /// A private connection to a message bus.
 ///
-/// Every libdbus call on the connection happens on one serial queue. The socket is read by a
-/// thread of the connection's own (`ReadWatchThread`: poll, then `queue.sync`); writes and
-/// libdbus's timeouts are driven by DispatchSources on the queue. No thread blocks per call.
+/// Every libdbus call on the connection happens on one serial queue. The process's `Reactor`
+/// waits on the socket for every connection and enters the queue (`queue.sync`) to read and
+/// write; libdbus's timeouts are Dispatch timers on the queue. No thread blocks per call.
 /// Call `close()` when done: the connection keeps itself alive while it is open.
 public final class DBusConnection: @unchecked Sendable {
   // Why @unchecked Sendable is safe: this class is the single owner of the DBusConnection*

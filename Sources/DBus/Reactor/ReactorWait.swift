@@ -42,7 +42,7 @@ package final class ReactorWait: Sendable {
 
   /// Waits for the end; a cancelled task (before or during the wait) disarms it and throws
   /// `CancellationError`.
-  func value() async throws -> Wake {
+  package func value() async throws -> Wake {
     let wake = await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
         let ended: Wake? = phase.withLock { phase in

@@ -1,11 +1,11 @@
 // The Reactor's watches over Unix socket pairs: a handler runs on the reactor's thread while its
-// descriptor is readable (again while input is left), a watched descriptor takes no wait and no
-// second watch, a shutdown wakes it, and a handler that ends its watch is never called again,
-// not even for a new descriptor that reuses the number.
+// descriptor is ready (again while input is left), a watched descriptor takes no wait and no
+// second watch, a disabled one leaves input waiting, a shutdown wakes it, and a handler that ends
+// its watch is never called again, not even for a new descriptor that reuses the number.
 import Synchronization
 import Testing
 
-@testable import BLEKit
+@testable import DBus
 
 #if canImport(Glibc)
   import Glibc
@@ -119,6 +119,57 @@ import Testing
     try await Self.eventually { nextCalls.count.withLock { $0 } == 1 }
     try await Task.sleep(for: .milliseconds(100))
     #expect(nextCalls.count.withLock { $0 } == 1)
+    #expect(calls.count.withLock { $0 } == 1)
+  }
+
+  @Test func aDisabledWatchLeavesInputWaitingUntilEnabled() async throws {
+    let (fd, peer) = try ReactorTests.pair()
+    defer {
+      Reactor.shared.release(fd)
+      close(fd)
+      close(peer)
+    }
+    let calls = Calls()
+    #expect(
+      Reactor.shared.watch(fd, enabled: false) { event in
+        var byte: UInt8 = 0
+        if event.readable, recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) == 1 {
+          calls.read.withLock { $0.append(byte) }
+        }
+      })
+    // Disabled at first: input waits.
+    #expect(Self.send(peer, 1) == 1)
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(calls.read.withLock { $0 }.isEmpty)
+    Reactor.shared.enableWatch(fd, true)
+    try await Self.eventually { calls.read.withLock { $0 } == [1] }
+    #expect(calls.read.withLock { $0 } == [1])
+    Reactor.shared.enableWatch(fd, false)
+    #expect(Self.send(peer, 2) == 1)
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(calls.read.withLock { $0 } == [1])
+    Reactor.shared.enableWatch(fd, true)
+    try await Self.eventually { calls.read.withLock { $0 } == [1, 2] }
+    #expect(calls.read.withLock { $0 } == [1, 2])
+  }
+
+  @Test func aWritableWatchRunsWhileThereIsRoom() async throws {
+    let (fd, peer) = try ReactorTests.pair()
+    defer {
+      Reactor.shared.release(fd)
+      close(fd)
+      close(peer)
+    }
+    let calls = Calls()
+    #expect(
+      Reactor.shared.watch(fd, for: .writable) { event in
+        if event.writable {
+          calls.count.withLock { $0 += 1 }
+          Reactor.shared.enableWatch(fd, false)
+        }
+      })
+    try await Self.eventually { calls.count.withLock { $0 } == 1 }
+    try await Task.sleep(for: .milliseconds(100))
     #expect(calls.count.withLock { $0 } == 1)
   }
 }

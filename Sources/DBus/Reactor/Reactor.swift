@@ -1,4 +1,4 @@
-// Reactor: the one thread of BLEKit that waits on file descriptors (epoll), resumes the tasks
+// Reactor: the one thread of the process that waits on file descriptors (epoll), resumes the tasks
 // that wait for a descriptor to become readable or writable, and runs the readers that watch one.
 import Synchronization
 
@@ -6,7 +6,8 @@ import Synchronization
   import Glibc
 #endif
 
-/// One `epoll(7)` instance on one thread of its own, serving every descriptor BLEKit waits on
+/// One `epoll(7)` instance on one thread of its own, serving every descriptor the process waits
+/// on: the D-Bus connections' sockets, and BLEKit's notification, L2CAP and command descriptors
 /// (after swift-nio's event loop: one owner per descriptor; nothing else blocks on one).
 ///
 /// Callers keep their descriptors non-blocking (`O_NONBLOCK`) and make their system calls
@@ -25,18 +26,19 @@ import Synchronization
 ///   so no wait can outlive its descriptor (and be woken by another one that reuses its
 ///   number).
 ///
-/// A descriptor that is read for as long as it is open (an AcquireNotify socket) is
-/// ``watch(_:onEvent:)``ed instead: level-triggered and never disarmed, its handler runs on the
-/// reactor's thread each time it is readable and reads it empty there, so a value costs no
-/// task switch before it is read (swift-nio's model: the loop that owns the descriptor reads
-/// it).
+/// A descriptor that is read for as long as it is open (a D-Bus connection's socket, an
+/// AcquireNotify socket) is ``watch(_:for:enabled:onEvent:)``ed instead: level-triggered and
+/// not disarmed by an event, its handler runs on the reactor's thread each time it is ready
+/// and reads it there, so a message or value costs no thread hand-off before it is read
+/// (swift-nio's model: the loop that owns the descriptor reads it).
 ///
-/// No user code runs on the reactor's thread: it resumes continuations and runs BLEKit's own
-/// watch handlers, outside its lock.
+/// No user code runs on the reactor's thread: it resumes continuations and runs the package's
+/// own watch handlers, outside its lock. A handler may enter a D-Bus connection's queue
+/// (`sync`), whose turns are short and never wait for the reactor.
 ///
-/// Package access (not public: BLEKit's public API does not deal in descriptors) for
-/// ``wait(_:for:until:)`` and ``release(_:)``, so that the blekit command waits on this one
-/// thread too (serve's child processes, the pairing prompt's standard input).
+/// Package access (not public: no public API deals in descriptors), so that the DBus and BLEKit
+/// modules and the blekit command (serve's child processes, the pairing prompt's standard
+/// input) wait on this one thread.
 package final class Reactor: Sendable {
   /// The process's reactor.
   package static let shared = Reactor()
@@ -50,12 +52,14 @@ package final class Reactor: Sendable {
   }
 
   /// What woke a watched descriptor.
-  struct WatchEvent: Sendable {
+  package struct WatchEvent: Sendable {
     /// Input is waiting (or the end of the stream: a read answers 0).
-    let readable: Bool
+    package let readable: Bool
+    /// Room to write.
+    package let writable: Bool
     /// An error or hang-up was reported; without `readable`, a read may only answer `EAGAIN`,
     /// and the handler must end the watch rather than be called again at once.
-    let failed: Bool
+    package let failed: Bool
   }
 
   private struct Registration {
@@ -64,6 +68,8 @@ package final class Reactor: Sendable {
     var inSet = false
     /// The handler of a watched descriptor (which takes no waits).
     var watch: (@Sendable (WatchEvent) -> Void)?
+    /// What a watch waits for.
+    var watchInterest = Interest()
   }
 
   private struct State {
@@ -95,7 +101,7 @@ package final class Reactor: Sendable {
   /// A descriptor epoll cannot watch (a regular file: `EPERM`) is always ready; one that is
   /// not open (`EBADF`), or a reactor whose epoll could not be made, ends the wait as
   /// released.
-  func arm(
+  package func arm(
     _ fd: Int32, for interest: Interest, until deadline: ContinuousClock.Instant? = nil
   ) -> ReactorWait {
     let wait = ReactorWait(fd: fd, interest: interest, deadline: deadline, reactor: self)
@@ -131,22 +137,49 @@ package final class Reactor: Sendable {
   }
 
   /// Watches `fd` until ``release(_:)``: `onEvent` runs on the reactor's thread, one call at a
-  /// time, whenever `fd` is readable or reports an error or hang-up (level-triggered: a handler
-  /// that leaves input unread is called again). `false` when the descriptor cannot be watched
+  /// time, whenever `fd` is ready for `interest` or reports an error or hang-up
+  /// (level-triggered: a handler that leaves input unread is called again), while the watch is
+  /// enabled (``enableWatch(_:_:)``; a disabled watch is out of the epoll set, which reports
+  /// errors and hang-ups even for no interest). `false` when the descriptor cannot be watched
   /// (no epoll, already watched or waited on, or refused by `epoll_ctl`).
   ///
-  /// To close a watched descriptor safely, its owner ends the watch from the handler itself:
-  /// ``release(_:)``, then `close(2)`, there (a `shutdown(2)` from elsewhere wakes it with a
-  /// hang-up). A handler the reactor has already taken for a wake-up is never called after
-  /// that, so none runs on a descriptor number that was closed and reused.
-  func watch(_ fd: Int32, onEvent: @escaping @Sendable (WatchEvent) -> Void) -> Bool {
+  /// To close a watched descriptor safely, its owner ends the watch from the handler itself
+  /// (``release(_:)``, then `close(2)`; a `shutdown(2)` from elsewhere wakes it with a
+  /// hang-up), or from elsewhere with a handler that, should the reactor have taken it for a
+  /// wake-up already, checks under its owner's lock that the watch is still its own before it
+  /// touches the descriptor: a handler the reactor has taken runs once more even after the
+  /// release.
+  package func watch(
+    _ fd: Int32, for interest: Interest = .readable, enabled: Bool = true,
+    onEvent: @escaping @Sendable (WatchEvent) -> Void
+  ) -> Bool {
     state.withLock { state in
       guard epoll >= 0, state.registrations[fd] == nil else { return false }
-      guard Syscall.epollControl(epoll, Syscall.epollAdd, fd, Syscall.epollIn) == 0 else {
-        return false
+      var registration = Registration(watch: onEvent, watchInterest: interest)
+      if enabled {
+        guard Syscall.epollControl(epoll, Syscall.epollAdd, fd, interest.rawValue) == 0 else {
+          return false
+        }
+        registration.inSet = true
       }
-      state.registrations[fd] = Registration(inSet: true, watch: onEvent)
+      state.registrations[fd] = registration
       return true
+    }
+  }
+
+  /// Enables or disables the watch on `fd` (adding it to the epoll set or taking it out);
+  /// nothing when `fd` is not watched or already in that state.
+  package func enableWatch(_ fd: Int32, _ enabled: Bool) {
+    state.withLock { state in
+      guard var registration = state.registrations[fd], registration.watch != nil,
+        registration.inSet != enabled
+      else { return }
+      let done =
+        enabled
+        ? Syscall.epollControl(epoll, Syscall.epollAdd, fd, registration.watchInterest.rawValue)
+        : Syscall.epollControl(epoll, Syscall.epollDelete, fd, 0)
+      if done == 0 || (!enabled && errno == ENOENT) { registration.inSet = enabled }
+      state.registrations[fd] = registration
     }
   }
 
@@ -175,7 +208,7 @@ package final class Reactor: Sendable {
   }
 
   /// How many waits are armed on `fd` (for tests).
-  func pendingWaits(on fd: Int32) -> Int {
+  package func pendingWaits(on fd: Int32) -> Int {
     state.withLock { $0.registrations[fd]?.waits.count ?? 0 }
   }
 
@@ -222,9 +255,12 @@ package final class Reactor: Sendable {
           }
           guard var registration = state.registrations[fd] else { continue }
           if let watch = registration.watch {
+            guard registration.inSet else { continue }
             let failed = event.events & (Syscall.epollError | Syscall.epollHangUp) != 0
-            woken.append(
-              (watch, WatchEvent(readable: event.events & Syscall.epollIn != 0, failed: failed)))
+            let event = WatchEvent(
+              readable: event.events & Syscall.epollIn != 0,
+              writable: event.events & Syscall.epollOut != 0, failed: failed)
+            woken.append((watch, event))
             continue
           }
           // The event disarmed the descriptor (one-shot): end what it answers, re-arm the rest.

@@ -3,7 +3,7 @@
 // case leaves nothing armed on the descriptor.
 import Testing
 
-@testable import BLEKit
+@testable import DBus
 
 #if canImport(Glibc)
   import Glibc
