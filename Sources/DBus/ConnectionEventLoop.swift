@@ -75,8 +75,9 @@ extension DBusConnection {
     let fd = Syscall.fcntl(dbus_watch_get_unix_fd(watch), F_DUPFD_CLOEXEC, 0)
     guard fd >= 0 else { return false }
     let flags = dbus_watch_get_flags(watch)
-    let interest: Reactor.Interest =
-      flags & DBUS_WATCH_READABLE.rawValue != 0 ? .readable : .writable
+    var interest = Reactor.Interest()
+    if flags & DBUS_WATCH_READABLE.rawValue != 0 { interest.insert(.readable) }
+    if flags & DBUS_WATCH_WRITABLE.rawValue != 0 { interest.insert(.writable) }
     let watchBits = UInt(bitPattern: Int(bitPattern: UnsafeRawPointer(watch)))
     let enabled = dbus_watch_get_enabled(watch) != 0
     // The handler holds the connection: an open connection keeps itself alive through its
