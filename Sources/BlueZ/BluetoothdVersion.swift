@@ -60,7 +60,7 @@ public struct BluetoothdVersion: Sendable, Hashable, Comparable, CustomStringCon
   public static func read(on connection: DBusConnection) async -> BluetoothdVersion? {
     guard let pid = try? await connection.processID(of: BlueZ.service) else { return nil }
     guard let program = program(ofProcess: pid) else { return nil }
-    return probe(program: program)
+    return await probe(program: program)
   }
 
   /// The program a process runs, from its command line's first argument when that is an
@@ -91,8 +91,8 @@ public struct BluetoothdVersion: Sendable, Hashable, Comparable, CustomStringCon
 
   /// Runs `program --version` with no environment, standard input and error on /dev/null,
   /// and parses the first line it prints; the child is killed after ``probeLimit``.
-  static func probe(program: String) -> BluetoothdVersion? {
-    guard let output = runCapturingOutput(program, ["--version"], limit: probeLimit) else {
+  static func probe(program: String) async -> BluetoothdVersion? {
+    guard let output = await runCapturingOutput(program, ["--version"], limit: probeLimit) else {
       return nil
     }
     return BluetoothdVersion(parsing: String(decoding: output, as: UTF8.self))
@@ -110,7 +110,10 @@ extension StringProtocol {
 
 /// Runs `program` with `arguments`, returning at most 256 bytes of its standard output once it
 /// exited with status 0; `nil` on any failure or when it outlives `limit` (it is then killed).
-func runCapturingOutput(_ program: String, _ arguments: [String], limit: Duration) -> [UInt8]? {
+/// Its output is waited for on the process's reactor (no thread is held meanwhile).
+func runCapturingOutput(_ program: String, _ arguments: [String], limit: Duration) async
+  -> [UInt8]?
+{
   // A stream socket pair rather than a pipe: Glibc's module has no pipe2, and both ends must
   // be close-on-exec from their creation (other threads may spawn children meanwhile).
   var pipeEnds: [Int32] = [-1, -1]
@@ -120,7 +123,10 @@ func runCapturingOutput(_ program: String, _ arguments: [String], limit: Duratio
   }
   guard made == 0 else { return nil }
   let (readEnd, writeEnd) = (pipeEnds[0], pipeEnds[1])
-  defer { Syscall.close(readEnd) }
+  defer {
+    Reactor.shared.release(readEnd)
+    Syscall.close(readEnd)
+  }
   var actions = posix_spawn_file_actions_t()
   posix_spawn_file_actions_init(&actions)
   defer { posix_spawn_file_actions_destroy(&actions) }
@@ -134,19 +140,14 @@ func runCapturingOutput(_ program: String, _ arguments: [String], limit: Duratio
   let spawned = Syscall.posix_spawn(&pid, program, &actions, nil, argv, &environment)
   Syscall.close(writeEnd)
   guard spawned == 0 else { return nil }
-  let clock = ContinuousClock()
-  let deadline = clock.now + limit
+  let deadline = ContinuousClock.now + limit
   var output: [UInt8] = []
   var buffer = [UInt8](repeating: 0, count: 256)
   var finished = false
   while !finished {
-    let left = deadline - clock.now
-    guard left > .zero else { break }
-    var descriptor = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
-    let milliseconds = Int32(min(left / .milliseconds(1) + 1, 10_000))
-    let ready = Syscall.poll(&descriptor, 1, milliseconds)
-    if ready < 0 && errno == EINTR { continue }
-    guard ready > 0 else { break }
+    // The read end stays blocking: a read follows a readiness (or the end of the output).
+    guard (try? await Reactor.shared.wait(readEnd, for: .readable, until: deadline)) == .ready
+    else { break }
     let count = buffer.withUnsafeMutableBytes { Syscall.read(readEnd, $0.baseAddress, $0.count) }
     if count < 0 && errno == EINTR { continue }
     if count <= 0 {

@@ -26,13 +26,6 @@ enum Syscall {
     Glibc.read(fd, buffer, count)
   }
 
-  /// `poll(2)`; `timeout` in milliseconds.
-  static func poll(_ fds: UnsafeMutablePointer<pollfd>, _ count: nfds_t, _ timeout: Int32)
-    -> Int32
-  {
-    Glibc.poll(fds, count, timeout)
-  }
-
   /// `posix_spawn(3)`: 0, or the error number (it does not set `errno`).
   static func posix_spawn(
     _ pid: UnsafeMutablePointer<pid_t>, _ path: UnsafePointer<CChar>,

@@ -91,27 +91,28 @@ import Testing
     return program
   }
 
-  @Test func theProgramsAnswerToVersionIsRead() throws {
-    #expect(BluetoothdVersion.probe(program: try standIn("echo 5.82")) == BluetoothdVersion(5, 82))
+  @Test func theProgramsAnswerToVersionIsRead() async throws {
+    #expect(
+      await BluetoothdVersion.probe(program: try standIn("echo 5.82")) == BluetoothdVersion(5, 82))
     // It got --version, nothing else, and no environment.
     let checks = try standIn(
       #"[ "$1" = --version ] && [ $# -eq 1 ] && [ -z "$HOME" ] && echo 5.80"#)
-    #expect(BluetoothdVersion.probe(program: checks) == BluetoothdVersion(5, 80))
-    #expect(BluetoothdVersion.probe(program: try standIn("echo 5.82; exit 1")) == nil)
-    #expect(BluetoothdVersion.probe(program: try standIn("echo usage")) == nil)
-    #expect(BluetoothdVersion.probe(program: "/nonexistent/bluetoothd") == nil)
+    #expect(await BluetoothdVersion.probe(program: checks) == BluetoothdVersion(5, 80))
+    #expect(await BluetoothdVersion.probe(program: try standIn("echo 5.82; exit 1")) == nil)
+    #expect(await BluetoothdVersion.probe(program: try standIn("echo usage")) == nil)
+    #expect(await BluetoothdVersion.probe(program: "/nonexistent/bluetoothd") == nil)
   }
 
-  @Test func aProgramThatHangsIsKilledAfterTheLimit() throws {
+  @Test func aProgramThatHangsIsKilledAfterTheLimit() async throws {
     let start = ContinuousClock.now
-    #expect(BluetoothdVersion.probe(program: try standIn("exec sleep 30")) == nil)
+    #expect(await BluetoothdVersion.probe(program: try standIn("exec sleep 30")) == nil)
     #expect(ContinuousClock.now - start < .seconds(5))
   }
 
-  @Test func theInstalledBluetoothdAnswers() throws {
+  @Test func theInstalledBluetoothdAnswers() async throws {
     let installed = "/usr/libexec/bluetooth/bluetoothd"
     guard FileManager.default.isExecutableFile(atPath: installed) else { return }
-    let version = try #require(BluetoothdVersion.probe(program: installed))
+    let version = try #require(await BluetoothdVersion.probe(program: installed))
     #expect(version >= BluetoothdVersion(5, 66))
   }
 }
