@@ -15,7 +15,7 @@ extension Peripheral {
   /// it arrives too.
   ///
   /// With `preferAcquire`, a characteristic that notifies is read through `AcquireNotify`'s
-  /// socket instead: one value per datagram, read on a thread of its own, with no D-Bus
+  /// socket instead: one value per datagram, read on the reactor's thread, with no D-Bus
   /// signal per value for bluetoothd and the bus to carry, and with
   /// ``NotificationStream/lossCheck()`` able to tell whether bluetoothd may have dropped
   /// values because the reader fell behind.

@@ -20,10 +20,9 @@ func parsePSM(_ value: UInt16?) throws(UsageError) -> L2CAPPSM? {
 
 /// Standard input in chunks, read one chunk ahead of the consumer: while the channel is
 /// slower, reading stops (back-pressure to the writer of the pipe). Standard input may be a
-/// file, a terminal or a pipe shared with other processes, so it is neither made non-blocking
-/// (that would change it for them) nor waited on with epoll (which refuses regular files):
-/// each read blocks a dispatch thread of its own, never Swift's cooperative pool, and hands its
-/// chunk over through a continuation.
+/// file, a terminal or a pipe shared with other processes, so it is not made non-blocking (that
+/// would change it for them): each read follows the reactor's word that it is readable (a
+/// regular file, which epoll refuses, counts as always readable), so no thread waits on it.
 struct StandardInputChunks: AsyncSequence, Sendable {
   typealias Element = [UInt8]
   let chunkSize: Int
