@@ -1,6 +1,5 @@
 // Syscalls: the only file of the BLEKit module that makes a system call (scripts/check-syscalls
 // holds every other file to it).
-import DBus
 
 #if canImport(Glibc)
   import Glibc
@@ -137,14 +136,6 @@ enum Syscall {
   @discardableResult
   static func signal(_ number: Int32, _ handler: __sighandler_t?) -> __sighandler_t? {
     Glibc.signal(number, handler)
-  }
-
-  // MARK: Threads
-
-  /// A detached thread that runs `body`: DBus's one `pthread_create` (its Syscalls.swift).
-  /// Returns 0, or the error number `pthread_create` gave.
-  static func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
-    DBus.startDetachedThread(body)
   }
 }
 

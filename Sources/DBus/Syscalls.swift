@@ -126,12 +126,6 @@ enum Syscall {
   }
 }
 
-/// A detached thread that runs `body` (``Syscall/startDetachedThread(_:)``), for the modules
-/// above, which start their threads through this one copy.
-package func startDetachedThread(_ body: @escaping @Sendable () -> Void) -> Int32 {
-  Syscall.startDetachedThread(body)
-}
-
 /// The closure a thread of ``Syscall/startDetachedThread(_:)`` runs, boxed for its C entry.
 private final class ThreadBody: Sendable {
   let body: @Sendable () -> Void
