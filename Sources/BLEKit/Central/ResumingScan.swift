@@ -94,7 +94,9 @@ extension CentralManager {
   }
 
   /// Starts a new scan once bluetoothd is back with the adapter powered; retries the start
-  /// (the old session may still be stopping, a fresh adapter may not be ready) until `limit`.
+  /// until `limit`: once the manager's scan slot is free when the old session still held it
+  /// (the manager says when: no polling), and after ``startRetryDelay`` when bluetoothd
+  /// refused the start (a fresh adapter that is not ready: no event says when it is).
   /// - Throws: ``BluetoothError/Code/busLost`` (at once) when the system bus is gone.
   private func scanAfterReturn(_ options: ScanOptions, sink: ScanSink, within limit: Duration)
     async throws(BluetoothError) -> ScanSession?
@@ -108,12 +110,17 @@ extension CentralManager {
         return try await startScan(options, sink: sink)
       } catch  where error.code == .busLost {
         throw error
+      } catch  where error.code == .scanInProgress {
+        _ = await scanSlotFrees(within: max(deadline - ContinuousClock.now, .zero))
       } catch {
-        try? await Task.sleep(for: .milliseconds(250))
+        try? await Task.sleep(for: Self.startRetryDelay)
       }
     }
     return nil
   }
+
+  /// How long a resuming scan waits before it tries a start that bluetoothd refused again.
+  static let startRetryDelay: Duration = .milliseconds(250)
 }
 
 extension BlueZObjectTree {
