@@ -50,10 +50,22 @@ case ${LAB_HOST:-} in
     else
       fail "bleak's BleakScanner did not find host B (see $OUT/bleak.err)"
     fi
-    if grep -q "^first-connect $TRIALS/$TRIALS exact $TRIALS/$TRIALS" "$OUT/bleak.txt"; then
+    # A trial bleak gave up on because A's bluetoothd never signalled Connected (it read the
+    # ATT socket before the kernel's Device Connected event and logged "already connected":
+    # bleak and bluetoothd on A, not blekit on B; docs/lab.md, "bleak and two adapters in one
+    # bluetoothd") is counted apart: at most one per such line in A's bluetoothd log, and every
+    # trial that connected must still be byte-exact.
+    summary=$(tail -1 "$OUT/bleak.txt")
+    connected=$(sed -n 's/^first-connect \([0-9]*\)\/.*/\1/p' <<<"$summary")
+    exact=$(sed -n 's/^first-connect [0-9]*\/[0-9]* exact \([0-9]*\)\/.*/\1/p' <<<"$summary")
+    gave_up=$(grep -c 'first-connect failed (BleakError: failed to discover services, device disconnected)' "$OUT/bleak.txt")
+    raced=$(grep -c 'device_add_connection() Device 00:AA:01:01:00:42 is already connected' "${LAB_BLUETOOTHD_LOG:-/dev/null}")
+    if [[ $summary == "first-connect $TRIALS/$TRIALS exact $TRIALS/$TRIALS" ]]; then
       ok "bleak $version's BleakClient connects on the first try and receives the message byte-exact, $TRIALS of $TRIALS"
+    elif [[ -n $connected && $exact == "$connected" ]] && ((connected + gave_up == TRIALS && gave_up <= raced && connected >= TRIALS - 2)); then
+      ok "bleak $version's BleakClient receives the message byte-exact on each of $connected first connections; $gave_up given up by bleak when A's bluetoothd logged 'already connected' ($raced time(s))"
     else
-      fail "bleak central: $(tail -1 "$OUT/bleak.txt") (want $TRIALS/$TRIALS)"
+      fail "bleak central: $summary (want $TRIALS/$TRIALS; A's bluetoothd logged 'already connected' $raced time(s))"
     fi
     finish_suite
     ;;
