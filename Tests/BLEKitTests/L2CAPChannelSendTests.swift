@@ -4,6 +4,7 @@
 // ends it. (On an LE channel the kernel's shutdown does not wake a send blocked in the kernel:
 // the l2cap suite's cut link hung a listener that way; docs/l2cap.md.)
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import BLEKit
@@ -15,13 +16,8 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct L2CAPChannelSendTests {
   /// A channel whose peer end is a bare socket that nobody reads.
   static func channelToSilentPeer() throws -> (channel: L2CAPChannel, fd: Int32, peer: Int32) {
-    var fds: [Int32] = [-1, -1]
-    let result = fds.withUnsafeMutableBufferPointer {
-      socketpair(
-        AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
-    }
-    try #require(result == 0)
-    return (L2CAPChannel(seqpacket: fds[0], sendMTU: 4096, receiveMTU: 4096), fds[0], fds[1])
+    let (fd, peer) = try seqpacketPair()
+    return (L2CAPChannel(seqpacket: fd, sendMTU: 4096, receiveMTU: 4096), fd, peer)
   }
 
   @Test func theSocketIsNonBlocking() throws {

@@ -4,6 +4,7 @@
 // does not read cannot be flooded (the Linux 6.1 LE receive path reorders SDUs when its
 // socket's queue fills: docs/l2cap.md).
 import Synchronization
+import TestSupport
 import Testing
 
 @testable import BLEKit
@@ -16,15 +17,10 @@ import Testing
   static let mtu = 672
 
   static func channels() throws -> (sender: L2CAPChannel, receiver: L2CAPChannel) {
-    var fds: [Int32] = [-1, -1]
-    let result = fds.withUnsafeMutableBufferPointer {
-      socketpair(
-        AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
-    }
-    try #require(result == 0)
+    let (one, other) = try seqpacketPair()
     return (
-      L2CAPChannel(seqpacket: fds[0], sendMTU: mtu, receiveMTU: mtu),
-      L2CAPChannel(seqpacket: fds[1], sendMTU: mtu, receiveMTU: mtu)
+      L2CAPChannel(seqpacket: one, sendMTU: mtu, receiveMTU: mtu),
+      L2CAPChannel(seqpacket: other, sendMTU: mtu, receiveMTU: mtu)
     )
   }
 

@@ -17,16 +17,6 @@ import Testing
     let ended = Mutex<(any Error)??>(nil)
   }
 
-  static func pair() throws -> (Int32, Int32) {
-    var fds: [Int32] = [-1, -1]
-    let result = fds.withUnsafeMutableBufferPointer {
-      socketpair(
-        AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
-    }
-    try #require(result == 0)
-    return (fds[0], fds[1])
-  }
-
   static func reader(_ fd: Int32, into received: Received) -> NotificationSocket {
     NotificationSocket(
       fd: fd, mtu: 512,
@@ -41,7 +31,7 @@ import Testing
   }
 
   @Test func valuesArriveInOrderThenTheEnd() async throws {
-    let (fd, peer) = try Self.pair()
+    let (fd, peer) = try seqpacketPair()
     let received = Received()
     let socket = Self.reader(fd, into: received)
     let values: [[UInt8]] = [[1], [], [2, 3], [UInt8](repeating: 9, count: 244)]
@@ -59,7 +49,7 @@ import Testing
   }
 
   @Test func cancellingClosesTheSocket() async throws {
-    let (fd, peer) = try Self.pair()
+    let (fd, peer) = try seqpacketPair()
     defer { close(peer) }
     let received = Received()
     let socket = Self.reader(fd, into: received)
@@ -87,7 +77,7 @@ import Testing
     var readers: [NotificationSocket] = []
     let received = Received()
     for _ in 0..<32 {
-      let (fd, peer) = try Self.pair()
+      let (fd, peer) = try seqpacketPair()
       pairs.append((fd, peer))
       readers.append(Self.reader(fd, into: received))
     }

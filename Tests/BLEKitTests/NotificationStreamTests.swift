@@ -25,13 +25,7 @@ import Testing
   /// A connected SOCK_SEQPACKET pair, as bluetoothd makes for AcquireNotify: the reader's end
   /// and the sender's (blocking).
   static func socketPair() throws -> (reader: Int32, sender: Int32) {
-    var fds: [Int32] = [-1, -1]
-    let result = fds.withUnsafeMutableBufferPointer {
-      socketpair(
-        AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
-    }
-    try #require(result == 0)
-    return (fds[0], fds[1])
+    try seqpacketPair()
   }
 
   /// Sends values `range`, one datagram each; without `waiting`, fails (false) rather than

@@ -2,6 +2,7 @@
 // output was read too slowly: one line with the count, exit 13 through the one exit table.
 import ArgumentParsing
 import Foundation
+import TestSupport
 import Testing
 
 @testable import BLEKit
@@ -14,20 +15,16 @@ import Testing
 @Suite(.timeLimit(.minutes(1))) struct DroppedValuesExitTests {
   /// A stream of bound 4 over a socket pair, fed `count` one-byte values while nobody reads it.
   static func stream(fedWith count: Int) async throws -> (NotificationStream, sender: Int32) {
-    var fds: [Int32] = [-1, -1]
-    let made = fds.withUnsafeMutableBufferPointer {
-      socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, $0.baseAddress)
-    }
-    try #require(made == 0)
+    let (reader, sender) = try seqpacketPair()
     let stream = NotificationStream.reading(
-      socket: fds[0], mtu: 23, bufferLimit: 4, explain: { $0 }, watch: { _ in })
+      socket: reader, mtu: 23, bufferLimit: 4, explain: { $0 }, watch: { _ in })
     for index in 0..<count {
       var byte = UInt8(index)
-      #expect(send(fds[1], &byte, 1, 0) == 1)
+      #expect(send(sender, &byte, 1, 0) == 1)
     }
     // The loss check reads what is still in the socket first.
     _ = await stream.lossCheck()
-    return (stream, fds[1])
+    return (stream, sender)
   }
 
   @Test func aStreamThatDroppedValuesEndsNotifyWithItsCountAndExit13() async throws {

@@ -2,6 +2,7 @@
 // L2CAP bridge (`l2cap connect/listen`). On a terminal (a pseudo-terminal here) nothing a peer
 // sends may reach it raw: no OSC title, no clear-screen, no bidi override, no lone CSI byte; on
 // a pipe the bytes arrive exactly as sent.
+import TestSupport
 import Testing
 
 @testable import BLEKit
@@ -152,17 +153,12 @@ enum CapturedOutput {
   /// The bridge's receiving side over a Unix socket pair standing in for the L2CAP socket: the
   /// peer sends `sdus` and closes.
   func bridge(_ sdus: [[UInt8]]) async throws {
-    var fds: [Int32] = [-1, -1]
-    let result = fds.withUnsafeMutableBufferPointer {
-      socketpair(
-        AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, $0.baseAddress)
-    }
-    try #require(result == 0)
-    let channel = L2CAPChannel(seqpacket: fds[0], sendMTU: 4096, receiveMTU: 4096)
+    let (fd, peer) = try seqpacketPair()
+    let channel = L2CAPChannel(seqpacket: fd, sendMTU: 4096, receiveMTU: 4096)
     for sdu in sdus {
-      #expect(sdu.withUnsafeBytes { send(fds[1], $0.baseAddress, $0.count, 0) } == sdu.count)
+      #expect(sdu.withUnsafeBytes { send(peer, $0.baseAddress, $0.count, 0) } == sdu.count)
     }
-    close(fds[1])
+    close(peer)
     try await pipeStandardStreams(channel, receiveOnly: true)
   }
 

@@ -43,13 +43,22 @@ static double cpu_seconds(void) {
   return u.ru_utime.tv_sec + u.ru_utime.tv_usec / 1e6 + u.ru_stime.tv_sec + u.ru_stime.tv_usec / 1e6;
 }
 
+/* Voluntary plus involuntary context switches of this process so far (every thread). */
+static double switches(void) {
+  struct rusage u;
+  getrusage(RUSAGE_SELF, &u);
+  return (double)u.ru_nvcsw + (double)u.ru_nivcsw;
+}
+
 static double server_mark;  /* the server's CPU time when the measured phase began */
+static double server_switch_mark;  /* its context switches then */
 static int server_quit;
 
 static DBusHandlerResult echo(DBusConnection *c, DBusMessage *m, void *data) {
   (void)data;
   if (dbus_message_is_method_call(m, "org.blekit.Bench", "Mark")) {
     server_mark = cpu_seconds();
+    server_switch_mark = switches();
     return DBUS_HANDLER_RESULT_HANDLED;
   }
   if (dbus_message_is_method_call(m, "org.blekit.Bench", "Quit")) {
@@ -91,8 +100,8 @@ static int rtt(const char *address, double seconds, long fixed_calls) {
     const char *name = dbus_bus_get_unique_name(c);
     if (write(fds[1], name, strlen(name) + 1) < 0) _exit(1);
     while (!server_quit && dbus_connection_read_write_dispatch(c, -1)) {}
-    double used = cpu_seconds() - server_mark;
-    if (write(back[1], &used, sizeof used) < 0) _exit(1);
+    double used[2] = {cpu_seconds() - server_mark, switches() - server_switch_mark};
+    if (write(back[1], used, sizeof used) < 0) _exit(1);
     _exit(0);
   }
   char name[256] = {0};
@@ -106,13 +115,14 @@ static int rtt(const char *address, double seconds, long fixed_calls) {
   DBusError err;
   dbus_error_init(&err);
   long calls = 0;
-  double start = 0, cpu_start = 0;
+  double start = 0, cpu_start = 0, switch_start = 0;
   for (int phase = 0; phase < 2; phase++) {
     if (phase == 1) control(c, name, "Mark");
     double begin = now();
     if (phase == 1) {
       start = begin;
       cpu_start = cpu_seconds();
+      switch_start = switches();
     }
     long n = 0;
     for (;;) {
@@ -144,12 +154,13 @@ static int rtt(const char *address, double seconds, long fixed_calls) {
   }
   double elapsed = now() - start;
   double client_cpu = cpu_seconds() - cpu_start;
+  double client_switches = switches() - switch_start;
   control(c, name, "Quit");
-  double server_cpu = 0;
-  if (read(back[0], &server_cpu, sizeof server_cpu) != sizeof server_cpu) server_cpu = 0;
+  double server[2] = {0, 0};
+  if (read(back[0], server, sizeof server) != sizeof server) server[0] = server[1] = 0;
   waitpid(child, NULL, 0);
-  printf("calls_per_sec=%f calls=%ld cpu_us_per_call=%f\n", calls / elapsed, calls,
-         (client_cpu + server_cpu) / calls * 1e6);
+  printf("calls_per_sec=%f calls=%ld cpu_us_per_call=%f switches_per_call=%f\n", calls / elapsed,
+         calls, (client_cpu + server[0]) / calls * 1e6, (client_switches + server[1]) / calls);
   return 0;
 }
 

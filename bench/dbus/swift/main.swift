@@ -20,6 +20,13 @@ func cpuSeconds() -> Double {
     + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
 }
 
+/// Voluntary plus involuntary context switches of this process so far, every thread.
+func contextSwitches() -> Double {
+  var usage = rusage()
+  getrusage(RUSAGE_SELF.rawValue, &usage)
+  return Double(usage.ru_nvcsw) + Double(usage.ru_nivcsw)
+}
+
 func cpuNow() -> Double {
   var ts = timespec()
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)
@@ -211,6 +218,7 @@ func rttBench(address: String, seconds: Double, calls fixedCalls: Int?, onConnec
     for index in 0..<500 { try await once(Int32(index)) }
     let start = now()
     let cpuStart = cpuSeconds()
+    let switchStart = contextSwitches()
     var calls = 0
     if let fixedCalls {
       for _ in 0..<fixedCalls {
@@ -226,9 +234,11 @@ func rttBench(address: String, seconds: Double, calls fixedCalls: Int?, onConnec
     }
     let elapsed = now() - start
     let cpu = cpuSeconds() - cpuStart
+    let switches = contextSwitches() - switchStart
     print(
       "calls_per_sec=\(Double(calls) / elapsed) calls=\(calls)"
-        + " cpu_us_per_call=\(cpu / Double(calls) * 1e6)")
+        + " cpu_us_per_call=\(cpu / Double(calls) * 1e6)"
+        + " switches_per_call=\(switches / Double(calls))")
   }
   if onConnectionExecutor {
     try await withTaskExecutorPreference(client.executor) { try await loop() }
