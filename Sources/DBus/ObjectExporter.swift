@@ -166,7 +166,7 @@ extension DBusConnection {
     case ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects") where isManager,
       (nil, "GetManagedObjects") where isManager:
       let managed = objects.filter { $0.key.isDescendant(of: path) }.sorted { $0.key < $1.key }
-      Task(executorPreference: handlerExecutor) {
+      Task.immediate(executorPreference: handlerExecutor) {
         let entries = managed.map {
           DBusDictEntry(key: .objectPath($0.key), value: Self.interfacesAndProperties($0.value))
         }
@@ -216,7 +216,7 @@ extension DBusConnection {
       interface: exported.name, member: method.name, arguments: arguments)
     let handler = method.handler
     let outSignature = method.outSignature
-    Task(executorPreference: handlerExecutor) {
+    Task.immediate(executorPreference: handlerExecutor) {
       do {
         let values = try await handler(invocation)
         self.reply(to: call, values: values, signature: outSignature)
@@ -248,7 +248,7 @@ extension DBusConnection {
       guard let interfaceName = arguments[0].stringValue,
         let propertyName = arguments[1].stringValue
       else { break }
-      Task(executorPreference: handlerExecutor) {
+      Task.immediate(executorPreference: handlerExecutor) {
         do throws(DBusError) {
           let property = try lookup(interfaceName, propertyName)
           guard property.access != .write, let value = property.get() else {
@@ -264,7 +264,7 @@ extension DBusConnection {
       return true
     case ("GetAll", 1):
       guard let interfaceName = arguments[0].stringValue else { break }
-      Task(executorPreference: handlerExecutor) {
+      Task.immediate(executorPreference: handlerExecutor) {
         // An interface without properties (or unknown to us) answers an empty dictionary.
         let values = object.interface(named: interfaceName)?.propertyValues() ?? [:]
         self.reply(to: call, values: [.dictionaryOfVariants(values)], signature: "a{sv}")
@@ -275,7 +275,7 @@ extension DBusConnection {
         let propertyName = arguments[1].stringValue,
         case .variant(let value) = arguments[2]
       else { break }
-      Task(executorPreference: handlerExecutor) {
+      Task.immediate(executorPreference: handlerExecutor) {
         do {
           let property = try lookup(interfaceName, propertyName)
           guard property.access != .read, let set = property.set else {

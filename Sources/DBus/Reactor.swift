@@ -34,7 +34,8 @@ import Synchronization
 ///
 /// No user code runs on the reactor's thread: it resumes continuations and runs the package's
 /// own watch handlers, outside its lock. A handler may enter a D-Bus connection's queue
-/// (`sync`), whose turns are short and never wait for the reactor.
+/// (`sync`), whose turns are short and never wait for the reactor; an exported method's
+/// handler starts there and runs until its first suspension (``ExportedMethod``).
 ///
 /// Package access (not public: no public API deals in descriptors), so that the DBus and BLEKit
 /// modules and the blekit command (serve's child processes, the pairing prompt's standard
@@ -74,6 +75,14 @@ package final class Reactor: Sendable {
 
   private struct State {
     var registrations: [Int32: Registration] = [:]
+    /// How many armed waits have a deadline: while none has, a wake-up looks for none (the
+    /// bus connections' watches and most waits have none).
+    var deadlines = 0
+
+    /// Counts out the waits with a deadline among `waits`, which leave.
+    mutating func leaving(_ waits: some Sequence<ReactorWait>) {
+      for wait in waits where wait.deadline != nil { deadlines -= 1 }
+    }
   }
 
   private let epoll: Int32
@@ -85,7 +94,9 @@ package final class Reactor: Sendable {
   /// How many events one `epoll_wait` takes at most.
   private static let eventBatch = 64
 
-  private init() {
+  /// A reactor of its own, with its own thread, which lives as long as the process: the
+  /// process uses ``shared``; a test makes one to count its own waits alone.
+  package init() {
     epoll = Syscall.epollCreate()
     wakeup = Syscall.eventfd()
     guard epoll >= 0, wakeup >= 0 else { return }
@@ -116,6 +127,7 @@ package final class Reactor: Sendable {
         return errno == EPERM ? .ready : .released
       }
       state.registrations[fd] = registration
+      if deadline != nil { state.deadlines += 1 }
       return nil
     }
     if let refused {
@@ -189,6 +201,7 @@ package final class Reactor: Sendable {
     let waits: [ReactorWait] = state.withLock { state in
       guard let registration = state.registrations.removeValue(forKey: fd) else { return [] }
       if registration.inSet { _ = Syscall.epollControl(epoll, Syscall.epollDelete, fd, 0) }
+      state.leaving(registration.waits)
       return registration.waits
     }
     for wait in waits { wait.complete(.released) }
@@ -200,12 +213,15 @@ package final class Reactor: Sendable {
       guard var registration = state.registrations[wait.fd],
         let index = registration.waits.firstIndex(where: { $0 === wait })
       else { return }
-      registration.waits.remove(at: index)
+      state.leaving([registration.waits.remove(at: index)])
       _ = update(wait.fd, &registration)
       state.registrations[wait.fd] = registration
     }
     wait.complete(.cancelled)
   }
+
+  /// How many armed waits have a deadline (for tests).
+  package var armedDeadlines: Int { state.withLock { $0.deadlines } }
 
   /// How many waits are armed on `fd` (for tests).
   package func pendingWaits(on fd: Int32) -> Int {
@@ -241,7 +257,9 @@ package final class Reactor: Sendable {
     var woken: [(@Sendable (WatchEvent) -> Void, WatchEvent)] = []
     woken.reserveCapacity(Self.eventBatch)
     while true {
-      let timeout = state.withLock { state in Self.timeout(until: Self.nearestDeadline(state)) }
+      let timeout = state.withLock { state in
+        state.deadlines == 0 ? -1 : Self.timeout(until: Self.nearestDeadline(state))
+      }
       let count = events.withUnsafeMutableBufferPointer {
         Syscall.epollWait(epoll, $0.baseAddress!, Int32($0.count), timeout)
       }
@@ -271,17 +289,20 @@ package final class Reactor: Sendable {
           registration.waits.removeAll { wait in
             guard !wait.interest.isDisjoint(with: ready) else { return false }
             due.append((wait, .ready))
+            if wait.deadline != nil { state.deadlines -= 1 }
             return true
           }
           _ = update(fd, &registration)
           state.registrations[fd] = registration
         }
+        guard state.deadlines > 0 else { return }
         let now = ContinuousClock.now
         for (fd, var registration) in state.registrations
         where registration.waits.contains(where: { $0.deadline.map { $0 <= now } ?? false }) {
           registration.waits.removeAll { wait in
             guard let deadline = wait.deadline, deadline <= now else { return false }
             due.append((wait, .timedOut))
+            state.deadlines -= 1
             return true
           }
           _ = update(fd, &registration)

@@ -70,6 +70,45 @@ import Testing
     }
   }
 
+  /// The reactor looks for due deadlines only while it counts some: every way a wait with a
+  /// deadline ends counts it out, and one still armed times out beside waits without one.
+  @Test func everyEndOfAWaitWithADeadlineCountsItOut() async throws {
+    let reactor = Reactor()
+    let far = ContinuousClock.now + .seconds(60)
+    try await Self.withPair { fd, peer in
+      // Ready.
+      let readable = reactor.arm(fd, for: .readable, until: far)
+      #expect(reactor.armedDeadlines == 1)
+      var byte: UInt8 = 1
+      #expect(write(peer, &byte, 1) == 1)
+      #expect(try await readable.value() == .ready)
+      #expect(read(fd, &byte, 1) == 1)
+      #expect(reactor.armedDeadlines == 0)
+      // Timed out.
+      let soon = try await reactor.wait(
+        fd, for: .readable, until: .now + .milliseconds(100))
+      #expect(soon == .timedOut)
+      #expect(reactor.armedDeadlines == 0)
+      // Cancelled.
+      let cancelled = Task { try await reactor.wait(fd, for: .readable, until: far) }
+      while reactor.armedDeadlines == 0 { try await Task.sleep(for: .milliseconds(10)) }
+      cancelled.cancel()
+      await #expect(throws: CancellationError.self) { try await cancelled.value }
+      #expect(reactor.armedDeadlines == 0)
+      // A deadline beside a wait without one still ends at its time.
+      let open = reactor.arm(fd, for: .readable)
+      let timed = try await reactor.wait(fd, for: .readable, until: .now + .milliseconds(100))
+      #expect(timed == .timedOut)
+      #expect(reactor.pendingWaits(on: fd) == 1)
+      // Released.
+      _ = reactor.arm(fd, for: .readable, until: far)
+      #expect(reactor.armedDeadlines == 1)
+      reactor.release(fd)
+      #expect(try await open.value() == .released)
+      #expect(reactor.armedDeadlines == 0)
+    }
+  }
+
   @Test func aCancelledWaitThrowsCancellationErrorAndIsDisarmed() async throws {
     try await Self.withPair { fd, peer in
       let waiting = Task { try await Reactor.shared.wait(fd, for: .readable) }
