@@ -135,6 +135,9 @@ public final class DBusConnection: @unchecked Sendable {
 
   var isOnQueue: Bool { DispatchQueue.getSpecific(key: Self.queueKey) == ObjectIdentifier(self) }
 
+  /// Whether the current thread runs inside any connection's queue (this one or another).
+  var isOnAnyConnectionsQueue: Bool { DispatchQueue.getSpecific(key: Self.queueKey) != nil }
+
   /// Runs `body` on the queue and waits for it (directly if already on it).
   func onQueueSync<T>(_ body: () throws(DBusError) -> T) throws(DBusError) -> T {
     if isOnQueue { return try body() }
@@ -303,7 +306,18 @@ public final class DBusConnection: @unchecked Sendable {
         }
         // Sent from the caller's thread: the queue's turns are short and never wait for a
         // task, so entering it costs less than waking a thread to send (one context switch
-        // per call, measured by scripts/bench-dbus).
+        // per call, measured by scripts/bench-dbus). A caller inside another connection's
+        // queue (an exported method's handler, which starts there) hands the call over
+        // instead: a thread that holds one queue never waits for another, so two connections
+        // whose handlers call each other cannot wait for each other.
+        if isOnAnyConnectionsQueue {
+          queue.async {
+            self.startCall(
+              id: id, message: owned, timeoutMS: timeoutMS, timeout: timeout, what: label,
+              continuation: continuation)
+          }
+          return
+        }
         queue.sync {
           self.startCall(
             id: id, message: owned, timeoutMS: timeoutMS, timeout: timeout, what: label,

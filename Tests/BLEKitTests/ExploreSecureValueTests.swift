@@ -51,6 +51,10 @@ final class SecureValueDevice: Sendable {
     /// security pending after that pairing failed and the link dropped: the quirks lab suite
     /// on Debian 13).
     case dropThenSilentThenInProgress
+    /// The link drops and the read is never answered, and neither is the read on the new link,
+    /// which stays up (bluetoothd 5.82 on Debian 13, the quirks lab suite of 2026-12-07: the
+    /// retry waited out the 40 s GATT call limit).
+    case dropThenSilentThenHeld
     /// An empty value, and the disconnection 100 ms later: bluetoothd 5.66's answer to a
     /// read that the link's loss ended.
     case emptyThenDrop
@@ -168,7 +172,10 @@ final class SecureValueDevice: Sendable {
         return []
       case .dropThenSilentThenInProgress where state.secureReads.withLock({ $0 }) > 1:
         throw DBusError.remote(name: "org.bluez.Error.InProgress", message: "In Progress")
-      case .dropThenSilent, .dropThenSilentThenInProgress:
+      case .dropThenSilentThenHeld where state.secureReads.withLock({ $0 }) > 1:
+        try await Task.sleep(for: .seconds(300))
+        throw DBusError.remote(name: "org.bluez.Error.Failed", message: "never answered")
+      case .dropThenSilent, .dropThenSilentThenInProgress, .dropThenSilentThenHeld:
         try setLink(false)
         try await Task.sleep(for: .seconds(300))
         throw DBusError.remote(name: "org.bluez.Error.Failed", message: "never answered")
@@ -469,6 +476,37 @@ struct ExploreSecureValueTests {
         == .authorization)
     #expect(requirement("org.bluez.Error.Failed", "Operation failed with ATT error: 0x0e") == nil)
     #expect(requirement("org.bluez.Error.Failed", "Operation failed") == nil)
+  }
+}
+
+/// A read bluetoothd still holds after a drop, met again on the new link: a test of its own, as
+/// it waits out the GATT call limit (40 s).
+@Suite(.timeLimit(.minutes(2)))
+struct ExploreHeldReadTests {
+  @Test func aRetryThatWaitsOutTheCallLimitAfterAnUnansweredDropIsThatDrop() async throws {
+    let bus = try PrivateBus()
+    defer { bus.stop() }
+    let device = try await SecureValueDevice(
+      bus: bus, refusal: .dropThenSilentThenHeld, connected: true)
+    defer { device.close() }
+    let central = try await CentralManager.open(connection: try bus.connect())
+    let identifier = try #require(
+      await central.peripheral(address: BluetoothAddress(SecureValueDevice.address)))
+    let peripheral = Peripheral(identifier: identifier, manager: central)
+    let tree = try await peripheral.explore(
+      reads: .all, reconnects: ExploreSecureValueTests.allowance)
+    let reads = ExploreSecureValueTests.reads(tree)
+    #expect(reads[SecureValueDevice.battery.rawValue] == .value([0x5A]))
+    guard case .failed(let failure)? = reads[SecureValueDevice.secure.rawValue] else {
+      Issue.record("the secure value was read")
+      await central.close()
+      return
+    }
+    // The drop's failure, not the retry's time-out.
+    #expect(failure.droppedLink)
+    #expect(failure.message.contains("before the read was answered"), "\(failure)")
+    #expect(device.secureReads == 2)
+    await central.close()
   }
 }
 

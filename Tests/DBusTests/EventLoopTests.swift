@@ -65,6 +65,88 @@ import Testing
   }
 }
 
+extension EventLoopTests {
+  /// A call made from inside one connection's queue (where an exported method's handler
+  /// starts) is handed to the other connection's queue, not waited into: a thread that holds
+  /// one queue never waits for another, so handlers of two connections that call each other
+  /// cannot wait for each other. Here the other queue is held for half a second meanwhile.
+  @Test func aCallFromInsideAnotherConnectionsQueueDoesNotWaitForItsQueue() async throws {
+    try await withServerAndClient { _, server, client in
+      // 1 while a Dispatch worker holds the client's queue, 2 once it let go.
+      let holding = Atomic(0)
+      DispatchQueue.global().async {
+        try? client.onQueueSync { () throws(DBus.DBusError) in
+          holding.store(1, ordering: .releasing)
+          usleep(500_000)
+        }
+        holding.store(2, ordering: .releasing)
+      }
+      while holding.load(ordering: .acquiring) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+      let start = ContinuousClock.now
+      let reply = Mutex<Task<[DBusValue], any Error>?>(nil)
+      try server.onQueueSync { () throws(DBus.DBusError) in
+        // Runs here, inside the server's queue, until the call suspends.
+        let task = Task.immediate {
+          try await callTest(client, server, "Echo", [.variant(.int32(7))])
+        }
+        reply.withLock { $0 = task }
+      }
+      let inside = ContinuousClock.now - start
+      #expect(inside < .milliseconds(250), "the server's queue was held \(inside)")
+      let task = try #require(reply.withLock { $0 })
+      #expect(try await task.value == [.variant(.int32(7))])
+      #expect(holding.load(ordering: .acquiring) == 2)
+    }
+  }
+}
+
+extension EventLoopTests {
+  /// An exported method's handler starts on the thread that read and dispatched its call, the
+  /// reactor's, and a quick one replies from there: no thread is woken to run it.
+  @Test func aQuickHandlerRunsOnTheThreadThatReadItsCall() async throws {
+    // The reactor's thread, as a watch handler sees it.
+    let reactorThread = Mutex<pthread_t?>(nil)
+    let (fd, peer) = try seqpacketPair(nonBlocking: true)
+    defer {
+      close(fd)
+      close(peer)
+    }
+    #expect(
+      Reactor.shared.watch(fd) { _ in
+        reactorThread.withLock { $0 = pthread_self() }
+        Reactor.shared.release(fd)
+      })
+    var byte: UInt8 = 1
+    #expect(write(peer, &byte, 1) == 1)
+    while reactorThread.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(5)) }
+    try await withServerAndClient { _, server, client in
+      let handlerThreads = Mutex<[pthread_t]>([])
+      try server.export(
+        ExportedObject(interfaces: [
+          ExportedInterface(
+            name: "org.blekit.Where",
+            methods: [
+              ExportedMethod(name: "Here", inSignature: "", outSignature: "") { _ in
+                handlerThreads.withLock { $0.append(pthread_self()) }
+                return []
+              }
+            ])
+        ]), at: "/where")
+      for _ in 0..<20 {
+        _ = try await client.call(
+          destination: server.uniqueName, path: "/where", interface: "org.blekit.Where",
+          member: "Here")
+      }
+      let threads = handlerThreads.withLock { $0 }
+      let reactor = try #require(reactorThread.withLock { $0 })
+      #expect(threads.count == 20)
+      #expect(
+        threads.allSatisfy { $0 == reactor },
+        "\(threads.filter { $0 != reactor }.count) of 20 elsewhere")
+    }
+  }
+}
+
 /// Polls `condition` every 10 ms for up to five seconds.
 private func poll(_ condition: () -> Bool) async -> Bool {
   for _ in 0..<500 {

@@ -382,8 +382,10 @@ private struct ExplorationLink {
         // bluetoothd 5.82 retries a read refused for security with raised security itself
         // (shared/att.c); when that pairing fails and the link drops, the read is left
         // unanswered and still pending in bluetoothd, which refuses the same read on the
-        // new link with InProgress. That answer is the drop's, not a failure of its own.
-        if let drop, error.bluez?.code == .inProgress {
+        // new link with InProgress, or leaves it unanswered too until the GATT call limit
+        // (both seen on Debian 13's 5.82, the second on 2026-12-07). Either answer is the
+        // drop's, not a failure of its own.
+        if let drop, error.bluez?.code == .inProgress || error.code == .timeout {
           retriesDrops = false
           return .failed(drop)
         }
