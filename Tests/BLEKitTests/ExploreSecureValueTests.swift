@@ -388,11 +388,13 @@ struct ExploreSecureValueTests {
     await central.close()
   }
 
-  @Test func inProgressAfterAnUnansweredDropIsThatDrop() async throws {
+  /// Explores the stand-in refusing as `refusal` with the reconnects allowed: the drop's
+  /// failure must stand for the secure value (not the retry's answer), read twice, and the
+  /// battery level must be read after it.
+  static func expectTheDropStands(_ refusal: SecureValueDevice.Refusal) async throws {
     let bus = try PrivateBus()
     defer { bus.stop() }
-    let device = try await SecureValueDevice(
-      bus: bus, refusal: .dropThenSilentThenInProgress, connected: true)
+    let device = try await SecureValueDevice(bus: bus, refusal: refusal, connected: true)
     defer { device.close() }
     let central = try await CentralManager.open(connection: try bus.connect())
     let identifier = try #require(
@@ -401,17 +403,21 @@ struct ExploreSecureValueTests {
     let tree = try await peripheral.explore(reads: .all, reconnects: Self.allowance)
     let reads = Self.reads(tree)
     #expect(reads[SecureValueDevice.battery.rawValue] == .value([0x5A]))
-    guard case .failed(let failure)? = reads[SecureValueDevice.secure.rawValue] else {
+    if case .failed(let failure)? = reads[SecureValueDevice.secure.rawValue] {
+      #expect(failure.droppedLink)
+      #expect(failure.message.contains("before the read was answered"), "\(failure)")
+    } else {
       Issue.record("the secure value was read")
-      await central.close()
-      return
     }
-    // The drop's failure, not bluetoothd's InProgress for the read it still holds.
-    #expect(failure.droppedLink)
-    #expect(failure.message.contains("before the read was answered"), "\(failure)")
     #expect(device.secureReads == 2)
     await central.close()
   }
+
+  /// bluetoothd's InProgress for the read it still holds is the drop's answer.
+  @Test func inProgressAfterAnUnansweredDropIsThatDrop() async throws {
+    try await Self.expectTheDropStands(.dropThenSilentThenInProgress)
+  }
+
 
   @Test func anEmptyValueTheLinkDropsRightAfterIsNoValue() async throws {
     let bus = try PrivateBus()
@@ -484,30 +490,9 @@ struct ExploreSecureValueTests {
 @Suite(.timeLimit(.minutes(2)))
 struct ExploreHeldReadTests {
   @Test func aRetryThatWaitsOutTheCallLimitAfterAnUnansweredDropIsThatDrop() async throws {
-    let bus = try PrivateBus()
-    defer { bus.stop() }
-    let device = try await SecureValueDevice(
-      bus: bus, refusal: .dropThenSilentThenHeld, connected: true)
-    defer { device.close() }
-    let central = try await CentralManager.open(connection: try bus.connect())
-    let identifier = try #require(
-      await central.peripheral(address: BluetoothAddress(SecureValueDevice.address)))
-    let peripheral = Peripheral(identifier: identifier, manager: central)
-    let tree = try await peripheral.explore(
-      reads: .all, reconnects: ExploreSecureValueTests.allowance)
-    let reads = ExploreSecureValueTests.reads(tree)
-    #expect(reads[SecureValueDevice.battery.rawValue] == .value([0x5A]))
-    guard case .failed(let failure)? = reads[SecureValueDevice.secure.rawValue] else {
-      Issue.record("the secure value was read")
-      await central.close()
-      return
-    }
-    // The drop's failure, not the retry's time-out.
-    #expect(failure.droppedLink)
-    #expect(failure.message.contains("before the read was answered"), "\(failure)")
-    #expect(device.secureReads == 2)
-    await central.close()
+    try await ExploreSecureValueTests.expectTheDropStands(.dropThenSilentThenHeld)
   }
+
 }
 
 /// `blekit explore` against the stand-in, as a user runs it.
