@@ -418,7 +418,6 @@ struct ExploreSecureValueTests {
     try await Self.expectTheDropStands(.dropThenSilentThenInProgress)
   }
 
-
   @Test func anEmptyValueTheLinkDropsRightAfterIsNoValue() async throws {
     let bus = try PrivateBus()
     defer { bus.stop() }
