@@ -55,14 +55,15 @@ public struct ExportedInterface: Sendable {
 /// A method of an exported interface.
 ///
 /// Calls whose arguments don't match `inSignature` are refused with
-/// `org.freedesktop.DBus.Error.InvalidArgs` before the handler runs. The handler runs in its own
-/// Task, which starts at once (`Task.immediate`) on the thread that dispatches the call, inside the
-/// connection's serial queue, and prefers the connection's executor after: a quick handler
-/// replies with no thread hand-off at all. Don't block in a handler (no semaphores, no sleeping
-/// threads, no long computation): until its first suspension it holds the queue and the thread
-/// that reads every connection; anything it awaits elsewhere moves it off both. Its return values must match `outSignature`
-/// (a mismatch is answered with `org.freedesktop.DBus.Error.Failed`). Throwing a `DBusError` with code `.remote`
-/// and a name sends that error; any other error becomes `org.freedesktop.DBus.Error.Failed`.
+/// `org.freedesktop.DBus.Error.InvalidArgs` before the handler runs. The handler runs in its
+/// own Task, which starts at once (`Task.immediate`) on the thread that dispatches the call,
+/// inside the connection's serial queue, and prefers the connection's executor after: a quick
+/// handler replies with no thread hand-off at all. Don't block in a handler (no semaphores, no
+/// sleeping threads, no long computation): until its first suspension it holds the queue and
+/// the thread that reads every connection; anything it awaits elsewhere moves it off both. Its
+/// return values must match `outSignature` (a mismatch is answered with
+/// `org.freedesktop.DBus.Error.Failed`). Throwing a `DBusError` with code `.remote` and a name
+/// sends that error; any other error becomes `org.freedesktop.DBus.Error.Failed`.
 public struct ExportedMethod: Sendable {
   public var name: MemberName
   public var inSignature: Signature
