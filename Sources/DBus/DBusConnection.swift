@@ -297,31 +297,25 @@ public final class DBusConnection: @unchecked Sendable {
     nonisolated(unsafe) let owned = message
     let result: Result<[DBusValue], DBusError> = await withTaskCancellationHandler {
       await withCheckedContinuation { continuation in
-        if isOnQueue {
-          // The caller runs on `executor`: no hop needed.
-          startCall(
-            id: id, message: owned, timeoutMS: timeoutMS, timeout: timeout, what: label,
-            continuation: continuation)
-          return
-        }
-        // Sent from the caller's thread: the queue's turns are short and never wait for a
-        // task, so entering it costs less than waking a thread to send (one context switch
-        // per call, measured by scripts/bench-dbus). A caller inside another connection's
-        // queue (an exported method's handler, which starts there) hands the call over
-        // instead: a thread that holds one queue never waits for another, so two connections
-        // whose handlers call each other cannot wait for each other.
-        if isOnAnyConnectionsQueue {
-          queue.async {
-            self.startCall(
-              id: id, message: owned, timeoutMS: timeoutMS, timeout: timeout, what: label,
-              continuation: continuation)
-          }
-          return
-        }
-        queue.sync {
+        let start: @Sendable () -> Void = {
           self.startCall(
             id: id, message: owned, timeoutMS: timeoutMS, timeout: timeout, what: label,
             continuation: continuation)
+        }
+        if isOnQueue {
+          // The caller runs on `executor`: no hop needed.
+          start()
+        } else if isOnAnyConnectionsQueue {
+          // A caller inside another connection's queue (an exported method's handler, which
+          // starts there) hands the call over: a thread that holds one queue never waits for
+          // another, so two connections whose handlers call each other cannot wait for each
+          // other.
+          queue.async(execute: start)
+        } else {
+          // Sent from the caller's thread: the queue's turns are short and never wait for a
+          // task, so entering it costs less than waking a thread to send (one context switch
+          // per call, measured by scripts/bench-dbus).
+          queue.sync(execute: start)
         }
       }
     } onCancel: {
