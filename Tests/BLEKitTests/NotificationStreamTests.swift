@@ -142,9 +142,13 @@ import Testing
     let sunk = Mutex<[[UInt8]]>([])
     let last = Self.value(2_999)
     #expect(
-      stream.divert { batch in
-        sunk.withLock { $0 += batch }
-        return batch.last == last
+      stream.divert { burst in
+        var done = false
+        while let value = burst.next({ Array($0) }) {
+          sunk.withLock { $0.append(value) }
+          done = value == last
+        }
+        return done
       })
     // The rest is sent once the switch is in the stream: `divert` takes effect on the reader's
     // thread, and a loaded machine can run it after a sender started at once had sent it all

@@ -31,6 +31,9 @@ import Testing
     case overflowing
     /// Only while the sender's queued memory is under a fifth of its buffer: never near full.
     case paced
+    /// Paced, then without pause 20 chunks more after EOM (a peer that goes on notifying):
+    /// they come in the burst that brought EOM, or later, and are no part of the message.
+    case pacedThenMore
   }
 
   /// The sender's queued kernel memory (SIOCOUTQ on a Unix socket: its `sk_wmem_alloc`).
@@ -56,7 +59,7 @@ import Testing
 
   /// Writes chunks `from...` and EOM, waiting for room (paced: only while the queued memory is
   /// under a fifth of the send buffer).
-  static func write(on fd: Int32, from first: Int, paced: Bool) {
+  static func write(on fd: Int32, from first: Int, paced: Bool, more: Int = 0) {
     for chunk in chunks[first...] {
       if paced {
         while queued(fd) > NotificationBacklog.systemSenderBuffer / 5 { usleep(1_000) }
@@ -64,6 +67,7 @@ import Testing
       guard send(chunk, on: fd, flags: 0) else { return }
     }
     _ = send(Array("EOM".utf8), on: fd, flags: 0)
+    for chunk in chunks.prefix(more) { _ = send(chunk, on: fd, flags: 0) }
   }
 
   /// Serves one connected device with the transfer service's plain characteristic; its
@@ -96,7 +100,9 @@ import Testing
         let first = sending == .overflowing ? overflow(ours) : 0
         dropped.withLock { $0 = first == 0 ? 0 : 1 }
         DispatchQueue.global().async {
-          write(on: ours, from: first, paced: sending == .paced)
+          write(
+            on: ours, from: first, paced: sending != .overflowing,
+            more: sending == .pacedThenMore ? 20 : 0)
           close(ours)
         }
         return [.unixFD(FileDescriptor(owning: fds.handedOut)), .uint16(247)]
@@ -146,5 +152,12 @@ import Testing
     let received = try result.get()
     #expect(received.bytes == Self.chunks.flatMap { $0 })
     #expect(received.framing == .plain)
+  }
+
+  @Test func valuesAfterTheEndAreNoPartOfTheMessage() async throws {
+    let (result, dropped) = try await Self.receive(.pacedThenMore)
+    #expect(dropped == 0)
+    let received = try result.get()
+    #expect(received.bytes == Self.chunks.flatMap { $0 })
   }
 }

@@ -39,7 +39,9 @@ import Synchronization
 ///
 /// Each wake-up reads until the socket is empty and hands the values over in order, in batches
 /// of at most `batchLimit` (one `onValues` call per batch, not per value: the consumer's cost
-/// per hand-over is paid once per batch). Every value read is handed over before `onEnd`.
+/// per hand-over is paid once per batch), or, once diverted (``divert(to:signal:)``), lends the
+/// burst to a sink that reads each value's bytes where they were read, with no array per value
+/// (``Burst``). Every value read is handed over before `onEnd`.
 /// Both are called with the lock held, so they must not call back into the reader but
 /// through its queue (every method here does). Meanwhile a ``NotificationBacklog`` measures
 /// how far the reads fell behind, which tells whether bluetoothd may have dropped a value,
@@ -63,7 +65,7 @@ final class NotificationSocket: Sendable {
   /// Everything the reading changes, under one lock.
   private let state: Mutex<ReaderState>
 
-  private struct ReaderState: Sendable {
+  fileprivate struct ReaderState: Sendable {
     /// Set once the reader has ended (EOF, error or cancel), together with the socket's
     /// shutdown.
     var ended = false
@@ -75,9 +77,69 @@ final class NotificationSocket: Sendable {
     var buffer: [UInt8]
     /// Where each datagram's control data (its `SCM_CREDENTIALS`) is read into.
     var control = [UInt8](repeating: 0, count: NotificationSocket.controlSize)
-    /// The batch being read, kept between wake-ups with its capacity: a consumer that does not
-    /// keep the batches (a diverted stream) then costs no allocation for them.
+    /// The batch being read, kept between wake-ups with its capacity.
     var batch: [[UInt8]] = []
+    /// Where each burst goes once diverted (``divert(to:signal:)``), instead of a batch.
+    var sink: BurstSink?
+    /// Wakes the diverted consumer: called at the switch and whenever `sink` returns true.
+    var signal: (@Sendable () -> Void)?
+  }
+
+  /// A consumer that reads each burst itself, on the reader's thread with its lock held (a
+  /// diverted transfer): true when its owner must be woken (it is done, or has failed).
+  typealias BurstSink = @Sendable (inout Burst) -> Bool
+
+  /// Why a burst of reads stopped.
+  enum BurstEnd {
+    /// The socket is empty (`EAGAIN`).
+    case empty
+    /// The end of the stream (a 0-byte read without control data).
+    case closed
+    /// A read failed with this errno.
+    case failed(Int32)
+  }
+
+  /// The reads of one wake-up, lent to a diverted consumer (``BurstSink``) on the reader's
+  /// thread with its lock held. Each ``next(_:)`` reads one value and lends its bytes (in the
+  /// reader's own buffer, valid during the call) to `body`: the consumer copies what it keeps,
+  /// and no value becomes an array of its own. Valid only during the call it is lent to; the
+  /// reader reads (and drops) whatever the consumer left unread when it returns.
+  struct Burst: ~Copyable {
+    fileprivate let socket: NotificationSocket
+    fileprivate let state: UnsafeMutablePointer<ReaderState>
+    /// Why the reads stopped, once they have.
+    fileprivate(set) var end: BurstEnd?
+
+    fileprivate init(socket: NotificationSocket, state: UnsafeMutablePointer<ReaderState>) {
+      self.socket = socket
+      self.state = state
+    }
+
+    /// Reads the next value and returns what `body` made of its bytes; `nil` once the socket
+    /// is empty or has ended (``end`` says which).
+    mutating func next<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result? {
+      guard end == nil else { return nil }
+      while true {
+        if state.pointee.backlog.needsSnapshot {
+          state.pointee.backlog.snapshot(queuedBytes: socket.queuedBytes())
+        }
+        let (count, datagram, code) = socket.receive(&state.pointee)
+        if count > 0 || (count == 0 && datagram) {
+          state.pointee.backlog.record(valueLength: count)
+          state.pointee.attQueue.valueRead()
+          return state.pointee.buffer.withUnsafeBytes {
+            body(UnsafeRawBufferPointer(rebasing: $0[..<count]))
+          }
+        }
+        if count == 0 {
+          end = .closed
+          return nil
+        }
+        if code == EINTR { continue }
+        end = code == EAGAIN || code == EWOULDBLOCK ? .empty : .failed(code)
+        return nil
+      }
+    }
   }
 
   /// The most values handed over in one batch: a long burst is handed over in parts, so the
@@ -137,10 +199,18 @@ final class NotificationSocket: Sendable {
     }
   }
 
-  /// Runs `body` with the reader's lock held: after every batch already handed over and before
-  /// the next (how a consumer switches where batches go without losing or reordering one).
-  func perform(_ body: @escaping @Sendable () -> Void) {
-    queue.async { self.state.withLock { _ in body() } }
+  /// From the next burst on, hands every burst to `sink` instead of `onValues`, and calls
+  /// `signal` at the switch (with the reader's lock held: after every batch already handed
+  /// over and before the next, so no value is lost or reordered) and whenever `sink` returns
+  /// true.
+  func divert(to sink: @escaping BurstSink, signal: @escaping @Sendable () -> Void) {
+    queue.async {
+      self.state.withLock { state in
+        state.sink = sink
+        state.signal = signal
+        signal()
+      }
+    }
   }
 
   /// The reactor's handler: reads what is there, and once the reader has ended, ends the watch
@@ -203,62 +273,59 @@ final class NotificationSocket: Sendable {
   }
 
   /// FIONREAD: the bytes of every value queued on the socket (SOCK_SEQPACKET), or 0.
-  private func queuedBytes() -> Int {
+  fileprivate func queuedBytes() -> Int {
     var queued: Int32 = 0
     return Syscall.ioctl(fd, UInt(FIONREAD), &queued) == 0 ? Int(queued) : 0
   }
 
-  /// Reads every value available now and hands them over in batches; ends on EOF, on a socket
-  /// error, or (when given) with `error` once the socket is empty. Runs with the lock held.
+  /// Reads every value available now and hands them over in batches (or to the sink, once
+  /// diverted); ends on EOF, on a socket error, or (when given) with `error` once the socket is
+  /// empty. Runs with the lock held.
   private func drain(_ state: inout ReaderState, thenEndWith error: (any Error)?) {
     guard !state.ended else { return }
-    var batch: [[UInt8]] = []
-    swap(&batch, &state.batch)
-    defer {
-      batch.removeAll(keepingCapacity: true)
-      swap(&batch, &state.batch)
-    }
-    while true {
-      if state.backlog.needsSnapshot { state.backlog.snapshot(queuedBytes: queuedBytes()) }
-      let (count, datagram, code) = receive(&state)
-      if count > 0 || (count == 0 && datagram) {
-        state.backlog.record(valueLength: count)
-        state.attQueue.valueRead()
-        batch.append(Array(state.buffer[0..<count]))
-        if batch.count == Self.batchLimit {
-          onValues(batch)
-          batch.removeAll(keepingCapacity: true)
+    let stop = withUnsafeMutablePointer(to: &state) { state -> BurstEnd in
+      var burst = Burst(socket: self, state: state)
+      if let sink = state.pointee.sink {
+        if sink(&burst) { state.pointee.signal?() }
+      } else {
+        var batch: [[UInt8]] = []
+        swap(&batch, &state.pointee.batch)
+        while let value = burst.next({ Array($0) }) {
+          batch.append(value)
+          if batch.count == Self.batchLimit {
+            onValues(batch)
+            batch.removeAll(keepingCapacity: true)
+          }
         }
-        continue
+        if !batch.isEmpty { onValues(batch) }
+        batch.removeAll(keepingCapacity: true)
+        swap(&batch, &state.pointee.batch)
       }
-      if count == 0 {
-        state.backlog.drained()
-        hand(batch)
-        end(
-          &state,
-          error ?? BluetoothError(.disconnected, "the notification socket was closed by bluetoothd")
-        )
-        return
-      }
-      if code == EINTR { continue }
-      state.backlog.drained()
-      hand(batch)
-      if code == EAGAIN || code == EWOULDBLOCK {
-        if let error { end(&state, error) }
-        return
-      }
+      // What a sink left unread is read and dropped: it had what it wanted.
+      while burst.next({ _ in }) != nil {}
+      return burst.end ?? .empty
+    }
+    state.backlog.drained()
+    switch stop {
+    case .closed:
+      end(
+        &state,
+        error ?? BluetoothError(.disconnected, "the notification socket was closed by bluetoothd"))
+    case .empty:
+      if let error { end(&state, error) }
+    case .failed(let code):
       end(
         &state,
         BluetoothError(
           .disconnected, "reading notifications failed: \(String(cString: strerror(code)))"))
-      return
     }
   }
 
   /// Reads one datagram into `state.buffer`: its length (or -1 and the errno), and whether a
   /// datagram was read at all (control data came with it), which a length of 0 needs to tell
   /// an empty value from the end of the stream. Runs with the lock held.
-  private func receive(_ state: inout ReaderState) -> (count: Int, datagram: Bool, error: Int32) {
+  fileprivate func receive(_ state: inout ReaderState) -> (count: Int, datagram: Bool, error: Int32)
+  {
     state.buffer.withUnsafeMutableBytes { buffer in
       state.control.withUnsafeMutableBytes { control in
         var vector = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
@@ -279,11 +346,6 @@ final class NotificationSocket: Sendable {
         }
       }
     }
-  }
-
-  /// Hands over the values of a batch, if there are any.
-  private func hand(_ batch: [[UInt8]]) {
-    if !batch.isEmpty { onValues(batch) }
   }
 
   /// Ends the reader (once: `drain` returns early after an end) and wakes the reactor's

@@ -237,19 +237,20 @@ public struct NotificationStream: AsyncSequence, Sendable {
 }
 
 extension NotificationStream {
-  /// Hands every batch the socket's reader brings from now on to `sink`, on the reader's own
+  /// Hands every burst the socket's reader reads from now on to `sink`, on the reader's own
   /// thread, instead of putting it in the stream: a consumer that can take values without
-  /// waiting (a transfer's reassembly) then pays no hand-over between threads per batch, which
-  /// on a slow link (one value per batch) costs more than the value's own work. The switch
-  /// happens between two batches, and an empty batch in the stream marks it: batches before
-  /// the marker are still in the stream (read them with the iterator's
-  /// `nextBatchOrMarker()`), and `sink` gets every later one, in order. When `sink` returns
-  /// true (it is done, or has something to say), another empty batch goes into the stream to
-  /// wake its consumer. The stream's end still comes through the stream, after every batch.
-  /// Returns false (and changes nothing) for a stream with no socket (StartNotify).
-  func divert(to sink: @escaping @Sendable ([[UInt8]]) -> Bool) -> Bool {
+  /// waiting (a transfer's reassembly) then pays no hand-over between threads per burst, which
+  /// on a slow link (one value per burst) costs more than the value's own work, and no array
+  /// per value, which in a fast one costs more than the rest of the read. The switch happens
+  /// between two bursts, and an empty batch in the stream marks it: batches before the marker
+  /// are still in the stream (read them with the iterator's `nextBatchOrMarker()`), and `sink`
+  /// reads every later value, in order. When `sink` returns true (it is done, or has
+  /// something to say), another empty batch goes into the stream to wake its consumer. The
+  /// stream's end still comes through the stream, after every value. Returns false (and
+  /// changes nothing) for a stream with no socket (StartNotify).
+  func divert(to sink: @escaping NotificationSocket.BurstSink) -> Bool {
     guard let reader, let route else { return false }
-    reader.perform { route.divert(to: sink) }
+    reader.divert(to: sink, signal: { route.mark() })
     return true
   }
 
@@ -302,41 +303,31 @@ extension NotificationStream {
   }
 }
 
-/// Where a socket reader's batches go: into the stream, or, once diverted, to a sink on the
-/// reader's thread (``NotificationStream/divert(to:)``).
-///
-/// Both methods run with the reader's lock held (`onValues`, `NotificationSocket.perform`),
-/// which orders every access to `sink`: hence no lock of its own, which would cost more per
-/// batch than the rest of the hand-over.
-final class BatchRoute: @unchecked Sendable {
+/// Puts a socket reader's batches into the stream (until it is diverted:
+/// ``NotificationStream/divert(to:)``), as many as fit the stream's bound.
+final class BatchRoute: Sendable {
   private let continuation: NotificationStream.Batches.Continuation
   private let buffer: NotificationBuffer
-  private var sink: (@Sendable ([[UInt8]]) -> Bool)?
 
   init(_ continuation: NotificationStream.Batches.Continuation, buffer: NotificationBuffer) {
     self.continuation = continuation
     self.buffer = buffer
   }
 
-  /// From now on, batches go to `sink`; the empty batch put in the stream marks the switch.
-  func divert(to sink: @escaping @Sendable ([[UInt8]]) -> Bool) {
-    self.sink = sink
+  /// Puts an empty batch in the stream: a diversion's marker, or its sink's wake-up.
+  func mark() {
     continuation.yield([])
   }
 
   func deliver(_ batch: [[UInt8]]) {
-    if let sink {
-      if sink(batch) { continuation.yield([]) }
-    } else {
-      // Only what fits the stream's bound goes in; the rest is dropped and counted. The
-      // reader goes on reading the socket either way: stopping would make bluetoothd drop
-      // values uncounted (it cannot write to a full socket).
-      let room = buffer.admit(batch.count)
-      if room == batch.count {
-        continuation.yield(batch)
-      } else if room > 0 {
-        continuation.yield(Array(batch.prefix(room)))
-      }
+    // Only what fits the stream's bound goes in; the rest is dropped and counted. The reader
+    // goes on reading the socket either way: stopping would make bluetoothd drop values
+    // uncounted (it cannot write to a full socket).
+    let room = buffer.admit(batch.count)
+    if room == batch.count {
+      continuation.yield(batch)
+    } else if room > 0 {
+      continuation.yield(Array(batch.prefix(room)))
     }
   }
 }

@@ -414,7 +414,7 @@ public struct TransferCentral: Sendable {
           // failed its checks, or the stream ended: a slow link brings one value per batch,
           // and a hand-over between threads per value would cost more than the value's work.
           var values = notifications.makeAsyncIterator()
-          _ = notifications.divert { shared.takeOnReaderThread($0) }
+          _ = notifications.divert { shared.takeOnReaderThread(&$0) }
           while true {
             let batch: ArraySlice<[UInt8]>?
             do {
@@ -510,18 +510,22 @@ private final class CollectShared: Sendable {
     return nil
   }
 
-  /// A batch on the reader's thread, once the stream is diverted: held back until the consumer
-  /// has taken what the stream holds, then taken at once. True once the message is complete
-  /// or failed (the consumer must be woken).
-  func takeOnReaderThread(_ batch: [[UInt8]]) -> Bool {
+  /// A burst on the reader's thread, once the stream is diverted: held back until the consumer
+  /// has taken what the stream holds, then taken at once, each value's bytes appended straight
+  /// from the reader's buffer. True once the message is complete or failed (the consumer must
+  /// be woken).
+  func takeOnReaderThread(_ burst: inout NotificationSocket.Burst) -> Bool {
     let (done, bytes) = state.withLock { state -> (Bool, Int?) in
+      // Values after the outcome are left to the reader, which drops them.
       guard state.outcome == nil else { return (false, nil) }
       guard state.diverted else {
         // Progress is counted when the consumer takes these (at once, normally).
-        state.heldBack.append(batch)
+        var batch: [[UInt8]] = []
+        while let value = burst.next({ Array($0) }) { batch.append(value) }
+        if !batch.isEmpty { state.heldBack.append(batch) }
         return (false, nil)
       }
-      state.absorb(batch[...])
+      state.absorb(&burst)
       return (state.outcome != nil, state.bytesReceived)
     }
     if !done, let bytes { report(bytes) }
@@ -572,7 +576,38 @@ private struct CollectState: Sendable {
     }
   }
 
+  /// Takes the values of a burst as ``absorb(_:)-(ArraySlice<[UInt8]>)`` takes a batch's; the
+  /// reader drops what is left of the burst once ``outcome`` is set.
+  mutating func absorb(_ burst: inout NotificationSocket.Burst) {
+    guard outcome == nil else { return }
+    let before = bytesReceived
+    defer { if bytesReceived > before { lastProgress = .now } }
+    // The closure sets the outcome itself: returning a `Result` per value cost more than
+    // appending the value (callgrind, bench/receive).
+    while outcome == nil,
+      burst.next({ value -> Void in
+        do throws(BluetoothError) {
+          if let message = try take(value) { outcome = .success(message) }
+        } catch {
+          outcome = .failure(error)
+        }
+      }) != nil
+    {}
+  }
+
   private mutating func take(_ value: [UInt8]) throws(BluetoothError) -> Collected? {
+    // Array's withUnsafeBytes rethrows untyped: the outcome is carried out of it.
+    let taken = value.withUnsafeBytes { bytes -> Result<Collected?, BluetoothError> in
+      do throws(BluetoothError) { return .success(try take(bytes)) } catch {
+        return .failure(error)
+      }
+    }
+    return try taken.get()
+  }
+
+  private mutating func take(_ value: UnsafeRawBufferPointer) throws(BluetoothError)
+    -> Collected?
+  {
     switch framing {
     case .plain:
       guard let bytes = try plain.receive(value) else { return nil }
