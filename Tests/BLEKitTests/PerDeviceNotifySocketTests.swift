@@ -89,18 +89,25 @@ struct PerDeviceNotifySocketTests {
 
       #expect(
         try manager.updateValue([1, 2], for: fixture.notifying, onSubscribedCentrals: [Self.a]))
-      #expect(receive(socketA, waitMilliseconds: 2000) == [1, 2])
-      #expect(receive(socketB, waitMilliseconds: 200) == [])
+      let received1 = await receive(socketA, waitMilliseconds: 2000)
+      #expect(received1 == [1, 2])
+      let received2 = await receive(socketB, waitMilliseconds: 200)
+      #expect(received2 == [])
 
       try await manager.send([7], for: fixture.notifying, to: Self.b)
-      #expect(receive(socketB, waitMilliseconds: 2000) == [7])
-      #expect(receive(socketA, waitMilliseconds: 200) == [])
+      let received3 = await receive(socketB, waitMilliseconds: 2000)
+      #expect(received3 == [7])
+      let received4 = await receive(socketA, waitMilliseconds: 200)
+      #expect(received4 == [])
 
       // To all: each central through its own socket, once.
       #expect(try manager.updateValue([3], for: fixture.notifying))
-      #expect(receive(socketA, waitMilliseconds: 2000) == [3])
-      #expect(receive(socketB, waitMilliseconds: 2000) == [3])
-      #expect(receive(socketA, waitMilliseconds: 100) == [])
+      let received5 = await receive(socketA, waitMilliseconds: 2000)
+      #expect(received5 == [3])
+      let received6 = await receive(socketB, waitMilliseconds: 2000)
+      #expect(received6 == [3])
+      let received7 = await receive(socketA, waitMilliseconds: 100)
+      #expect(received7 == [])
 
       // B leaves (bluetoothd closes its socket): A stays, and the list says so.
       _ = socketB.take().map { close($0) }
@@ -112,7 +119,8 @@ struct PerDeviceNotifySocketTests {
       }
       #expect(manager.subscribers(of: fixture.notifying).known == [Self.a])
       #expect(try manager.updateValue([4], for: fixture.notifying, onSubscribedCentrals: [Self.b]))
-      #expect(receive(socketA, waitMilliseconds: 200) == [])
+      let received8 = await receive(socketA, waitMilliseconds: 200)
+      #expect(received8 == [])
       let gone = await #expect(throws: BluetoothError.self) {
         try await manager.send([5], for: fixture.notifying, to: Self.b)
       }
@@ -135,7 +143,10 @@ struct PerDeviceNotifySocketTests {
       #expect(error?.message.contains("5.72") == true && error?.message.contains("5.76") == true)
       // To all: through one socket only, since bluetoothd passes it to every central.
       #expect(try manager.updateValue([3], for: fixture.notifying))
-      let got = [receive(socketA, waitMilliseconds: 1000), receive(socketB, waitMilliseconds: 200)]
+      let got = [
+        await receive(socketA, waitMilliseconds: 1000),
+        await receive(socketB, waitMilliseconds: 200),
+      ]
       #expect(got.filter { $0 == [3] }.count == 1)
     }
   }
@@ -181,8 +192,10 @@ struct PerDeviceNotifySocketTests {
         try await manager.indicate([9, 9], for: fixture.indicating, timeout: .seconds(20))
         confirmed.set()
       }
-      #expect(receive(socketA, waitMilliseconds: 2000) == [9, 9])
-      #expect(receive(socketB, waitMilliseconds: 2000) == [9, 9])
+      let received9 = await receive(socketA, waitMilliseconds: 2000)
+      #expect(received9 == [9, 9])
+      let received10 = await receive(socketB, waitMilliseconds: 2000)
+      #expect(received10 == [9, 9])
       // A confirms (bluetoothd writes 0x01 to A's socket); B has not yet.
       #expect(write(socketA.rawValue, [1], 1) == 1)
       try await Task.sleep(for: .milliseconds(200))
@@ -194,8 +207,10 @@ struct PerDeviceNotifySocketTests {
       let second = Task {
         try await manager.indicate([8], for: fixture.indicating, timeout: .seconds(20))
       }
-      #expect(receive(socketA, waitMilliseconds: 2000) == [8])
-      #expect(receive(socketB, waitMilliseconds: 2000) == [8])
+      let received11 = await receive(socketA, waitMilliseconds: 2000)
+      #expect(received11 == [8])
+      let received12 = await receive(socketB, waitMilliseconds: 2000)
+      #expect(received12 == [8])
       #expect(write(socketA.rawValue, [1], 1) == 1)
       _ = socketB.take().map { close($0) }
       try await second.value
@@ -250,24 +265,26 @@ struct PerDeviceNotifySocketTests {
       paths: paths)
     let plain = BlekitUUID.transferCharacteristic
     let socketA = try await fixture.acquire(plain, for: Self.centralA)
-    var valuesA = [receive(socketA, waitMilliseconds: 5000)]
+    var valuesA = [await receive(socketA, waitMilliseconds: 5000)]
     let socketB = try await fixture.acquire(plain, for: Self.centralB)
-    func drain(_ socket: FileDescriptor, into values: inout [[UInt8]]) {
+    func drain(_ socket: FileDescriptor, into values: inout [[UInt8]]) async {
       while values.last != Array("EOM".utf8) {
-        let value = receive(socket, waitMilliseconds: 5000)
+        let value = await receive(socket, waitMilliseconds: 5000)
         if value.isEmpty { break }
         values.append(value)
       }
     }
-    drain(socketA, into: &valuesA)
+    await drain(socketA, into: &valuesA)
     var valuesB: [[UInt8]] = []
-    drain(socketB, into: &valuesB)
+    await drain(socketB, into: &valuesB)
     #expect(valuesA.last == Array("EOM".utf8) && valuesB.last == Array("EOM".utf8))
     #expect(Array(valuesA.dropLast().joined()) == message)
     #expect(Array(valuesB.dropLast().joined()) == message)
     // Nothing more for either.
-    #expect(receive(socketA, waitMilliseconds: 300) == [])
-    #expect(receive(socketB, waitMilliseconds: 100) == [])
+    let received13 = await receive(socketA, waitMilliseconds: 300)
+    #expect(received13 == [])
+    let received14 = await receive(socketB, waitMilliseconds: 100)
+    #expect(received14 == [])
     consumer.cancel()
     await manager.close()
     app.close()
@@ -275,15 +292,10 @@ struct PerDeviceNotifySocketTests {
     bus.stop()
   }
 
-  /// One datagram from bluetoothd's end of the socket, or [] when none came in time.
-  private func receive(_ socket: FileDescriptor, waitMilliseconds: Int32) -> [UInt8] {
-    var pollfd = Glibc.pollfd(fd: socket.rawValue, events: Int16(POLLIN), revents: 0)
-    _ = poll(&pollfd, 1, waitMilliseconds)
-    var buffer = [UInt8](repeating: 0, count: 1024)
-    let count = buffer.withUnsafeMutableBytes {
-      recv(socket.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
-    }
-    return count > 0 ? Array(buffer[..<count]) : []
+  /// One datagram from bluetoothd's end of the socket, or [] when none came in time (waiting
+  /// off the cooperative pool's threads: TestSupport's `datagram(from:within:)`).
+  private func receive(_ socket: FileDescriptor, waitMilliseconds: Int) async -> [UInt8] {
+    await datagram(from: socket.rawValue, within: .milliseconds(waitMilliseconds))
   }
 }
 

@@ -183,7 +183,7 @@ struct PeripheralManagerTests {
       // bluetoothd drains the socket: room again (AF_UNIX reports room only once most of the
       // queue is read), and every value arrives whole and in order.
       var received: [[UInt8]] = []
-      while case let datagram = receive(socket, waitMilliseconds: 0), !datagram.isEmpty {
+      while case let datagram = await receive(socket, waitMilliseconds: 0), !datagram.isEmpty {
         received.append(datagram)
       }
       #expect(received.count == sent)
@@ -197,7 +197,8 @@ struct PeripheralManagerTests {
       }
       #expect(ready)
       #expect(try manager.updateValue(value(sent), for: fixture.notifying))
-      #expect(receive(socket, waitMilliseconds: 5000) == value(sent))
+      let arrived = await receive(socket, waitMilliseconds: 5000)
+      #expect(arrived == value(sent))
 
       // bluetoothd hangs up: unsubscribed, and send() refuses.
       _ = socket.take().map { close($0) }
@@ -353,14 +354,9 @@ struct PeripheralManagerTests {
     return bytes
   }
 
-  /// One datagram from bluetoothd's end of the socket, or [] when none came in time.
-  private func receive(_ socket: FileDescriptor, waitMilliseconds: Int32) -> [UInt8] {
-    var pollfd = Glibc.pollfd(fd: socket.rawValue, events: Int16(POLLIN), revents: 0)
-    _ = poll(&pollfd, 1, waitMilliseconds)
-    var buffer = [UInt8](repeating: 0, count: 1024)
-    let count = buffer.withUnsafeMutableBytes {
-      recv(socket.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
-    }
-    return count > 0 ? Array(buffer[..<count]) : []
+  /// One datagram from bluetoothd's end of the socket, or [] when none came in time (waiting
+  /// off the cooperative pool's threads: TestSupport's `datagram(from:within:)`).
+  private func receive(_ socket: FileDescriptor, waitMilliseconds: Int) async -> [UInt8] {
+    await datagram(from: socket.rawValue, within: .milliseconds(waitMilliseconds))
   }
 }

@@ -24,3 +24,29 @@ public func seqpacketPair(nonBlocking: Bool = false) throws -> (Int32, Int32) {
   }
   return (fds[0], fds[1])
 }
+
+/// Whether `fd` becomes readable (or hangs up) within `limit`. Waits with a task's sleep
+/// between looks, never in a blocking `poll`: a test's task that blocks holds one of Swift's
+/// cooperative threads (two on a two-core machine), and the library's tasks, its own and
+/// those of every test running beside it, wait for as long (ExportWaitTests once waited 6.3 s
+/// for an export due after 1.5 s while tests waited in `poll` for up to 2 s at a time).
+public func readable(_ fd: Int32, within limit: Duration) async -> Bool {
+  let deadline = ContinuousClock.now + limit
+  while true {
+    var wanted = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+    if poll(&wanted, 1, 0) == 1 { return true }
+    if ContinuousClock.now >= deadline { return false }
+    try? await Task.sleep(for: .milliseconds(5))
+  }
+}
+
+/// One datagram from `fd` (read without blocking once ``readable(_:within:)``), or [] when
+/// none came within `limit`.
+public func datagram(from fd: Int32, within limit: Duration) async -> [UInt8] {
+  guard await readable(fd, within: limit) else { return [] }
+  var buffer = [UInt8](repeating: 0, count: 1024)
+  let count = buffer.withUnsafeMutableBytes {
+    recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+  }
+  return count > 0 ? Array(buffer[..<count]) : []
+}
