@@ -112,29 +112,4 @@ import Testing
     #expect(result != nil)
     #expect(result != Array(message.utf8))
   }
-
-  /// A message kept in parts (64 KiB each) reads the same mid-way as at its end, and a short
-  /// message does not come back in a part's worth of memory.
-  @Test func aMessageInManyPartsReadsTheSameMidWayAndAtItsEnd() throws {
-    var reassembler = TransferReassembler()
-    let chunks = (0..<1_000).map { index in
-      (0..<(index % 509 + 1)).map { UInt8(truncatingIfNeeded: index &+ $0) }
-    }
-    var sent: [UInt8] = []
-    for (index, chunk) in chunks.enumerated() {
-      #expect(try reassembler.receive(chunk) == nil)
-      sent += chunk
-      if index % 97 == 0 {
-        #expect(reassembler.received == sent)
-        #expect(reassembler.bytesReceived == sent.count)
-      }
-    }
-    #expect(sent.count > 3 * (64 << 10))
-    #expect(reassembler.chunksReceived == chunks.count)
-    #expect(try reassembler.receive(Array("EOM".utf8)) == sent)
-    #expect(try reassembler.receive([1, 2, 3]) == nil)
-    let short = try #require(try reassembler.receive(Array("EOM".utf8)))
-    #expect(short == [1, 2, 3])
-    #expect(short.capacity < 4_096)
-  }
 }

@@ -17,27 +17,18 @@ public struct TransferReassembler: Sendable {
 
   /// The largest message accepted.
   public let maximumMessageLength: Int
-  /// The bytes received so far in the current message (joined from the parts they are kept
-  /// in: a copy each time it is read).
-  public var received: [UInt8] { joined() }
+  /// The bytes received so far in the current message.
+  public private(set) var received: [UInt8] = []
   /// The data chunks received so far in the current message.
   public private(set) var chunksReceived = 0
-  /// How many message bytes arrived so far in the current message.
-  public private(set) var bytesReceived = 0
-
-  /// The message's bytes in parts of ``partSize`` (the last one being filled): a message that
-  /// grew in one array would be copied whole each time the array doubled, about its own size
-  /// again in copies (a quarter of `blekit receive`'s instructions per value in
-  /// `scripts/bench-receive`); parts are copied once, when the message is complete, and a
-  /// message of one part not at all.
-  private var parts: [[UInt8]] = []
-  private var last: [UInt8] = []
-  static let partSize = 64 << 10
 
   /// Creates a reassembler.
   public init(maximumMessageLength: Int = defaultMaximumMessageLength) {
     self.maximumMessageLength = maximumMessageLength
   }
+
+  /// How many message bytes arrived so far in the current message.
+  public var bytesReceived: Int { received.count }
 
   /// Takes one notification value. Returns the message's bytes when the value is `EOM`, `nil`
   /// when more is expected. After a message (or an error), the reassembler starts afresh.
@@ -48,21 +39,15 @@ public struct TransferReassembler: Sendable {
     -> [UInt8]?
   {
     if chunk.elementsEqual(TransferChunker.endOfMessage) {
-      let bytes = joined()
+      let bytes = received
       reset()
       return bytes
     }
-    guard bytesReceived + chunk.count <= maximumMessageLength else {
+    guard received.count + chunk.count <= maximumMessageLength else {
       reset()
       throw .messageTooLarge(limit: maximumMessageLength)
     }
-    if last.capacity - last.count < chunk.count {
-      if !last.isEmpty { parts.append(last) }
-      last = []
-      last.reserveCapacity(max(Self.partSize, chunk.count))
-    }
-    last.append(contentsOf: chunk)
-    bytesReceived += chunk.count
+    received.append(contentsOf: chunk)
     chunksReceived += 1
     return nil
   }
@@ -70,28 +55,13 @@ public struct TransferReassembler: Sendable {
   /// The error to report when the transfer stops before `EOM`: ``BluetoothError/Code/transferInterrupted``
   /// with the bytes and chunks received in ``BluetoothError/interruptedTransfer``.
   public var incompleteError: BluetoothError {
-    .incomplete(bytesReceived: bytesReceived, chunksReceived: chunksReceived)
+    .incomplete(bytesReceived: received.count, chunksReceived: chunksReceived)
   }
 
   /// Drops the current partial message.
   public mutating func reset() {
-    parts = []
-    last = []
-    bytesReceived = 0
+    received = []
     chunksReceived = 0
-  }
-
-  private func joined() -> [UInt8] {
-    guard !parts.isEmpty else {
-      // A short message is not handed over in a part's worth of memory.
-      return last.capacity - last.count > 4_096
-        ? last.withUnsafeBufferPointer { [UInt8]($0) } : last
-    }
-    var bytes: [UInt8] = []
-    bytes.reserveCapacity(bytesReceived)
-    for part in parts { bytes.append(contentsOf: part) }
-    bytes.append(contentsOf: last)
-    return bytes
   }
 }
 
