@@ -314,7 +314,10 @@ package final class Reactor: Sendable {
       }
       for (wait, wake) in due { wait.complete(wake) }
       for next in woken { next.handler(next.event) }
-      woken.removeAll(keepingCapacity: true)
+      // Emptied from the end, keeping its capacity: `removeAll(keepingCapacity:)` went
+      // through the standard library's general range replacement, about 160 instructions per
+      // wake-up (callgrind, `scripts/bench-receive --interval 20`), against a few here.
+      while woken.popLast() != nil {}
     }
   }
 
