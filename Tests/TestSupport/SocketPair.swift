@@ -28,8 +28,8 @@ public func seqpacketPair(nonBlocking: Bool = false) throws -> (Int32, Int32) {
 /// Whether `fd` becomes readable (or hangs up) within `limit`. Waits with a task's sleep
 /// between looks, never in a blocking `poll`: a test's task that blocks holds one of Swift's
 /// cooperative threads (two on a two-core machine), and the library's tasks, its own and
-/// those of every test running beside it, wait for as long (ExportWaitTests once waited 6.3 s
-/// for an export due after 1.5 s while tests waited in `poll` for up to 2 s at a time).
+/// those of every test running beside it, wait for as long (two tasks blocked for 3 s held a
+/// new task 3 s in a probe on this machine).
 public func readable(_ fd: Int32, within limit: Duration) async -> Bool {
   let deadline = ContinuousClock.now + limit
   while true {

@@ -287,6 +287,8 @@ final class NotificationSocket: Sendable {
       var burst = Burst(socket: self, state: state)
       if let sink = state.pointee.sink {
         if sink(&burst) { state.pointee.signal?() }
+        // What the sink left unread is read and dropped: it had what it wanted.
+        while burst.next({ _ in }) != nil {}
       } else {
         var batch: [[UInt8]] = []
         swap(&batch, &state.pointee.batch)
@@ -301,8 +303,6 @@ final class NotificationSocket: Sendable {
         batch.removeAll(keepingCapacity: true)
         swap(&batch, &state.pointee.batch)
       }
-      // What a sink left unread is read and dropped: it had what it wanted.
-      while burst.next({ _ in }) != nil {}
       return burst.end ?? .empty
     }
     state.backlog.drained()

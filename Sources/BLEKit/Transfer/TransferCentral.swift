@@ -471,10 +471,10 @@ private final class CollectShared: Sendable {
   /// The counts for ``TransferCentral/Options/progress``, the newest kept: read by a task of
   /// the transfer's, so the callback never runs on the reader's thread under its lock.
   let progressCounts: AsyncStream<Int>
-  private let progressContinuation: AsyncStream<Int>.Continuation?
-  /// Whether anyone takes the counts: looking into the optional continuation itself cost about
-  /// 340 instructions per call (it goes through the type's metadata), paid per value on a slow
-  /// link (callgrind, `scripts/bench-receive --interval 20`).
+  private let progressContinuation: AsyncStream<Int>.Continuation
+  /// Whether anyone takes the counts. A flag, not an optional continuation: looking into the
+  /// optional cost about 340 instructions per call (it goes through the type's metadata), paid
+  /// per value on a slow link (callgrind, `scripts/bench-receive --interval 20`).
   private let reportsProgress: Bool
 
   init(framing: TransferCentral.Framing, progress: (@Sendable (Int) -> Void)?) {
@@ -482,16 +482,16 @@ private final class CollectShared: Sendable {
     let (counts, continuation) = AsyncStream.makeStream(
       of: Int.self, bufferingPolicy: .bufferingNewest(1))
     progressCounts = counts
-    progressContinuation = progress == nil ? nil : continuation
+    progressContinuation = continuation
     reportsProgress = progress != nil
   }
 
   private func report(_ bytes: Int) {
-    if reportsProgress { progressContinuation?.yield(bytes) }
+    if reportsProgress { progressContinuation.yield(bytes) }
   }
 
   /// Ends the counts (the callback's task then ends too), once the transfer is over.
-  func endProgress() { progressContinuation?.finish() }
+  func endProgress() { progressContinuation.finish() }
 
   /// A batch read from the stream: values that came before a diversion (or on a stream that
   /// has none), or an empty marker (the diversion, or the reader's thread saying it is done),
