@@ -7,6 +7,7 @@ import BlueZ
 import Bluetooth
 import DBus
 import Dispatch
+import Foundation
 import Synchronization
 import TestSupport
 import Testing
@@ -99,12 +100,14 @@ import Testing
         // Overflowing: the flood comes before the reader starts, and a chunk is lost.
         let first = sending == .overflowing ? overflow(ours) : 0
         dropped.withLock { $0 = first == 0 ? 0 : 1 }
-        DispatchQueue.global().async {
+        // A thread of its own, not Dispatch's global queue: the writes block (pacing, waiting
+        // for room), and on Linux Swift's tasks run on that queue's few threads.
+        Thread {
           write(
             on: ours, from: first, paced: sending != .overflowing,
             more: sending == .pacedThenMore ? 20 : 0)
           close(ours)
-        }
+        }.start()
         return [.unixFD(FileDescriptor(owning: fds.handedOut)), .uint16(247)]
       })
     plain.methods.append(

@@ -7,6 +7,7 @@ import BlueZ
 import Bluetooth
 import DBus
 import Dispatch
+import Foundation
 import Synchronization
 import TestSupport
 import Testing
@@ -66,7 +67,11 @@ import Testing
         let fds = try FakeBlueZObjects.socketPair()
         let ours = fds.kept
         socket.withLock { $0 = ours }
-        DispatchQueue.global().async {
+        // A thread of its own, not Dispatch's global queue: this loop sleeps for seconds, and
+        // on Linux Swift's tasks run on that queue's few threads (two of these loops and two
+        // of PlainTransferLossTests' writers held all of them, and every test's tasks waited
+        // 4-7 s: gdb on a stalled run).
+        Thread {
           let value = sequenced ? frame : [0x55]
           while !stop.load(ordering: .relaxed) {
             let sent = value.withUnsafeBytes { Glibc.send(ours, $0.baseAddress, $0.count, 0) }
@@ -74,7 +79,7 @@ import Testing
             usleep(100_000)
           }
           close(ours)
-        }
+        }.start()
         return [.unixFD(FileDescriptor(owning: fds.handedOut)), .uint16(247)]
       })
     try bluez.connection.export(ExportedObject(interfaces: [exported]), at: characteristic)
