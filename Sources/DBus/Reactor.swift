@@ -73,8 +73,56 @@ package final class Reactor: Sendable {
     var watchInterest = Interest()
   }
 
+  /// The registrations, indexed by descriptor number (the kernel hands out the lowest free
+  /// number, so the table stays as small as the process's busiest moment): a wake-up finds its
+  /// descriptor's registration without hashing, which cost about 100 instructions per value
+  /// on a slow link (callgrind, `scripts/bench-receive --interval 20`).
+  private struct Registrations {
+    private var slots: [Registration?] = []
+    /// The handler of each watch in the epoll set, beside its registration: what a wake-up
+    /// reads (an optional registration read from its slot was copied whole, with a retain and
+    /// a release of each of its references). Held in a struct: a function stored in an array
+    /// as it is was read out through a thunk made (allocated) at each read.
+    private var activeWatches: [WatchHandler?] = []
+
+    subscript(fd: Int32) -> Registration? {
+      get { fd >= 0 && Int(fd) < slots.count ? slots[Int(fd)] : nil }
+      set {
+        guard fd >= 0 else { return }
+        if Int(fd) >= slots.count {
+          guard newValue != nil else { return }
+          let added = Int(fd) - slots.count + 1
+          slots.append(contentsOf: repeatElement(nil, count: added))
+          activeWatches.append(contentsOf: repeatElement(nil, count: added))
+        }
+        slots[Int(fd)] = newValue
+        activeWatches[Int(fd)] =
+          newValue?.inSet == true ? newValue?.watch.map(WatchHandler.init) : nil
+      }
+    }
+
+    /// Takes `fd`'s registration out.
+    mutating func removeValue(forKey fd: Int32) -> Registration? {
+      guard let registration = self[fd] else { return nil }
+      self[fd] = nil
+      return registration
+    }
+
+    /// The watch handler of `fd`, if it is watched and in the epoll set.
+    func activeWatch(_ fd: Int32) -> WatchHandler? {
+      fd >= 0 && Int(fd) < activeWatches.count ? activeWatches[Int(fd)] : nil
+    }
+
+    /// Every descriptor with its registration.
+    var all: some Sequence<(fd: Int32, registration: Registration)> {
+      slots.indices.lazy.compactMap { index in
+        self.slots[index].map { (Int32(index), $0) }
+      }
+    }
+  }
+
   private struct State {
-    var registrations: [Int32: Registration] = [:]
+    var registrations = Registrations()
     /// How many armed waits have a deadline: while none has, a wake-up looks for none (the
     /// bus connections' watches and most waits have none).
     var deadlines = 0
@@ -256,26 +304,25 @@ package final class Reactor: Sendable {
     // Kept between wake-ups with their capacity: a wake-up allocates nothing for them.
     var woken: [Woken] = []
     woken.reserveCapacity(Self.eventBatch)
+    // How long the next `epoll_wait` may sleep, computed at the end of each wake-up's turn
+    // of the lock (one turn per wake-up, not two): a wait armed with a deadline after that
+    // turn writes the eventfd, which ends the sleep at once.
+    var timeout = state.withLock { Self.timeout($0) }
     while true {
-      let timeout = state.withLock { state in
-        state.deadlines == 0 ? -1 : Self.timeout(until: Self.nearestDeadline(state))
-      }
       let count = events.withUnsafeMutableBufferPointer {
         Syscall.epollWait(epoll, $0.baseAddress!, Int32($0.count), timeout)
       }
       var due: [(ReactorWait, ReactorWait.Wake)] = []
-      state.withLock { state in
+      timeout = state.withLock { state in
         for event in events.prefix(max(0, Int(count))) {
           let fd = event.data.fd
           if fd == wakeup {
             Syscall.eventfdDrain(wakeup)
             continue
           }
-          // Looked up in place: a watch's wake-up (every value on a slow link) copies no
+          // Read in place: a watch's wake-up (every value on a slow link) copies no
           // registration out of the table and back.
-          guard let index = state.registrations.index(forKey: fd) else { continue }
-          if let watch = state.registrations.values[index].watch {
-            guard state.registrations.values[index].inSet else { continue }
+          if let watch = state.registrations.activeWatch(fd) {
             let failed = event.events & (Syscall.epollError | Syscall.epollHangUp) != 0
             let event = WatchEvent(
               readable: event.events & Syscall.epollIn != 0,
@@ -283,7 +330,9 @@ package final class Reactor: Sendable {
             woken.append(Woken(handler: watch, event: event))
             continue
           }
-          var registration = state.registrations.values[index]
+          guard var registration = state.registrations[fd], registration.watch == nil else {
+            continue
+          }
           // The event disarmed the descriptor (one-shot): end what it answers, re-arm the rest.
           var ready = Interest(rawValue: event.events & (Syscall.epollIn | Syscall.epollOut))
           if event.events & (Syscall.epollError | Syscall.epollHangUp) != 0 {
@@ -298,9 +347,9 @@ package final class Reactor: Sendable {
           _ = update(fd, &registration)
           state.registrations[fd] = registration
         }
-        guard state.deadlines > 0 else { return }
+        guard state.deadlines > 0 else { return -1 }
         let now = ContinuousClock.now
-        for (fd, var registration) in state.registrations
+        for (fd, var registration) in state.registrations.all
         where registration.waits.contains(where: { $0.deadline.map { $0 <= now } ?? false }) {
           registration.waits.removeAll { wait in
             guard let deadline = wait.deadline, deadline <= now else { return false }
@@ -311,9 +360,10 @@ package final class Reactor: Sendable {
           _ = update(fd, &registration)
           state.registrations[fd] = registration
         }
+        return Self.timeout(state)
       }
       for (wait, wake) in due { wait.complete(wake) }
-      for next in woken { next.handler(next.event) }
+      for next in woken { next.handler.call(next.event) }
       // Emptied from the end, keeping its capacity: `removeAll(keepingCapacity:)` went
       // through the standard library's general range replacement, about 160 instructions per
       // wake-up (callgrind, `scripts/bench-receive --interval 20`), against a few here.
@@ -325,13 +375,18 @@ package final class Reactor: Sendable {
   /// after it. A struct, not a tuple: an array of tuples was emptied through the runtime's
   /// generic tuple destructor, a few hundred instructions per wake-up (callgrind).
   private struct Woken {
-    let handler: @Sendable (WatchEvent) -> Void
+    let handler: WatchHandler
     let event: WatchEvent
+  }
+
+  /// A watch's handler, wrapped for the tables it is kept in.
+  private struct WatchHandler {
+    let call: @Sendable (WatchEvent) -> Void
   }
 
   private static func nearestDeadline(_ state: State) -> ContinuousClock.Instant? {
     var nearest: ContinuousClock.Instant?
-    for registration in state.registrations.values {
+    for (_, registration) in state.registrations.all {
       for wait in registration.waits {
         if let deadline = wait.deadline, nearest.map({ deadline < $0 }) ?? true {
           nearest = deadline
@@ -339,6 +394,11 @@ package final class Reactor: Sendable {
       }
     }
     return nearest
+  }
+
+  /// How long the reactor may sleep: until the nearest deadline, or -1 when no wait has one.
+  private static func timeout(_ state: State) -> Int32 {
+    state.deadlines == 0 ? -1 : timeout(until: nearestDeadline(state))
   }
 
   /// `epoll_wait`'s timeout in milliseconds, rounded up (a wake before the deadline would only

@@ -48,6 +48,26 @@ import Testing
     _ = socket
   }
 
+  /// A burst ends where `FIONREAD` shows nothing behind the value just read, and an empty
+  /// value adds nothing to that figure: the empty values queued behind the last non-empty one
+  /// are still read (the reactor calls the reader again while the socket is readable), before
+  /// the peer closes anything.
+  @Test func emptyValuesBehindTheLastByteAreRead() async throws {
+    let (fd, peer) = try seqpacketPair()
+    defer { close(peer) }
+    let values: [[UInt8]] = [[5], [], [6, 7], [], []]
+    // Queued before the reader starts: its first wake-up finds them all.
+    for value in values {
+      #expect(value.withUnsafeBytes { send(peer, $0.baseAddress, $0.count, 0) } == value.count)
+    }
+    let received = Received()
+    let socket = Self.reader(fd, into: received)
+    try await Self.eventually { received.values.withLock { $0.count } == values.count }
+    #expect(received.values.withLock { $0 } == values)
+    #expect(received.ended.withLock { $0 } == nil)
+    socket.cancel()
+  }
+
   @Test func cancellingClosesTheSocket() async throws {
     let (fd, peer) = try seqpacketPair()
     defer { close(peer) }

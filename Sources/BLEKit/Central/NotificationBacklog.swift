@@ -94,9 +94,8 @@ struct NotificationBacklog: Sendable {
     case ...128: slab = 128
     case ...192: slab = 192
     default:
-      var size = 256
-      while size < data { size *= 2 }
-      slab = size
+      // The next power of two from 256 up.
+      slab = 1 << (Int.bitWidth - (data - 1).leadingZeroBitCount)
     }
     return slab + 256
   }

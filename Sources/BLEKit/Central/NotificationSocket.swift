@@ -91,7 +91,8 @@ final class NotificationSocket: Sendable {
 
   /// Why a burst of reads stopped.
   enum BurstEnd {
-    /// The socket is empty (`EAGAIN`).
+    /// The socket is empty (`EAGAIN`, or on the reactor's thread nothing behind the last
+    /// value read).
     case empty
     /// The end of the stream (a 0-byte read without control data).
     case closed
@@ -109,22 +110,42 @@ final class NotificationSocket: Sendable {
     fileprivate let state: UnsafeMutablePointer<ReaderState>
     /// Why the reads stopped, once they have.
     fileprivate(set) var end: BurstEnd?
+    /// Whether the burst may stop when `FIONREAD`, taken after a read, finds nothing behind
+    /// it, rather than read once more for `EAGAIN`: only where the reactor's level-triggered
+    /// watch calls the reader again for what that figure cannot show (an empty value, which
+    /// adds nothing to it, or one that came after it).
+    fileprivate let stopsWhenQueueEmpty: Bool
+    /// Set when a read found nothing queued behind it (and the burst may stop there).
+    private var queueEmpty = false
 
-    fileprivate init(socket: NotificationSocket, state: UnsafeMutablePointer<ReaderState>) {
+    fileprivate init(
+      socket: NotificationSocket, state: UnsafeMutablePointer<ReaderState>,
+      stopsWhenQueueEmpty: Bool
+    ) {
       self.socket = socket
       self.state = state
+      self.stopsWhenQueueEmpty = stopsWhenQueueEmpty
     }
 
     /// Reads the next value and returns what `body` made of its bytes; `nil` once the socket
     /// is empty or has ended (``end`` says which).
     mutating func next<Result>(_ body: (UnsafeRawBufferPointer) -> Result) -> Result? {
       guard end == nil else { return nil }
+      if queueEmpty {
+        end = .empty
+        return nil
+      }
       while true {
-        if state.pointee.backlog.needsSnapshot {
-          state.pointee.backlog.snapshot(queuedBytes: socket.queuedBytes())
-        }
         let (count, datagram, code) = socket.receive(&state.pointee)
         if count > 0 || (count == 0 && datagram) {
+          if state.pointee.backlog.needsSnapshot {
+            // Taken after the read (the value just read and what is queued behind it): when
+            // nothing is, the burst ends without the read that would answer `EAGAIN`, one
+            // system call of the two a slow link's value costs.
+            let behind = socket.queuedBytes()
+            state.pointee.backlog.snapshot(queuedBytes: behind + count)
+            queueEmpty = stopsWhenQueueEmpty && behind == 0
+          }
           state.pointee.backlog.record(valueLength: count)
           state.pointee.attQueue.valueRead()
           return state.pointee.buffer.withUnsafeBytes {
@@ -217,7 +238,7 @@ final class NotificationSocket: Sendable {
   /// and closes the fd (here, on the reactor's thread, where no other read of it can run).
   private func readable(_ event: Reactor.WatchEvent) {
     let over = state.withLock { state in
-      drain(&state, thenEndWith: nil)
+      drain(&state, thenEndWith: nil, onReactor: true)
       // An error or hang-up without input that the reads did not end on (a Unix socket reports
       // a hang-up with input, and an error to the read): ended rather than watched again,
       // which would call this at once, over and over.
@@ -280,11 +301,15 @@ final class NotificationSocket: Sendable {
 
   /// Reads every value available now and hands them over in batches (or to the sink, once
   /// diverted); ends on EOF, on a socket error, or (when given) with `error` once the socket is
-  /// empty. Runs with the lock held.
-  private func drain(_ state: inout ReaderState, thenEndWith error: (any Error)?) {
+  /// empty. `onReactor`: called by the reactor's watch, which calls it again while the socket
+  /// is readable, so a burst may end where `FIONREAD` shows nothing more (``Burst``); other
+  /// callers read until `EAGAIN`. Runs with the lock held.
+  private func drain(
+    _ state: inout ReaderState, thenEndWith error: (any Error)?, onReactor: Bool = false
+  ) {
     guard !state.ended else { return }
     let stop = withUnsafeMutablePointer(to: &state) { state -> BurstEnd in
-      var burst = Burst(socket: self, state: state)
+      var burst = Burst(socket: self, state: state, stopsWhenQueueEmpty: onReactor)
       if let sink = state.pointee.sink {
         if sink(&burst) { state.pointee.signal?() }
         // What the sink left unread is read and dropped: it had what it wanted.

@@ -524,7 +524,7 @@ private final class CollectShared: Sendable {
   func takeOnReaderThread(_ burst: inout NotificationSocket.Burst) -> Bool {
     let (done, bytes) = state.withLock { state -> (Bool, Int?) in
       // Values after the outcome are left to the reader, which drops them.
-      guard state.outcome == nil else { return (false, nil) }
+      guard !state.over else { return (false, nil) }
       guard state.diverted else {
         // Progress is counted when the consumer takes these (at once, normally).
         var batch: [[UInt8]] = []
@@ -533,7 +533,7 @@ private final class CollectShared: Sendable {
         return (false, nil)
       }
       state.absorb(&burst)
-      return (state.outcome != nil, state.bytesReceived)
+      return (state.over, state.bytesReceived)
     }
     if !done, let bytes { report(bytes) }
     return done
@@ -548,7 +548,13 @@ private struct CollectState: Sendable {
   /// When ``bytesReceived`` last grew (or the collection began).
   var lastProgress = ContinuousClock.now
   /// The message, or why it failed, once either is known.
-  var outcome: Result<Collected, BluetoothError>?
+  var outcome: Result<Collected, BluetoothError>? {
+    didSet { over = outcome != nil }
+  }
+  /// Whether ``outcome`` is set: what each value and burst checks (comparing the optional
+  /// result with `nil` copied it, about 55 instructions per value on a slow link; callgrind,
+  /// `scripts/bench-receive --interval 20`).
+  private(set) var over = false
   /// Whether the consumer has reached the diversion's marker.
   var diverted = false
   /// Batches the reader's thread brought before that.
@@ -568,7 +574,7 @@ private struct CollectState: Sendable {
   /// empty or repeated, are not progress); sets ``outcome`` once the message is complete or
   /// fails its checks. Values after that are ignored.
   mutating func absorb(_ batch: ArraySlice<[UInt8]>) {
-    guard outcome == nil else { return }
+    guard !over else { return }
     let before = bytesReceived
     do throws(BluetoothError) {
       for value in batch {
@@ -586,11 +592,11 @@ private struct CollectState: Sendable {
   /// Takes the values of a burst as ``absorb(_:)-(ArraySlice<[UInt8]>)`` takes a batch's; the
   /// reader drops what is left of the burst once ``outcome`` is set.
   mutating func absorb(_ burst: inout NotificationSocket.Burst) {
-    guard outcome == nil else { return }
+    guard !over else { return }
     let before = bytesReceived
     // The closure sets the outcome itself: returning a `Result` per value cost more than
     // appending the value (callgrind, bench/receive).
-    while outcome == nil,
+    while !over,
       burst.next({ value -> Void in
         do throws(BluetoothError) {
           if let message = try take(value) { outcome = .success(message) }
