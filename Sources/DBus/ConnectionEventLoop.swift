@@ -84,7 +84,7 @@ extension DBusConnection {
     // watches, until `shutDown` (or libdbus) removes them.
     let watched = Reactor.shared.watch(fd, for: interest, enabled: enabled) {
       [self, queue] event in
-      queue.sync { self.handleWatch(watchBits, fd, event) }
+      queue.sync { self.callerExecutor.turn { self.handleWatch(watchBits, fd, event) } }
     }
     guard watched else {
       Syscall.close(fd)
@@ -103,6 +103,9 @@ extension DBusConnection {
     watchSources[watch]!.wanted = dbus_watch_get_enabled(watch) != 0
     guard !watchReconcileScheduled else { return }
     watchReconcileScheduled = true
+    // At the end of a turn when one runs (no worker thread woken for it), else a block of its
+    // own.
+    guard !callerExecutor.atEndOfTurn({ self.reconcileWatches() }) else { return }
     queue.async { self.reconcileWatches() }
   }
 

@@ -29,12 +29,15 @@ public final class DBusConnection: @unchecked Sendable {
 
   /// Where exported-method handler Tasks start (see `QueueTaskExecutor`).
   let handlerExecutor: QueueTaskExecutor
+  /// ``executor``: runs in the queue's turns (`QueueTaskExecutor.turn(_:)`).
+  let callerExecutor: QueueTaskExecutor
 
   /// A TaskExecutor running on this connection's queue. Code that makes many calls in a row
   /// can run under `withTaskExecutorPreference(connection.executor)` to save a thread hop per
-  /// call and per reply; it then shares the queue with the connection's I/O, so it should not
-  /// block.
-  public var executor: any TaskExecutor { handlerExecutor }
+  /// call and per reply: a call is sent from the queue, and the caller resumes on the thread
+  /// that read its reply (the process's reactor thread), in the same turn of the queue. It
+  /// then shares that thread with every descriptor the process waits on, so it must not block.
+  public var executor: any TaskExecutor { callerExecutor }
 
   let closedFlag = Atomic<Bool>(false)
   let nextID = Atomic<UInt64>(1)
@@ -115,6 +118,7 @@ public final class DBusConnection: @unchecked Sendable {
     self.canSendFileDescriptors = dbus_connection_can_send_type(raw, TypeCode.unixFD) != 0
     self.queue = DispatchQueue(label: "blekit.dbus.\(uniqueName.rawValue)")
     self.handlerExecutor = QueueTaskExecutor(queue: queue)
+    self.callerExecutor = QueueTaskExecutor(queue: queue, runsInTurns: true)
     queue.setSpecific(key: Self.queueKey, value: ObjectIdentifier(self))
     queue.sync { installHooks() }
   }

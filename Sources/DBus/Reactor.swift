@@ -32,10 +32,12 @@ import Synchronization
 /// and reads it there, so a message or value costs no thread hand-off before it is read
 /// (swift-nio's model: the loop that owns the descriptor reads it).
 ///
-/// No user code runs on the reactor's thread: it resumes continuations and runs the package's
-/// own watch handlers, outside its lock. A handler may enter a D-Bus connection's queue
-/// (`sync`), whose turns are short and never wait for the reactor; an exported method's
-/// handler starts there and runs until its first suspension (``ExportedMethod``).
+/// The reactor's thread resumes continuations and runs the package's own watch handlers,
+/// outside its lock. A handler may enter a D-Bus connection's queue (`sync`), whose turns are
+/// short and never wait for the reactor; an exported method's handler starts there and runs
+/// until its first suspension (``ExportedMethod``), and code that prefers the connection's
+/// executor (``DBusConnection/executor``) resumes there at the end of the turn that read its
+/// reply. No other code runs on it.
 ///
 /// Package access (not public: no public API deals in descriptors), so that the DBus and BLEKit
 /// modules and the blekit command (serve's child processes, the pairing prompt's standard
@@ -138,6 +140,14 @@ package final class Reactor: Sendable {
   /// recomputes how long it may sleep.
   private let wakeup: Int32
   private let state = Mutex(State())
+  /// The reactor's thread, once it runs (0 before).
+  private let thread = Atomic<UInt>(0)
+
+  /// Whether the caller runs on the reactor's thread (a watch's handler, or code resumed in a
+  /// D-Bus connection's turn: ``DBusConnection/executor``).
+  package var isCurrentThread: Bool {
+    thread.load(ordering: .acquiring) == UInt(Syscall.currentThread())
+  }
 
   /// How many events one `epoll_wait` takes at most.
   private static let eventBatch = 64
@@ -300,6 +310,7 @@ package final class Reactor: Sendable {
   /// The reactor's thread: sleeps in `epoll_wait` until an event or the nearest deadline,
   /// then ends the waits that are due and runs the watches that woke, outside the lock.
   private func run() {
+    thread.store(UInt(Syscall.currentThread()), ordering: .releasing)
     var events = [Syscall.EpollEvent](repeating: Syscall.EpollEvent(), count: Self.eventBatch)
     // Kept between wake-ups with their capacity: a wake-up allocates nothing for them.
     var woken: [Woken] = []

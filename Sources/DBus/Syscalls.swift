@@ -126,6 +126,11 @@ enum Syscall {
   }
 }
 
+extension Syscall {
+  /// The calling thread (`pthread_self`).
+  static func currentThread() -> pthread_t { pthread_self() }
+}
+
 /// The closure a thread of ``Syscall/startDetachedThread(_:)`` runs, boxed for its C entry.
 private final class ThreadBody: Sendable {
   let body: @Sendable () -> Void
