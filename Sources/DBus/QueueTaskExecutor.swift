@@ -40,19 +40,10 @@ final class QueueTaskExecutor: TaskExecutor {
 
   func enqueue(_ job: consuming ExecutorJob) {
     let job = UnownedJob(job)
-    if runsInTurns {
-      // Any thread may enqueue: a job that finds a turn running waits for the turn's end,
-      // which it would have waited for anyway (the queue is serial).
-      let taken = turnState.withLock { state in
-        guard state.open else { return false }
-        state.pending.append(.job(job))
-        return true
-      }
-      if taken { return }
-      queue.async { self.turn { job.runSynchronously(on: self.asUnownedTaskExecutor()) } }
-    } else {
-      queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
+    // Any thread may enqueue: a job that finds a turn running waits for the turn's end, which
+    // it would have waited for anyway (the queue is serial).
+    if runsInTurns, joinTurn(.job(job)) { return }
+    queue.async { self.turn { job.runSynchronously(on: self.asUnownedTaskExecutor()) } }
   }
 
   /// Runs `body` (on the queue) as a turn: the jobs enqueued while it runs, and those they
@@ -91,10 +82,14 @@ final class QueueTaskExecutor: TaskExecutor {
   /// Runs `action` at the end of the turn running now (on the queue), after the jobs enqueued
   /// before it; `false` when no turn is running (the caller then schedules it itself).
   func atEndOfTurn(_ action: @escaping @Sendable () -> Void) -> Bool {
-    guard runsInTurns else { return false }
-    return turnState.withLock { state in
+    joinTurn(.action(action))
+  }
+
+  /// Adds `work` to the turn running now; `false` when none is.
+  private func joinTurn(_ work: Work) -> Bool {
+    turnState.withLock { state in
       guard state.open else { return false }
-      state.pending.append(.action(action))
+      state.pending.append(work)
       return true
     }
   }

@@ -124,9 +124,7 @@ enum Syscall {
     }
     return started
   }
-}
 
-extension Syscall {
   /// The calling thread (`pthread_self`).
   static func currentThread() -> pthread_t { pthread_self() }
 }
