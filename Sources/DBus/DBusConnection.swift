@@ -265,7 +265,9 @@ public final class DBusConnection: @unchecked Sendable {
       destination: destination, path: path, interface: interface, member: member)
     try message.append(arguments)
     return try await call(
-      message, timeout: timeout, what: "\(interface).\(member) on \(path)")
+      message, timeout: timeout,
+      label: CallLabel(
+        interface: interface.rawValue, member: member.rawValue, path: path.rawValue))
   }
 
   /// Calls a method and checks the reply's signature, throwing `.unexpectedReply` on mismatch.
@@ -291,16 +293,24 @@ public final class DBusConnection: @unchecked Sendable {
   public func call(_ message: DBusMessage, timeout: Duration = .seconds(25), what: String? = nil)
     async throws(DBusError) -> [DBusValue]
   {
+    let label =
+      what.map(CallLabel.init)
+      ?? CallLabel(
+        interface: message.interface?.rawValue, member: message.member?.rawValue ?? "?",
+        path: message.path?.rawValue ?? "?")
+    return try await call(message, timeout: timeout, label: label)
+  }
+
+  private func call(_ message: DBusMessage, timeout: Duration, label: CallLabel)
+    async throws(DBusError) -> [DBusValue]
+  {
     try checkSendable(message)
     let id = nextID.add(1, ordering: .relaxed).newValue
     let timeoutMS = Self.milliseconds(timeout)
-    let label =
-      what
-      ?? "\(message.interface?.rawValue ?? "?").\(message.member?.rawValue ?? "?") on \(message.path?.rawValue ?? "?")"
     // Ownership of the message moves to the queue (see `send(_:)`).
     nonisolated(unsafe) let owned = message
     let result: Result<[DBusValue], DBusError> = await withTaskCancellationHandler {
-      await withCheckedContinuation { continuation in
+      await withUnsafeContinuation { continuation in
         let start: @Sendable () -> Void = {
           self.startCall(
             id: id, message: owned, timeoutMS: timeoutMS, timeout: timeout, what: label,

@@ -171,7 +171,7 @@ public final class DBusMessage {
     var iter = DBusMessageIter()
     dbus_message_iter_init_append(raw, &iter)
     for value in values {
-      let type = try DBusType.parseSingle(value.signature.rawValue)
+      let type = try DBusType.of(value)
       try MessageEncoder.encode(value, as: type, into: &iter, depth: 0)
     }
   }
@@ -179,7 +179,11 @@ public final class DBusMessage {
   /// Appends values to the body, checking them against `signature` (refused with
   /// `.invalidArgument` before anything is appended if they don't match).
   public func append(_ values: [DBusValue], signature: Signature) throws(DBusError) {
-    let types = try DBusType.parseList(signature.rawValue)
+    try append(values, types: try DBusType.parseList(signature.rawValue), signature: signature)
+  }
+
+  /// Appends values checked against already parsed types (`signature`'s, named in errors).
+  func append(_ values: [DBusValue], types: [DBusType], signature: Signature) throws(DBusError) {
     guard types.count == values.count else {
       throw DBusError.invalid(
         "\(values.count) values given for signature \"\(signature)\" of \(types.count) types")

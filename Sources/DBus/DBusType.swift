@@ -100,6 +100,33 @@ final class DBusType: Sendable {
     return types
   }
 
+  /// The type of a value: a basic value's (and `ay`'s, `v`'s) shared instance at once, a
+  /// container's parsed from its signature.
+  static func of(_ value: DBusValue) throws(DBusError) -> DBusType {
+    let code: UInt8
+    switch value {
+    case .byte: code = UInt8(ascii: "y")
+    case .bool: code = UInt8(ascii: "b")
+    case .int16: code = UInt8(ascii: "n")
+    case .uint16: code = UInt8(ascii: "q")
+    case .int32: code = UInt8(ascii: "i")
+    case .uint32: code = UInt8(ascii: "u")
+    case .int64: code = UInt8(ascii: "x")
+    case .uint64: code = UInt8(ascii: "t")
+    case .double: code = UInt8(ascii: "d")
+    case .string: code = UInt8(ascii: "s")
+    case .objectPath: code = UInt8(ascii: "o")
+    case .signature: code = UInt8(ascii: "g")
+    case .unixFD: code = UInt8(ascii: "h")
+    case .variant: code = UInt8(ascii: "v")
+    case .bytes:
+      if let type = arrays[Int(UInt8(ascii: "y"))] { return type }
+      return try parseSingle("ay")
+    default: return try parseSingle(value.signature.rawValue)
+    }
+    return simple[Int(code)]!
+  }
+
   /// Parses exactly one complete type.
   static func parseSingle(_ signature: String) throws(DBusError) -> DBusType {
     if signature.utf8.count == 1, let code = signature.utf8.first, let simple = simple(Int32(code))

@@ -67,7 +67,11 @@ public struct ExportedInterface: Sendable {
 public struct ExportedMethod: Sendable {
   public var name: MemberName
   public var inSignature: Signature
-  public var outSignature: Signature
+  public var outSignature: Signature {
+    didSet { outTypes = try? DBusType.parseList(outSignature.rawValue) }
+  }
+  /// `outSignature` parsed once, for every reply (nil only if libdbus would refuse it).
+  private(set) var outTypes: [DBusType]?
   /// Argument names for introspection (optional; `arg0`, `arg1`, ... otherwise).
   public var inArgumentNames: [String]
   public var outArgumentNames: [String]
@@ -81,6 +85,7 @@ public struct ExportedMethod: Sendable {
     self.name = name
     self.inSignature = inSignature
     self.outSignature = outSignature
+    self.outTypes = try? DBusType.parseList(outSignature.rawValue)
     self.inArgumentNames = inArgumentNames
     self.outArgumentNames = outArgumentNames
     self.handler = handler

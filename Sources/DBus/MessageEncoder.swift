@@ -88,7 +88,7 @@ enum MessageEncoder {
       }
       try close(&iter, &sub)
     case (.variant(let inner), TypeCode.variant):
-      let innerType = try DBusType.parseSingle(inner.signature.rawValue)
+      let innerType = try DBusType.of(inner)
       var sub = DBusMessageIter()
       try open(&iter, TypeCode.variant, innerType.signature.rawValue, &sub)
       do throws(DBusError) {

@@ -7,7 +7,7 @@ struct IncomingCall: Sendable {
   let serial: UInt32
   let sender: String
   let noReply: Bool
-  let what: String
+  let what: CallLabel
 }
 
 private let errorFailed = "org.freedesktop.DBus.Error.Failed"
@@ -124,8 +124,7 @@ extension DBusConnection {
     let path = ObjectPath(unchecked: String(cString: cPath))
     let object = objects[path]
     let isManager = objectManagers.contains(path)
-    let children = childNames(of: path)
-    guard object != nil || isManager || !children.isEmpty else { return false }
+    guard object != nil || isManager || hasChildren(path) else { return false }
 
     let interface = dbus_message_get_interface(message).map { String(cString: $0) }
     let member = String(cString: cMember)
@@ -134,7 +133,7 @@ extension DBusConnection {
       serial: dbus_message_get_serial(message),
       sender: dbus_message_get_sender(message).map { String(cString: $0) } ?? "",
       noReply: dbus_message_get_no_reply(message) != 0,
-      what: "\(interface ?? "").\(member) on \(path)")
+      what: CallLabel(interface: interface ?? "", member: member, path: path.rawValue))
     // Who may call is decided before any of the call is decoded.
     if let admit = admission(for: path, object: object) {
       do throws(DBusError) {
@@ -160,7 +159,7 @@ extension DBusConnection {
     switch (interface, member) {
     case ("org.freedesktop.DBus.Introspectable", "Introspect"), (nil, "Introspect"):
       let xml = Introspection.document(
-        object: object, isObjectManager: isManager, children: children)
+        object: object, isObjectManager: isManager, children: childNames(of: path))
       reply(to: call, values: [.string(xml)], signature: "s")
       return true
     case ("org.freedesktop.DBus.ObjectManager", "GetManagedObjects") where isManager,
@@ -216,10 +215,11 @@ extension DBusConnection {
       interface: exported.name, member: method.name, arguments: arguments)
     let handler = method.handler
     let outSignature = method.outSignature
+    let outTypes = method.outTypes
     Task.immediate(executorPreference: handlerExecutor) {
       do {
         let values = try await handler(invocation)
-        self.reply(to: call, values: values, signature: outSignature)
+        self.reply(to: call, values: values, signature: outSignature, types: outTypes)
       } catch {
         self.reply(to: call, error: error)
       }
@@ -305,6 +305,14 @@ extension DBusConnection {
     return true
   }
 
+  /// Whether any exported object or object manager lies below `path` (an intermediate node
+  /// answers introspection). Checked only for a path with nothing exported at it, so a call to
+  /// an exported object costs no walk over the others.
+  private func hasChildren(_ path: ObjectPath) -> Bool {
+    objects.keys.contains { $0.isDescendant(of: path) }
+      || objectManagers.contains { $0.isDescendant(of: path) }
+  }
+
   /// Names of the direct children of `path` among exported objects and object managers.
   func childNames(of path: ObjectPath) -> [String] {
     var names = Set<String>()
@@ -322,13 +330,20 @@ extension DBusConnection {
 
   // MARK: Replies
 
-  /// Sends a method return (checked against `signature`; a mismatch becomes an error reply).
-  func reply(to call: IncomingCall, values: [DBusValue], signature: Signature) {
+  /// Sends a method return (checked against `signature`, or its `types` when parsed already; a
+  /// mismatch becomes an error reply).
+  func reply(
+    to call: IncomingCall, values: [DBusValue], signature: Signature, types: [DBusType]? = nil
+  ) {
     guard !call.noReply else { return }
     do throws(DBusError) {
       let message = try DBusMessage.methodReturn(
         replySerial: call.serial, destination: call.sender.isEmpty ? nil : call.sender)
-      try message.append(values, signature: signature)
+      if let types {
+        try message.append(values, types: types, signature: signature)
+      } else {
+        try message.append(values, signature: signature)
+      }
       try send(message)
     } catch {
       reply(

@@ -5,8 +5,8 @@ import Dispatch
 /// A call waiting for its reply. Queue-confined (stored in `DBusConnection.pendingCalls`).
 struct PendingCall {
   let pending: OpaquePointer
-  let continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>
-  let what: String
+  let continuation: UnsafeContinuation<Result<[DBusValue], DBusError>, Never>
+  let what: CallLabel
   let timeout: Duration
   /// When the call times out; nil for no timeout.
   let deadline: DispatchTime?
@@ -24,8 +24,8 @@ private final class PendingContext {
 
 extension DBusConnection {
   func startCall(
-    id: UInt64, message: DBusMessage, timeoutMS: Int32, timeout: Duration, what: String,
-    continuation: CheckedContinuation<Result<[DBusValue], DBusError>, Never>
+    id: UInt64, message: DBusMessage, timeoutMS: Int32, timeout: Duration, what: CallLabel,
+    continuation: UnsafeContinuation<Result<[DBusValue], DBusError>, Never>
   ) {
     assertOnQueue()
     if isClosed {

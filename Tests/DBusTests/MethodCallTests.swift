@@ -85,6 +85,10 @@ func echoObject() -> ExportedObject {
         try await callTest(client, server, "WrongReply")
       }
       #expect(wrongReply?.name == "org.freedesktop.DBus.Error.Failed")
+      // The server names the call it could not answer.
+      #expect(
+        wrongReply?.message.hasPrefix("org.blekit.Test.WrongReply on /test produced a bad reply")
+          == true)
     }
   }
 
@@ -94,10 +98,42 @@ func echoObject() -> ExportedObject {
         try await callTest(client, server, "Sleep", timeout: .milliseconds(200))
       }
       #expect(error?.code == .timeout)
-      #expect(error?.message.contains("org.blekit.Test.Sleep") == true)
+      #expect(error?.message == "timed out after 200 ms calling org.blekit.Test.Sleep on /test")
+      // A prepared message is named from its header, unless the caller names it.
+      let message = try DBusMessage.methodCall(
+        destination: server.uniqueName, path: "/test", interface: "org.blekit.Test",
+        member: "Sleep")
+      let unnamed = await #expect(throws: DBusError.self) {
+        try await client.call(message, timeout: .milliseconds(100))
+      }
+      #expect(unnamed?.message == "timed out after 100 ms calling org.blekit.Test.Sleep on /test")
+      let named = await #expect(throws: DBusError.self) {
+        try await client.call(
+          try DBusMessage.methodCall(
+            destination: server.uniqueName, path: "/test", interface: "org.blekit.Test",
+            member: "Sleep"), timeout: .milliseconds(100), what: "the test's nap")
+      }
+      #expect(named?.message == "timed out after 100 ms calling the test's nap")
       // The connection still works afterwards.
       let check1 = try await callTest(client, server, "Echo", [.variant(.byte(7))])
       #expect(check1 == [.variant(.byte(7))])
+    }
+  }
+
+  @Test func aMethodsChangedOutSignatureChecksItsReplies() async throws {
+    try await withServerAndClient { _, server, client in
+      var method = ExportedMethod(name: "Count", inSignature: "", outSignature: "s") { _ in
+        [.int32(5)]
+      }
+      method.outSignature = "i"
+      try server.export(
+        ExportedObject(interfaces: [ExportedInterface(name: "org.blekit.Count", methods: [method])]
+        ),
+        at: "/count")
+      let reply = try await client.call(
+        destination: server.uniqueName, path: "/count", interface: "org.blekit.Count",
+        member: "Count")
+      #expect(reply == [.int32(5)])
     }
   }
 
