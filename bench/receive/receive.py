@@ -22,7 +22,8 @@ Pick MS well above a value's cost under valgrind (bleak: ~100,000 instructions, 
 under callgrind) and sizes small enough for the time it takes.
 
 Usage: receive.py --blekit PATH --floor PATH --shim PATH --pylib DIR --work DIR
-                  [--small BYTES] [--large BYTES] [--centrals a,b,...] [--interval MS]"""
+                  [--small BYTES] [--large BYTES] [--centrals a,b,...] [--interval MS]
+                  [--where]   (then blekit's instructions per value by layer, beside the floor's)"""
 import argparse
 import json
 import os
@@ -149,6 +150,9 @@ def main():
     parser.add_argument("--centrals", default="floor,blekit,bleak-acquire,bleak")
     parser.add_argument("--interval", type=float, default=0,
                         help="milliseconds between values (default 0: as fast as read)")
+    parser.add_argument("--where", action="store_true",
+                        help="then where blekit's instructions per value go, layer by layer,"
+                             " beside the floor's (bench/where.py)")
     args = parser.parse_args()
     names = args.centrals.split(",")
     commands = centrals(args)
@@ -188,6 +192,22 @@ def main():
         print("  %-14s %s" % (name, "  ".join(
             "%d B: %d / %.3f / %.2f" % (size, *results[name][size])
             for size in (args.small, args.large))))
+    if args.where and "blekit" in names:
+        def files(name, size):
+            prefix = "cg.%s-%d." % (name, size)
+            return ",".join(os.path.join(args.work, f) for f in sorted(os.listdir(args.work))
+                            if f.startswith(prefix))
+        values = (args.large - args.small) / 244
+        where = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                              "where.py"),
+                 "--units", str(values), "--label", "blekit",
+                 "--small", files("blekit", args.small), "--large", files("blekit", args.large)]
+        if "floor" in names:
+            where += ["--vs-label", "C floor", "--vs-small", files("floor", args.small),
+                      "--vs-large", files("floor", args.large)]
+        print()
+        print("per 244-byte value (bench/where.py):", flush=True)
+        subprocess.run(where, check=True)
 
 
 if __name__ == "__main__":

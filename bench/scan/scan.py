@@ -16,7 +16,7 @@ The scanners:
   bleak     bench/scan/bleak_scan.py (BleakScanner, a detection callback per report)
 
 Usage: scan.py --blekit PATH --shim PATH --pylib DIR --work DIR [--scanners a,b]
-               [--small D,C] [--large D,C] [--rss D,C] [--no-rss] [--no-callgrind]
+               [--small D,C] [--large D,C] [--rss D,C] [--no-rss] [--no-callgrind] [--where]
 (defaults: callgrind between 1,000 + 10,000 and 2,000 + 20,000 advertisements, since a
 Python scanner under callgrind reads about 300 reports a second; RSS after 10,000 devices +
 100,000 changes per generation)"""
@@ -126,6 +126,9 @@ def main():
     parser.add_argument("--bleak-large", default=None)
     parser.add_argument("--no-rss", action="store_true")
     parser.add_argument("--no-callgrind", action="store_true")
+    parser.add_argument("--where", action="store_true",
+                        help="then where each blekit scanner's instructions per report go, layer"
+                             " by layer (bench/where.py)")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
     names = args.scanners.split(",")
@@ -158,6 +161,9 @@ def main():
                     run.close()
                 counts.append((devices + changes, callgrind_total(run.dir, prefix),
                                time.monotonic() - started))
+                row.setdefault("files", []).append(",".join(
+                    os.path.join(run.dir, f) for f in sorted(os.listdir(run.dir))
+                    if f.startswith(prefix)))
             (r1, i1, _), (r2, i2, _) = counts
             row["per_report"] = (i2 - i1) / (r2 - r1)
             row["counts"] = counts
@@ -195,6 +201,17 @@ def main():
         for devices_changes, count, seconds in results[name].get("counts", []):
             print("  %-8s %7d reports: %14d instructions (%.0f s under callgrind)"
                   % (name, devices_changes, count, seconds))
+    for name in names:
+        files = results[name].get("files")
+        if not args.where or name == "bleak" or not files:
+            continue
+        (r1, _, _), (r2, _, _) = results[name]["counts"]
+        print()
+        print("%s, per report (bench/where.py):" % name, flush=True)
+        subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                     "..", "where.py"),
+                        "--units", str(r2 - r1), "--label", name, "--small", files[0],
+                        "--large", files[1], "--top", "10"], check=True)
 
 
 if __name__ == "__main__":
