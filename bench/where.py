@@ -61,9 +61,7 @@ def swift_module(function):
     match = MODULE.search(function)
     if not match:
         return None
-    length, rest = int(match.group(1)), match.group(2)
-    name = rest[:length]
-    return {"s": "Swift"}.get(name, name)
+    return match.group(2)[: int(match.group(1))]
 
 
 def layer(function, obj):
@@ -110,18 +108,13 @@ def layer(function, obj):
     if source:
         return "blekit", source.group(1) + "/" + source.group(2)
     module = swift_module(function)
-    if module in ("dbus_bench",) or re.search(r"bench/|floor\.c", function) or library.startswith(
-            ("floor", "dbus-bench")) and not module:
+    benchmark_binary = library.startswith(("floor", "dbus-bench")) and not module
+    if module == "dbus_bench" or benchmark_binary or re.search(r"bench/|floor\.c", function):
         return "the benchmark's own code", ""
     if module == "Swift":
         return "Swift runtime", "generic code specialized into the binary"
     if module:
         return "blekit", module + " (compiler-generated)"
-    if obj == "" and function.startswith("<counts for unidentified lines in"):
-        path = function.split(" in ", 1)[1].rstrip(">")
-        source = SOURCE.search(path)
-        if source:
-            return "blekit", source.group(1) + "/" + source.group(2)
     return "other", library or "?"
 
 

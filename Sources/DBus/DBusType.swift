@@ -119,9 +119,7 @@ final class DBusType: Sendable {
     case .signature: code = UInt8(ascii: "g")
     case .unixFD: code = UInt8(ascii: "h")
     case .variant: code = UInt8(ascii: "v")
-    case .bytes:
-      if let type = arrays[Int(UInt8(ascii: "y"))] { return type }
-      return try parseSingle("ay")
+    case .bytes: return arrays[Int(UInt8(ascii: "y"))]!
     default: return try parseSingle(value.signature.rawValue)
     }
     return simple[Int(code)]!
